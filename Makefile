@@ -1,0 +1,58 @@
+# The two commands a user needs: `make run` and `make test`. Both set up what is missing first.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMPS := .stamps
+JAR := python/ttlstate/jars/ttlstate-shim.jar
+SCALA_SRC := $(shell find jvm-shim/src -name '*.scala' 2>/dev/null)
+NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
+DEV_PKGS := pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
+            pybind11 setuptools wheel
+
+.PHONY: setup run test test-long bench bench-quick lint jar native clean
+
+setup: $(STAMPS)/system $(STAMPS)/install $(JAR)
+
+$(STAMPS)/system: scripts/install_system_deps.sh
+	@mkdir -p $(STAMPS)
+	scripts/install_system_deps.sh
+	@touch $@
+
+$(STAMPS)/deps: constraints.txt $(STAMPS)/system
+	@mkdir -p $(STAMPS)
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt $(DEV_PKGS)
+	@touch $@
+
+# Editable install; builds the native extension (native/) in place.
+$(STAMPS)/install: $(STAMPS)/deps setup.py pyproject.toml $(NATIVE_SRC)
+	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
+	@touch $@
+
+native: $(STAMPS)/install
+
+jar: $(JAR)
+$(JAR): $(SCALA_SRC) scripts/build_shim.sh $(STAMPS)/deps
+	scripts/build_shim.sh $(PY) $@
+
+run: setup
+	$(PY) -m ttlstate.cli.main demo
+
+test: setup
+	$(PY) -m ruff check python tests benchmarks
+	$(PY) -m pytest -m "not long" tests
+
+test-long: setup
+	$(PY) -m pytest -m long tests
+
+bench: setup
+	$(PY) -m benchmarks.run_all
+
+bench-quick: setup
+	$(PY) -m benchmarks.run_all --quick
+
+lint: $(STAMPS)/deps
+	$(PY) -m ruff check python tests benchmarks
+
+clean:
+	rm -rf $(STAMPS) build python/ttlstate/_native*.so $(JAR) jvm-shim/target

@@ -1,0 +1,109 @@
+"""Every conf key of ttlstate, defined once.
+
+Only SQL confs that start with `spark.sql.streaming.stateStore.` reach a provider on the
+executors, so all keys live under `spark.sql.streaming.stateStore.ttlstate.`. The Scala
+shim has its own copy of the names (`ConfKeys.scala`); `tests/unit/test_cross_language.py`
+checks both lists are equal, and `tests/unit/test_readme_tables.py` checks the README table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+PREFIX = "spark.sql.streaming.stateStore.ttlstate."
+PROVIDER_CLASS_KEY = "spark.sql.streaming.stateStore.providerClass"
+PROVIDER_CLASS = "ttlstate.spark.TtlStateStoreProvider"
+
+
+class UpdateType(Enum):
+    ON_CREATE_AND_WRITE = "OnCreateAndWrite"
+    ON_READ_AND_WRITE = "OnReadAndWrite"
+
+
+class StateVisibility(Enum):
+    NEVER_RETURN_EXPIRED = "NeverReturnExpired"
+    RETURN_EXPIRED_IF_NOT_CLEANED_UP = "ReturnExpiredIfNotCleanedUp"
+
+
+class TimeSource(Enum):
+    BATCH_TIMESTAMP = "batchTimestamp"
+    WALL_CLOCK = "wallClock"
+
+
+class EngineKind(Enum):
+    NATIVE = "native"
+    ROCKSDICT = "rocksdict"
+    AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class ConfKey:
+    suffix: str
+    default: str
+    allowed: str
+    doc: str
+
+    @property
+    def key(self) -> str:
+        return PREFIX + self.suffix
+
+
+def _enum_allowed(e: type[Enum]) -> str:
+    return ", ".join(m.value for m in e)
+
+
+TTL = ConfKey("ttl", "off", "off, or a duration: 500ms, 10s, 30m, 1h, 2d",
+              "Time to live of a state entry since its last access (per UpdateType). "
+              "`off` disables TTL.")
+UPDATE_TYPE = ConfKey("updateType", UpdateType.ON_CREATE_AND_WRITE.value, _enum_allowed(UpdateType),
+                      "Which accesses refresh an entry's timestamp (Flink's UpdateType).")
+STATE_VISIBILITY = ConfKey("stateVisibility", StateVisibility.NEVER_RETURN_EXPIRED.value,
+                           _enum_allowed(StateVisibility),
+                           "Whether an expired entry that is still stored may be returned once "
+                           "(Flink's StateVisibility).")
+TIME_SOURCE = ConfKey("timeSource", TimeSource.BATCH_TIMESTAMP.value, _enum_allowed(TimeSource),
+                      "`batchTimestamp`: now is the micro-batch's timestamp from the offset log, "
+                      "so replays are deterministic. `wallClock`: the executor's clock.")
+FULL_SNAPSHOT = ConfKey("cleanup.fullSnapshot", "true", "true, false",
+                        "Write snapshots without the entries expired at the snapshot's batch time.")
+INCREMENTAL_SIZE = ConfKey("cleanup.incremental.size", "0", "an integer >= 0 (0 = off)",
+                           "Entries the incremental cleanup cursor checks per trigger; expired "
+                           "ones are deleted.")
+INCREMENTAL_PER_RECORD = ConfKey("cleanup.incremental.perRecord", "false", "true, false",
+                                 "Trigger incremental cleanup on every state access; otherwise "
+                                 "once per batch, at commit.")
+FILTER_ENABLED = ConfKey("cleanup.compactionFilter.enabled", "true", "true, false",
+                         "Let RocksDB compaction drop expired entries (native engine only).")
+FILTER_QUERY_TIME_AFTER = ConfKey("cleanup.compactionFilter.queryTimeAfterNumEntries", "1000",
+                                  "an integer >= 0",
+                                  "The filter re-reads the clock after this many entries "
+                                  "(Flink's queryTimeAfterNumEntries).")
+FILTER_PERIODIC_COMPACTION = ConfKey("cleanup.compactionFilter.periodicCompaction", "30d",
+                                     "a duration, 0 = off",
+                                     "RocksDB periodic_compaction_seconds, so cold files reach "
+                                     "the filter too.")
+ENGINE = ConfKey("engine", EngineKind.NATIVE.value, _enum_allowed(EngineKind),
+                 "Storage engine. `native` has the compaction filter; `rocksdict` is the "
+                 "portable fallback; `auto` prefers native and falls back with a warning.")
+SNAPSHOT_INTERVAL = ConfKey("snapshotInterval", "10", "an integer >= 1",
+                            "Write a full snapshot every this many versions (changelogs between).")
+PYTHON = ConfKey("python", "", "a path to a Python interpreter with ttlstate installed",
+                 "Interpreter of the state server. Default: PYSPARK_PYTHON, then python3.")
+WORKERS = ConfKey("workers", "0", "an integer >= 0 (0 = one per executor core)",
+                  "Worker processes of the state server; stores are sharded over them.")
+WRITE_BATCH_SIZE = ConfKey("writeBatchBytes", "262144", "an integer >= 1024",
+                           "Bytes of pipelined puts/removes the shim buffers before sending.")
+OPERATOR_TTL = ConfKey("operator.<operatorId>.ttl", "(the global ttl)",
+                       "off, or a duration", "TTL for one stateful operator, by operator id.")
+
+ALL_KEYS: tuple[ConfKey, ...] = (
+    TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, FULL_SNAPSHOT, INCREMENTAL_SIZE,
+    INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
+    FILTER_PERIODIC_COMPACTION, ENGINE, SNAPSHOT_INTERVAL, PYTHON, WORKERS, WRITE_BATCH_SIZE,
+    OPERATOR_TTL,
+)
+
+
+def operator_ttl_key(operator_id: int) -> str:
+    return f"{PREFIX}operator.{operator_id}.ttl"

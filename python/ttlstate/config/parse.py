@@ -1,0 +1,81 @@
+"""Parsers for Spark-style conf values.
+
+Every parser raises `ConfError` naming the key, the offending value and what is allowed,
+because a bad value must fail the query at start with a message a user can act on.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import TypeVar
+
+INT64_MAX = (1 << 63) - 1
+
+E = TypeVar("E", bound=Enum)
+
+
+class ConfError(ValueError):
+    """A conf value that is not allowed; the message names key, value and what is allowed."""
+
+    def __init__(self, key: str, value: object, allowed: str) -> None:
+        self.key = key
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"Invalid value {value!r} for conf '{key}': allowed {allowed}")
+
+
+_UNIT_MS = {
+    "ms": 1,
+    "s": 1000,
+    "sec": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "h": 3_600_000,
+    "d": 86_400_000,
+}
+_DURATION_RE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
+DURATION_ALLOWED = (
+    "a positive duration such as 500ms, 10s, 30m, 1h, 2d (units ms, s, m/min, h, d; "
+    "a bare number is milliseconds)"
+)
+
+
+def parse_duration_ms(key: str, value: str, *, allow_zero: bool = False) -> int:
+    """Parse `30m` / `1h` / `500ms` / `1000` (ms) into milliseconds, clamped to int64."""
+    m = _DURATION_RE.match(str(value).lower())
+    if not m or m.group(2) not in {"", *_UNIT_MS}:
+        raise ConfError(key, value, DURATION_ALLOWED)
+    ms = int(m.group(1)) * _UNIT_MS.get(m.group(2) or "ms", 1)
+    if ms == 0 and not allow_zero:
+        raise ConfError(key, value, DURATION_ALLOWED)
+    return min(ms, INT64_MAX)
+
+
+def parse_bool(key: str, value: str) -> bool:
+    v = str(value).strip().lower()
+    if v in ("true", "1", "yes", "on"):
+        return True
+    if v in ("false", "0", "no", "off"):
+        return False
+    raise ConfError(key, value, "true or false")
+
+
+def parse_int(key: str, value: str, *, minimum: int, maximum: int = INT64_MAX) -> int:
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        raise ConfError(key, value, f"an integer in [{minimum}, {maximum}]") from None
+    if not minimum <= n <= maximum:
+        raise ConfError(key, value, f"an integer in [{minimum}, {maximum}]")
+    return n
+
+
+def parse_enum(key: str, value: str, enum_type: type[E]) -> E:
+    """Enum names are matched case-insensitively, as Spark does for its own enum confs."""
+    wanted = str(value).strip().lower()
+    for member in enum_type:
+        if member.value.lower() == wanted:
+            return member
+    allowed = ", ".join(m.value for m in enum_type)
+    raise ConfError(key, value, f"one of {allowed} (case-insensitive)")

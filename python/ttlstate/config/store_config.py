@@ -1,0 +1,122 @@
+"""Typed configuration of one store, built from the string confs Spark hands the provider."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from ttlstate.config import keys as K
+from ttlstate.config.keys import EngineKind, StateVisibility, TimeSource, UpdateType
+from ttlstate.config.parse import (
+    ConfError,
+    parse_bool,
+    parse_duration_ms,
+    parse_enum,
+    parse_int,
+)
+
+
+@dataclass(frozen=True)
+class IncrementalCleanup:
+    size: int
+    per_record: bool = False
+
+
+@dataclass(frozen=True)
+class CompactionFilterCleanup:
+    query_time_after_num_entries: int = 1000
+    periodic_compaction_ms: int = 30 * 86_400_000
+
+
+@dataclass(frozen=True)
+class TtlConfig:
+    """Flink's StateTtlConfig, in ttlstate's vocabulary. `ttl_ms=None` means TTL is off."""
+
+    ttl_ms: int | None = None
+    update_type: UpdateType = UpdateType.ON_CREATE_AND_WRITE
+    visibility: StateVisibility = StateVisibility.NEVER_RETURN_EXPIRED
+    time_source: TimeSource = TimeSource.BATCH_TIMESTAMP
+    full_snapshot: bool = True
+    incremental: IncrementalCleanup | None = None
+    compaction_filter: CompactionFilterCleanup | None = field(
+        default_factory=CompactionFilterCleanup)
+
+    @property
+    def enabled(self) -> bool:
+        return self.ttl_ms is not None
+
+    @property
+    def update_on_read(self) -> bool:
+        return self.update_type is UpdateType.ON_READ_AND_WRITE
+
+    @property
+    def return_expired(self) -> bool:
+        return self.visibility is StateVisibility.RETURN_EXPIRED_IF_NOT_CLEANED_UP
+
+    def disabled(self) -> TtlConfig:
+        return replace(self, ttl_ms=None)
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    ttl: TtlConfig = field(default_factory=TtlConfig)
+    engine: EngineKind = EngineKind.NATIVE
+    snapshot_interval: int = 10
+
+
+def _parse_ttl(key: str, value: str) -> int | None:
+    if str(value).strip().lower() in ("off", "none", ""):
+        return None
+    return parse_duration_ms(key, value)
+
+
+def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = None) -> StoreConfig:
+    """Validate every ttlstate key present in `confs` (others are ignored) and build the config.
+
+    Unknown keys under our prefix are refused too: a typo must not silently mean "default".
+    """
+    known = {k.key for k in K.ALL_KEYS if "<" not in k.suffix}
+    for key in confs:
+        if key.startswith(K.PREFIX) and key not in known and not _is_operator_key(key):
+            raise ConfError(key, confs[key], "a known ttlstate key (see the README's conf table)")
+
+    def get(ck: K.ConfKey) -> str:
+        return str(confs.get(ck.key, ck.default))
+
+    ttl_ms = _parse_ttl(K.TTL.key, get(K.TTL))
+    for key, value in confs.items():
+        if _is_operator_key(key):
+            op_ttl = _parse_ttl(key, value)  # validate every override, not just ours
+            if operator_id is not None and key == K.operator_ttl_key(operator_id):
+                ttl_ms = op_ttl
+
+    inc_size = parse_int(K.INCREMENTAL_SIZE.key, get(K.INCREMENTAL_SIZE), minimum=0)
+    inc_per_record = parse_bool(K.INCREMENTAL_PER_RECORD.key, get(K.INCREMENTAL_PER_RECORD))
+    filter_on = parse_bool(K.FILTER_ENABLED.key, get(K.FILTER_ENABLED))
+    query_after = parse_int(K.FILTER_QUERY_TIME_AFTER.key, get(K.FILTER_QUERY_TIME_AFTER), minimum=0)
+    periodic = parse_duration_ms(K.FILTER_PERIODIC_COMPACTION.key,
+                                 get(K.FILTER_PERIODIC_COMPACTION), allow_zero=True)
+    ttl = TtlConfig(
+        ttl_ms=ttl_ms,
+        update_type=parse_enum(K.UPDATE_TYPE.key, get(K.UPDATE_TYPE), UpdateType),
+        visibility=parse_enum(K.STATE_VISIBILITY.key, get(K.STATE_VISIBILITY), StateVisibility),
+        time_source=parse_enum(K.TIME_SOURCE.key, get(K.TIME_SOURCE), TimeSource),
+        full_snapshot=parse_bool(K.FULL_SNAPSHOT.key, get(K.FULL_SNAPSHOT)),
+        incremental=IncrementalCleanup(inc_size, inc_per_record) if inc_size > 0 else None,
+        compaction_filter=CompactionFilterCleanup(query_after, periodic) if filter_on else None,
+    )
+    # Keys read only by the shim are still validated here, so every bad value fails alike.
+    parse_int(K.WORKERS.key, get(K.WORKERS), minimum=0, maximum=1024)
+    parse_int(K.WRITE_BATCH_SIZE.key, get(K.WRITE_BATCH_SIZE), minimum=1024, maximum=1 << 30)
+    return StoreConfig(
+        ttl=ttl,
+        engine=parse_enum(K.ENGINE.key, get(K.ENGINE), EngineKind),
+        snapshot_interval=parse_int(K.SNAPSHOT_INTERVAL.key, get(K.SNAPSHOT_INTERVAL), minimum=1),
+    )
+
+
+def _is_operator_key(key: str) -> bool:
+    if not key.startswith(K.PREFIX + "operator.") or not key.endswith(".ttl"):
+        return False
+    middle = key[len(K.PREFIX + "operator."):-len(".ttl")]
+    return middle.isdigit()

@@ -1,0 +1,71 @@
+"""The engine interface: the few RocksDB operations the store needs, nothing more.
+
+It is small on purpose so that an engine is a thin adapter: `native` (our pybind11 binding
+with the TTL compaction filter) and `rocksdict` (pure pip install, no filter) implement it.
+Keys and values are opaque bytes; values are TtlValues when TTL is on.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FilterSettings:
+    """What the compaction filter needs; `None` instead of this means no filter."""
+
+    ttl_ms: int
+    query_time_after_num_entries: int = 1000
+    periodic_compaction_seconds: int = 30 * 86_400
+    timestamp_offset: int = 0
+
+
+class Engine(ABC):
+    """One RocksDB instance in one local directory."""
+
+    kind: str = "abstract"
+    has_compaction_filter: bool = False
+
+    @abstractmethod
+    def get(self, key: bytes) -> bytes | None: ...
+
+    def multi_get(self, keys: list[bytes]) -> list[bytes | None]:
+        return [self.get(k) for k in keys]
+
+    @abstractmethod
+    def write(self, batch: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """Apply puts (value) and deletes (None) atomically, in order."""
+
+    @abstractmethod
+    def iterate(self, lower: bytes | None = None,
+                upper: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Ascending (key, value) in [lower, upper), as of the moment of the call."""
+
+    @abstractmethod
+    def compact(self) -> None:
+        """Compact the whole key range (runs the compaction filter, if any, on everything)."""
+
+    def set_time(self, now_ms: int) -> None:
+        """Tell the compaction filter what time it is (the batch time). No-op without filter."""
+
+    @abstractmethod
+    def disk_bytes(self) -> int:
+        """Bytes of the live SST files (what compaction reclaims)."""
+
+    def count_keys(self) -> int:
+        return sum(1 for _ in self.iterate())
+
+    def metrics(self) -> dict[str, int]:
+        """Engine counters; the native engine reports its compaction filter's here."""
+        return {}
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,27 @@
+"""Builds the native extension `ttlstate._native` (C++17, pybind11, RocksDB + TTL filter).
+
+Set TTLSTATE_NO_NATIVE=1 to build a pure-Python package (engine=rocksdict only).
+"""
+
+import glob
+import os
+
+from setuptools import setup
+
+ext_modules = []
+sources = sorted(glob.glob("native/src/*.cpp"))
+if os.environ.get("TTLSTATE_NO_NATIVE") != "1" and sources:
+    from pybind11.setup_helpers import Pybind11Extension
+
+    ext_modules = [
+        Pybind11Extension(
+            "ttlstate._native",
+            sources,
+            include_dirs=["native/include"],
+            cxx_std=17,
+            extra_compile_args=["-Wall", "-Wextra", "-O2"],
+            libraries=["rocksdb"],
+        )
+    ]
+
+setup(ext_modules=ext_modules)
