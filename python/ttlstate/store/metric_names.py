@@ -1,0 +1,41 @@
+"""Custom metric names reported to Spark, defined once (mirrored in the shim's Metrics.scala).
+
+Spark declares them from `supportedCustomMetrics` on an uninitialised provider; a store
+reporting a name missing there fails the task, so both lists are cross-checked by a test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MetricName:
+    name: str
+    kind: str  # "sum", "size" or "timing", as Spark's StateStoreCustom*Metric
+    desc: str
+
+
+TTL_EXPIRED_ON_READ = MetricName("ttlExpiredOnRead", "sum",
+                                 "entries hidden or dropped as expired on read")
+TTL_REMOVED_BY_FILTER = MetricName("ttlRemovedByCompactionFilter", "sum",
+                                   "entries removed by the TTL compaction filter")
+TTL_REMOVED_INCREMENTAL = MetricName("ttlRemovedByIncrementalCleanup", "sum",
+                                     "entries removed by incremental TTL cleanup")
+TTL_DROPPED_FROM_SNAPSHOT = MetricName("ttlDroppedFromSnapshot", "sum",
+                                       "expired entries left out of snapshots")
+BRIDGE_ROUND_TRIPS = MetricName("bridgeRoundTrips", "sum",
+                                "synchronous round trips between the JVM and the state server")
+BRIDGE_TIME_MS = MetricName("bridgeTimeMs", "timing",
+                            "time spent waiting on the state server")
+ROCKSDB_SST_BYTES = MetricName("rocksdbSstBytes", "size", "RocksDB live SST bytes on disk")
+COMMIT_TIME_MS = MetricName("commitTimeMs", "timing", "time to commit a version durably")
+SNAPSHOT_TIME_MS = MetricName("snapshotTimeMs", "timing", "time to write snapshots")
+ENGINE_FALLBACK = MetricName("engineFallback", "sum",
+                             "stores running on rocksdict because engine=auto found no native build")
+
+ALL_METRICS: tuple[MetricName, ...] = (
+    TTL_EXPIRED_ON_READ, TTL_REMOVED_BY_FILTER, TTL_REMOVED_INCREMENTAL, TTL_DROPPED_FROM_SNAPSHOT,
+    BRIDGE_ROUND_TRIPS, BRIDGE_TIME_MS, ROCKSDB_SST_BYTES, COMMIT_TIME_MS, SNAPSHOT_TIME_MS,
+    ENGINE_FALLBACK,
+)
