@@ -49,6 +49,7 @@ class Engine(ABC):
 
     def set_time(self, now_ms: int) -> None:
         """Tell the compaction filter what time it is (the batch time). No-op without filter."""
+        return None
 
     @abstractmethod
     def disk_bytes(self) -> int:

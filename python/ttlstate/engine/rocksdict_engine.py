@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
-from rocksdict import Options, ReadOptions, Rdict, WriteBatch, WriteOptions
+from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 from ttlstate.engine.base import Engine
 
@@ -57,14 +57,12 @@ class RocksdictEngine(Engine):
             ro.set_iterate_lower_bound(lower)
         if upper is not None:
             ro.set_iterate_upper_bound(upper)
-        it = self._db.iter(ro)
+        it = self._db.iter(ro)  # created now: the view is fixed at the call, not at first next()
         if lower is None:
             it.seek_to_first()
         else:
             it.seek(lower)
-        while it.valid():
-            yield it.key(), it.value()
-            it.next()
+        return _entries(it)
 
     def compact(self) -> None:
         self._db.compact_range(None, None)
@@ -76,3 +74,9 @@ class RocksdictEngine(Engine):
         if self._db is not None:
             self._db.close()
             self._db = None  # type: ignore[assignment]
+
+
+def _entries(it) -> Iterator[tuple[bytes, bytes]]:  # noqa: ANN001 (rocksdict's RdictIter)
+    while it.valid():
+        yield it.key(), it.value()
+        it.next()

@@ -1,0 +1,197 @@
+"""The engine-neutral record file behind changelogs and snapshots.
+
+Either engine restores either's files, so the format is ours, not RocksDB's:
+
+    magic     8 bytes   b"TTLSTATE"
+    kind      1 byte    b"C" (changelog) or b"S" (snapshot)
+    format    u16 BE    FORMAT_VERSION
+    hdr_len   u32 BE    then hdr_len bytes of UTF-8 JSON:
+                        {"store": id, "version": v, "batchTimeMs": t or null, "codec": "zstd"}
+    body      zstd frame of records; a record is
+                        op u8 (1 put, 2 delete) | key_len u32 BE | key
+                        | (put only) value_len u32 BE | value
+    footer    b"TTLS-END" | record_count u64 BE | body_len u64 BE
+              | crc32 u32 BE of every byte before the footer
+
+Snapshots hold puts only, sorted by key. A file is verified whole (size, footer, checksum)
+before a single record is applied, so a truncated or corrupt file never loads partially.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import zstandard
+
+MAGIC = b"TTLSTATE"
+FOOTER_MAGIC = b"TTLS-END"
+FORMAT_VERSION = 1
+KIND_CHANGELOG = b"C"
+KIND_SNAPSHOT = b"S"
+OP_PUT = 1
+OP_DELETE = 2
+
+_PREFIX = struct.Struct(">8scHI")
+_FOOTER = struct.Struct(">8sQQI")
+_U32 = struct.Struct(">I")
+_CHUNK = 1 << 20
+
+
+class RecordFileError(ValueError):
+    """The file is not a valid record file; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class RecordFileHeader:
+    kind: bytes
+    store_id: str
+    version: int
+    batch_time_ms: int | None
+    record_count: int
+
+
+class _CrcWriter:
+    def __init__(self, f: BinaryIO) -> None:
+        self.f = f
+        self.crc = 0
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.f.write(data)
+        self.crc = zlib.crc32(data, self.crc)
+        self.size += len(data)
+
+
+def write_record_file(path: str, kind: bytes, store_id: str, version: int,
+                      batch_time_ms: int | None,
+                      records: Iterable[tuple[bytes, bytes | None]]) -> int:
+    """Write records ((key, value) puts, (key, None) deletes); returns the record count."""
+    header = json.dumps({"store": store_id, "version": version, "batchTimeMs": batch_time_ms,
+                         "codec": "zstd"}).encode()
+    count = 0
+    with open(path, "wb") as raw:
+        out = _CrcWriter(raw)
+        out.write(_PREFIX.pack(MAGIC, kind, FORMAT_VERSION, len(header)) + header)
+        body_start = out.size
+        comp = zstandard.ZstdCompressor(level=3).compressobj()
+        buf: list[bytes] = []
+        buffered = 0
+        for key, value in records:
+            if value is None:
+                rec = b"".join((bytes((OP_DELETE,)), _U32.pack(len(key)), key))
+            else:
+                rec = b"".join((bytes((OP_PUT,)), _U32.pack(len(key)), key,
+                                _U32.pack(len(value)), value))
+            buf.append(rec)
+            buffered += len(rec)
+            count += 1
+            if buffered >= _CHUNK:
+                out.write(comp.compress(b"".join(buf)))
+                buf.clear()
+                buffered = 0
+        out.write(comp.compress(b"".join(buf)) + comp.flush())
+        body_len = out.size - body_start
+        raw.write(_FOOTER.pack(FOOTER_MAGIC, count, body_len, out.crc))
+        raw.flush()
+        os.fsync(raw.fileno())
+    return count
+
+
+def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
+    """Check size, magic, footer and checksum of the whole file; raise RecordFileError if bad."""
+    size = os.path.getsize(path)
+    if size < _PREFIX.size + _FOOTER.size:
+        raise RecordFileError(f"is truncated ({size} bytes)")
+    with open(path, "rb") as f:
+        magic, kind, fmt, hdr_len = _PREFIX.unpack(f.read(_PREFIX.size))
+        if magic != MAGIC:
+            raise RecordFileError("is not a ttlstate checkpoint file (bad magic)")
+        if fmt != FORMAT_VERSION:
+            raise RecordFileError(f"has format version {fmt}; this ttlstate reads {FORMAT_VERSION}")
+        if kind != expected_kind:
+            raise RecordFileError(f"has kind {kind!r}, expected {expected_kind!r}")
+        f.seek(size - _FOOTER.size)
+        fmagic, count, body_len, crc = _FOOTER.unpack(f.read(_FOOTER.size))
+        if fmagic != FOOTER_MAGIC:
+            raise RecordFileError("is truncated or corrupt (no end marker)")
+        if _PREFIX.size + hdr_len + body_len + _FOOTER.size != size:
+            raise RecordFileError("is truncated or corrupt (sizes do not add up)")
+        f.seek(0)
+        remaining = size - _FOOTER.size
+        actual = 0
+        head = b""
+        while remaining:
+            chunk = f.read(min(_CHUNK, remaining))
+            if not chunk:
+                raise RecordFileError("is truncated")
+            if len(head) < _PREFIX.size + hdr_len:
+                head += chunk[: _PREFIX.size + hdr_len - len(head)]
+            actual = zlib.crc32(chunk, actual)
+            remaining -= len(chunk)
+        if actual != crc:
+            raise RecordFileError("is corrupt (checksum mismatch)")
+    try:
+        meta = json.loads(head[_PREFIX.size:])
+        return RecordFileHeader(kind, str(meta["store"]), int(meta["version"]),
+                                meta.get("batchTimeMs"), count)
+    except (ValueError, KeyError, TypeError) as e:
+        raise RecordFileError(f"has a bad header ({e})") from None
+
+
+def read_records(path: str, header: RecordFileHeader) -> Iterator[tuple[bytes, bytes | None]]:
+    """Records of a file that `verify_record_file` accepted, in file order."""
+    with open(path, "rb") as f:
+        hdr_len = _PREFIX.unpack(f.read(_PREFIX.size))[3]
+        size = os.fstat(f.fileno()).st_size
+        f.seek(_PREFIX.size + hdr_len)
+        body_remaining = size - _FOOTER.size - _PREFIX.size - hdr_len
+        dec = zstandard.ZstdDecompressor().decompressobj()
+        pending = b""
+        pos = 0
+        seen = 0
+        while True:
+            if body_remaining:
+                chunk = f.read(min(_CHUNK, body_remaining))
+                body_remaining -= len(chunk)
+                pending = pending[pos:] + dec.decompress(chunk)
+                pos = 0
+            # Parse every complete record in `pending`.
+            while True:
+                rec = _parse_one(pending, pos)
+                if rec is None:
+                    break
+                pos, key, value = rec
+                seen += 1
+                yield key, value
+            if not body_remaining:
+                break
+        if pos != len(pending) or seen != header.record_count:
+            raise RecordFileError(f"is corrupt (decoded {seen} records, footer says "
+                                  f"{header.record_count})")
+
+
+def _parse_one(buf: bytes, pos: int) -> tuple[int, bytes, bytes | None] | None:
+    if pos + 5 > len(buf):
+        return None
+    op = buf[pos]
+    (klen,) = _U32.unpack_from(buf, pos + 1)
+    kend = pos + 5 + klen
+    if op == OP_DELETE:
+        if kend > len(buf):
+            return None
+        return kend, buf[pos + 5:kend], None
+    if op != OP_PUT:
+        raise RecordFileError(f"is corrupt (unknown record op {op})")
+    if kend + 4 > len(buf):
+        return None
+    (vlen,) = _U32.unpack_from(buf, kend)
+    vend = kend + 4 + vlen
+    if vend > len(buf):
+        return None
+    return vend, buf[pos + 5:kend], buf[kend + 4:vend]

@@ -1,0 +1,59 @@
+"""Which checkpoint files rebuild version v: the newest snapshot <= v, then changelogs up to v.
+
+Kept apart from I/O so the rule is easy to read and to test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ttlstate.checkpoint import names
+from ttlstate.checkpoint.errors import VersionNotFound
+
+
+@dataclass(frozen=True)
+class RestorePlan:
+    base_version: int          # state to start from: 0 (empty), the snapshot's, or the local one
+    snapshot: str | None       # snapshot file to restore, None to start empty or from local
+    changelogs: tuple[str, ...]
+    from_local: bool           # replay on top of the local DB instead of wiping it
+
+
+def plan_restore(store_id: str, files: list[str], version: int,
+                 local_version: int | None) -> RestorePlan:
+    if version == 0:
+        return RestorePlan(0, None, (), False)
+    parsed = names.parse_all(files)
+    changelogs = {f.version for f in parsed if f.kind == names.CHANGELOG}
+    snapshots = {f.version for f in parsed if f.kind == names.SNAPSHOT}
+    if version not in changelogs and version not in snapshots:
+        raise VersionNotFound(store_id, version, names.changelog_name(version))
+    if local_version is not None and local_version <= version and all(
+            v in changelogs for v in range(local_version + 1, version + 1)):
+        return RestorePlan(local_version, None, _changelogs(local_version, version), True)
+    base = max((s for s in snapshots if s <= version), default=0)
+    missing = [v for v in range(base + 1, version + 1) if v not in changelogs]
+    if missing:
+        raise VersionNotFound(store_id, version, names.changelog_name(missing[0]),
+                              f"is missing (needed to rebuild version {version} from "
+                              f"{'snapshot ' + names.snapshot_name(base) if base else 'empty state'})")
+    snapshot = names.snapshot_name(base) if base > 0 else None
+    return RestorePlan(base, snapshot, _changelogs(base, version), False)
+
+
+def _changelogs(after: int, upto: int) -> tuple[str, ...]:
+    return tuple(names.changelog_name(v) for v in range(after + 1, upto + 1))
+
+
+def deletable_files(files: list[str], min_versions_to_retain: int) -> list[str]:
+    """Files no longer needed to rebuild any of the newest `min_versions_to_retain` versions."""
+    parsed = names.parse_all(files)
+    if not parsed:
+        return []
+    latest = max(f.version for f in parsed)
+    earliest_to_keep = max(latest - min_versions_to_retain + 1, 1)
+    snapshots = [f.version for f in parsed if f.kind == names.SNAPSHOT and f.version <= earliest_to_keep]
+    if not snapshots:
+        return []
+    base = max(snapshots)
+    return [f.name for f in parsed if f.version < base or (f.version == base and f.kind == names.CHANGELOG)]

@@ -1,0 +1,367 @@
+"""A store's versions: the local RocksDB cache, the checkpoint files, and maintenance.
+
+The local engine holds exactly one committed version (`local_version`); every other version
+is rebuilt from the checkpoint (newest snapshot <= v, then changelogs), so a store that moves
+to another executor, or whose local directory vanished, loses nothing. Each commit writes the
+batch's puts and removes as the changelog of the new version and publishes it before
+`commit()` returns; maintenance writes snapshots and deletes files no longer needed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+from ttlstate.checkpoint import names
+from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
+from ttlstate.checkpoint.location import CheckpointLocation
+from ttlstate.checkpoint.record_file import (
+    KIND_CHANGELOG,
+    KIND_SNAPSHOT,
+    RecordFileError,
+    RecordFileHeader,
+    read_records,
+    verify_record_file,
+    write_record_file,
+)
+from ttlstate.checkpoint.restore_plan import deletable_files, plan_restore
+from ttlstate.config.keys import EngineKind, TimeSource
+from ttlstate.config.store_config import StoreConfig
+from ttlstate.engine.base import Engine, FilterSettings
+from ttlstate.engine.select import open_engine
+from ttlstate.store import metric_names as M
+from ttlstate.store.state_store import StateStore, StoreStateError
+from ttlstate.ttl import ttl_value
+from ttlstate.ttl.clock import Clock, WallClock
+from ttlstate.ttl.expiry import is_expired
+
+log = logging.getLogger(__name__)
+
+_APPLY_CHUNK = 10_000
+
+
+class StoreProvider:
+    def __init__(self, store_id: str, local_dir: str, checkpoint: CheckpointLocation,
+                 config: StoreConfig, clock: Clock | None = None) -> None:
+        self.store_id = store_id
+        self.config = config
+        self.checkpoint = checkpoint
+        self.clock = clock or WallClock()
+        self._local_dir = local_dir
+        self._db_dir = os.path.join(local_dir, "db")
+        self._staging = os.path.join(local_dir, "staging")
+        os.makedirs(self._staging, mode=0o700, exist_ok=True)
+        self._lock = threading.RLock()
+        self._engine: Engine | None = None
+        self._local_version: int | None = None
+        self._batch_times: dict[int, int | None] = {}
+        self._remote: set[str] | None = None
+        self._stamp = 0
+        self._closed = False
+        self.num_keys = 0
+        self._cursor: bytes | None = None
+        self._unreported: Counter[str] = Counter()
+        self._filter_removed_counted = 0
+
+    # -- engine ---------------------------------------------------------------------------
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            raise StoreStateError(f"ttlstate store {self.store_id}: no version is loaded")
+        return self._engine
+
+    @property
+    def current_stamp(self) -> int:
+        return self._stamp
+
+    @property
+    def local_version(self) -> int | None:
+        return self._local_version
+
+    def _filter_settings(self) -> FilterSettings | None:
+        ttl = self.config.ttl
+        if not ttl.enabled or ttl.compaction_filter is None:
+            return None
+        cf = ttl.compaction_filter
+        return FilterSettings(ttl_ms=ttl.ttl_ms or 0,
+                              query_time_after_num_entries=cf.query_time_after_num_entries,
+                              periodic_compaction_seconds=cf.periodic_compaction_ms // 1000)
+
+    def _open_empty(self) -> None:
+        self._drop_local()
+        self._engine = open_engine(self.config.engine, self._db_dir, self._filter_settings())
+        self._filter_removed_counted = self._engine.metrics().get("filter_removed", 0)
+        self.num_keys = 0
+
+    def _drop_local(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+        self._local_version = None
+        shutil.rmtree(self._db_dir, ignore_errors=True)
+
+    # -- versions -------------------------------------------------------------------------
+    def _now(self, now_ms: int | None) -> int:
+        if self.config.ttl.time_source is TimeSource.BATCH_TIMESTAMP and now_ms is not None:
+            return now_ms
+        return self.clock.now_ms()
+
+    def get_store(self, version: int, *, now_ms: int | None = None, read_only: bool = False
+                  ) -> StateStore:
+        """Exactly `version`, as a write store (or read-only), at the batch time `now_ms`."""
+        if version < 0:
+            raise VersionNotFound(self.store_id, version, names.changelog_name(version),
+                                  "cannot be loaded: versions are >= 0")
+        with self._lock:
+            if self._closed:
+                raise StoreStateError(f"ttlstate store {self.store_id}: provider is closed")
+            if self._engine is not None and not os.path.isdir(self._db_dir):
+                log.warning("ttlstate store %s: local state directory vanished; restoring "
+                            "from the checkpoint", self.store_id)
+                self._drop_local()
+            if self._engine is None or self._local_version != version:
+                self._load(version)
+            now = self._now(now_ms)
+            self.engine.set_time(now)
+            self._stamp += 1
+            return StateStore(self, version, now, not read_only, self._stamp)
+
+    def upgrade(self, store: StateStore) -> StateStore:
+        """Turn a read store into the write store of the same version, in place."""
+        with self._lock:
+            store.make_writable()
+            return store
+
+    def _listing(self, refresh: bool) -> list[str]:
+        if refresh or self._remote is None:
+            self._remote = set(self.checkpoint.list_files())
+        return sorted(self._remote)
+
+    def _load(self, version: int) -> None:
+        local = self._local_version if self._engine is not None else None
+        try:
+            plan = plan_restore(self.store_id, self._listing(refresh=False), version, local)
+        except VersionNotFound:
+            plan = plan_restore(self.store_id, self._listing(refresh=True), version, local)
+        try:
+            if not plan.from_local:
+                self._open_empty()
+            if plan.snapshot is not None:
+                self._restore_snapshot(plan.snapshot, version)
+            for name in plan.changelogs:
+                self._replay_changelog(name, version)
+        except BaseException:
+            self._drop_local()  # never serve a partially loaded version
+            raise
+        self._local_version = version
+
+    def _fetch_verified(self, name: str, kind: bytes, version: int) -> tuple[str, RecordFileHeader]:
+        local = os.path.join(self._staging, name)
+        try:
+            self.checkpoint.fetch(name, local)
+        except FileNotFoundError:
+            raise VersionNotFound(self.store_id, version, name, "is missing") from None
+        try:
+            return local, verify_record_file(local, kind)
+        except RecordFileError as e:
+            os.unlink(local)
+            raise CheckpointError(self.store_id, version, name, str(e)) from None
+
+    def _restore_snapshot(self, name: str, version: int) -> None:
+        local, header = self._fetch_verified(name, KIND_SNAPSHOT, version)
+        try:
+            batch: list[tuple[bytes, bytes | None]] = []
+            for record in read_records(local, header):
+                batch.append(record)
+                if len(batch) >= _APPLY_CHUNK:
+                    self.engine.write(batch)
+                    batch.clear()
+            self.engine.write(batch)
+            self.num_keys = header.record_count
+            self._batch_times[header.version] = header.batch_time_ms
+        except RecordFileError as e:
+            raise CheckpointError(self.store_id, version, name, str(e)) from None
+        finally:
+            os.unlink(local)
+
+    def _replay_changelog(self, name: str, version: int) -> None:
+        local, header = self._fetch_verified(name, KIND_CHANGELOG, version)
+        try:
+            records = list(read_records(local, header))
+        except RecordFileError as e:
+            raise CheckpointError(self.store_id, version, name, str(e)) from None
+        finally:
+            os.unlink(local)
+        self._apply(records)
+        self._batch_times[header.version] = header.batch_time_ms
+
+    def _apply(self, records: list[tuple[bytes, bytes | None]]) -> None:
+        """Write records to the engine, keeping `num_keys` exact."""
+        engine = self.engine
+        keys = [k for k, _ in records]
+        before = dict(zip(keys, engine.multi_get(keys), strict=True))
+        final: dict[bytes, bytes | None] = {}
+        for k, v in records:
+            final[k] = v
+        for k, v in final.items():
+            existed = before[k] is not None
+            if v is None and existed:
+                self.num_keys -= 1
+            elif v is not None and not existed:
+                self.num_keys += 1
+        engine.write(records)
+
+    # -- commit ---------------------------------------------------------------------------
+    def commit_store(self, store: StateStore) -> int:
+        with self._lock:
+            if store.version != self._local_version:
+                raise StoreStateError(f"ttlstate store {self.store_id}: cannot commit version "
+                                      f"{store.version + 1}; the local state moved to "
+                                      f"{self._local_version}")
+            started = time.monotonic()
+            inc = self.config.ttl.incremental
+            if self.config.ttl.enabled and inc is not None and not inc.per_record:
+                self.incremental_step(store)
+            new_version = store.version + 1
+            records = list(store.pending.items())
+            name = names.changelog_name(new_version)
+            local = os.path.join(self._staging, name)
+            write_record_file(local, KIND_CHANGELOG, self.store_id, new_version, store.now_ms, records)
+            try:
+                self.checkpoint.publish(local, name)
+            finally:
+                os.unlink(local)
+            self._remember_published(name, new_version)
+            try:
+                self._apply(records)
+            except BaseException:
+                self._drop_local()
+                raise
+            self._local_version = new_version
+            self._batch_times[new_version] = store.now_ms
+            self._recount_if_filter_removed()
+            self._unreported[M.COMMIT_TIME_MS.name] += int((time.monotonic() - started) * 1000)
+            return new_version
+
+    def _remember_published(self, name: str, new_version: int) -> None:
+        """Track our own files; a snapshot at or above a re-committed version is stale."""
+        if self._remote is None:
+            self._remote = set(self.checkpoint.list_files())
+        self._remote.add(name)
+        stale = [n for n in self._remote
+                 if (f := names.parse(n)) and f.kind == names.SNAPSHOT and f.version >= new_version]
+        if stale:
+            self.checkpoint.delete(stale)
+            self._remote.difference_update(stale)
+
+    def _recount_if_filter_removed(self) -> None:
+        """The compaction filter deletes behind our back; recount keys when it did."""
+        removed = self.engine.metrics().get("filter_removed", 0)
+        if removed != self._filter_removed_counted:
+            self._unreported[M.TTL_REMOVED_BY_FILTER.name] += removed - self._filter_removed_counted
+            self._filter_removed_counted = removed
+            self.num_keys = self.engine.count_keys()
+
+    # -- TTL cleanup ----------------------------------------------------------------------
+    def incremental_step(self, store: StateStore) -> None:
+        """Check the next `size` committed entries after the cursor; delete the expired ones."""
+        ttl = self.config.ttl
+        if ttl.ttl_ms is None or ttl.incremental is None or not store.writable:
+            return
+        checked = 0
+        last: bytes | None = None
+        for key, raw in self.engine.iterate(self._cursor, None):
+            checked += 1
+            last = key
+            if key not in store.pending and is_expired(ttl_value.timestamp(raw), ttl.ttl_ms,
+                                                        store.now_ms):
+                store.delete_expired(key)
+            if checked >= ttl.incremental.size:
+                break
+        if last is None or checked < ttl.incremental.size:
+            self._cursor = None  # reached the end: wrap around
+        else:
+            self._cursor = last + b"\x00"
+
+    # -- maintenance ----------------------------------------------------------------------
+    def do_snapshot_maintenance(self) -> None:
+        """Snapshot the loaded version when `snapshot_interval` versions passed since the last."""
+        with self._lock:
+            if self._closed or self._engine is None or self._local_version is None:
+                return
+            version = self._local_version
+            last = max((f.version for f in names.parse_all(self._listing(refresh=False))
+                        if f.kind == names.SNAPSHOT and f.version <= version), default=0)
+            if version - last >= self.config.snapshot_interval:
+                self.write_snapshot()
+
+    def write_snapshot(self) -> str:
+        """Write and publish the snapshot of the loaded version; returns its file name."""
+        with self._lock:
+            started = time.monotonic()
+            version = self._local_version
+            if version is None:
+                raise StoreStateError(f"ttlstate store {self.store_id}: no version is loaded")
+            name = names.snapshot_name(version)
+            local = os.path.join(self._staging, name)
+            dropped = Counter[str]()
+            write_record_file(local, KIND_SNAPSHOT, self.store_id, version,
+                              self._batch_times.get(version), self._snapshot_entries(version, dropped))
+            try:
+                self.checkpoint.publish(local, name)
+            finally:
+                os.unlink(local)
+            if self._remote is not None:
+                self._remote.add(name)
+            self._unreported[M.TTL_DROPPED_FROM_SNAPSHOT.name] += dropped["n"]
+            self._unreported[M.SNAPSHOT_TIME_MS.name] += int((time.monotonic() - started) * 1000)
+            return name
+
+    def _snapshot_entries(self, version: int, dropped: Counter[str]
+                          ) -> Iterator[tuple[bytes, bytes]]:
+        """Committed entries, without those expired at the version's batch time (fullSnapshot)."""
+        ttl = self.config.ttl
+        batch_time = self._batch_times.get(version)
+        drop = ttl.enabled and ttl.full_snapshot and batch_time is not None
+        for key, raw in self.engine.iterate():
+            if drop and is_expired(ttl_value.timestamp(raw), ttl.ttl_ms or 0, batch_time or 0):
+                dropped["n"] += 1
+                continue
+            yield key, raw
+
+    def do_cleanup_maintenance(self, min_versions_to_retain: int) -> list[str]:
+        """Delete checkpoint files older than what the newest N versions need."""
+        with self._lock:
+            if self._closed:
+                return []
+            doomed = deletable_files(self._listing(refresh=True), min_versions_to_retain)
+            if doomed:
+                self.checkpoint.delete(doomed)
+                if self._remote is not None:
+                    self._remote.difference_update(doomed)
+            return doomed
+
+    def drain_metrics(self) -> dict[str, int]:
+        """Counters accumulated since the last report (Spark sums what each batch reports)."""
+        with self._lock:
+            out = {m.name: 0 for m in M.ALL_METRICS}
+            out.update(self._unreported)
+            self._unreported.clear()
+            if self._engine is not None:
+                out[M.ROCKSDB_SST_BYTES.name] = self._engine.disk_bytes()
+                fallback = self.config.engine is EngineKind.AUTO and self._engine.kind != "native"
+                out[M.ENGINE_FALLBACK.name] = int(fallback)
+            return out
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._stamp += 1
+            if self._engine is not None:
+                self._engine.close()
+                self._engine = None

@@ -1,0 +1,228 @@
+"""One version of one store, as a task sees it: reads, buffered writes, commit or abort.
+
+Uncommitted writes live in an overlay dict (key -> stored value, or None for a delete), so
+`abort()` leaves no trace and commit applies them as one atomic write batch. Reads see the
+overlay first, then the engine. TTL is applied on every read path (Flink's
+`getWrappedWithTtlCheckAndUpdate`): an expired entry is deleted in this write store and
+returned only under ReturnExpiredIfNotCleanedUp; an unexpired one is refreshed by point reads
+under OnReadAndWrite. Iteration hides and deletes expired entries but never refreshes them:
+in Spark, iteration is the operator's own eviction or timeout scan, not a user access, and
+refreshing there would keep every key alive forever.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ttlstate.store import metric_names as M
+from ttlstate.ttl import ttl_value
+from ttlstate.ttl.expiry import is_expired
+
+if TYPE_CHECKING:
+    from ttlstate.store.provider import StoreProvider
+
+_MISSING = object()
+
+
+class StoreStateError(RuntimeError):
+    """A call that the store's lifecycle does not allow (put after commit, stale handle...)."""
+
+
+@dataclass
+class StoreMetrics:
+    num_keys: int
+    memory_bytes: int
+    custom: dict[str, int] = field(default_factory=dict)
+
+
+def prefix_upper_bound(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with `prefix` (None: no bound)."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes((stripped[-1] + 1,))
+
+
+class StateStore:
+    def __init__(self, provider: StoreProvider, version: int, now_ms: int, writable: bool,
+                 stamp: int) -> None:
+        self._p = provider
+        self.version = version
+        self.now_ms = now_ms
+        self.writable = writable
+        self._stamp = stamp
+        self._pending: dict[bytes, bytes | None] = {}
+        self._pending_bytes = 0
+        self._state = "open"
+        self.expired_on_read = 0
+        self.removed_incremental = 0
+        ttl = provider.config.ttl
+        self._ttl_ms = ttl.ttl_ms
+        self._return_expired = ttl.return_expired
+        self._refresh_on_read = ttl.update_on_read
+        self._per_record_cleanup = ttl.enabled and ttl.incremental is not None and ttl.incremental.per_record
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @property
+    def has_committed(self) -> bool:
+        return self._state == "committed"
+
+    def _check_open(self) -> None:
+        if self._state != "open":
+            raise StoreStateError(f"ttlstate store {self._p.store_id} version {self.version} is "
+                                  f"{self._state}; no further operations are allowed")
+        if self._stamp != self._p.current_stamp:
+            raise StoreStateError(f"ttlstate store {self._p.store_id} version {self.version}: this "
+                                  "handle was superseded by a later get_store (or the provider closed)")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if not self.writable:
+            raise StoreStateError(f"ttlstate store {self._p.store_id} version {self.version} is read-only")
+
+    def make_writable(self) -> None:
+        self._check_open()
+        self.writable = True
+
+    def commit(self) -> int:
+        self._check_writable()
+        new_version = self._p.commit_store(self)
+        self._state = "committed"
+        return new_version
+
+    def abort(self) -> None:
+        """Drop uncommitted writes. Idempotent; a no-op after commit or on a superseded handle."""
+        if self._state == "open":
+            self._pending.clear()
+            self._state = "aborted"
+
+    def release(self) -> None:
+        """End a read-only use. Idempotent."""
+        if self._state == "open":
+            self._pending.clear()
+            self._state = "released"
+
+    @property
+    def pending(self) -> dict[bytes, bytes | None]:
+        return self._pending
+
+    # -- writes ----------------------------------------------------------------------------
+    def _write(self, key: bytes, stored: bytes | None) -> None:
+        self._pending[key] = stored
+        self._pending_bytes += len(key) + (len(stored) if stored is not None else 0)
+
+    def put(self, key: bytes, value: bytes) -> None:
+        self._check_writable()
+        if value is None:
+            raise ValueError("Cannot put a null value")
+        if self._per_record_cleanup:
+            self._p.incremental_step(self)
+        self._write(bytes(key), ttl_value.encode(self.now_ms, bytes(value)))
+
+    def remove(self, key: bytes) -> None:
+        self._check_writable()
+        if self._per_record_cleanup:
+            self._p.incremental_step(self)
+        self._write(bytes(key), None)
+
+    def delete_expired(self, key: bytes) -> None:
+        """Incremental cleanup's delete: counted apart from user removes."""
+        self._write(key, None)
+        self.removed_incremental += 1
+
+    # -- reads -----------------------------------------------------------------------------
+    def _raw(self, key: bytes) -> bytes | None:
+        raw = self._pending.get(key, _MISSING)
+        if raw is _MISSING:
+            return self._p.engine.get(key)
+        return raw  # type: ignore[return-value]
+
+    def _visible(self, key: bytes, raw: bytes, refresh: bool) -> bytes | None:
+        """Apply TTL to a stored value: the user bytes, or None if hidden as expired."""
+        if self._ttl_ms is None:
+            return raw[ttl_value.TIMESTAMP_SIZE:]
+        ts = ttl_value.timestamp(raw)
+        if is_expired(ts, self._ttl_ms, self.now_ms):
+            self.expired_on_read += 1
+            if self.writable:
+                self._write(key, None)
+            return raw[ttl_value.TIMESTAMP_SIZE:] if self._return_expired else None
+        if refresh and self._refresh_on_read and self.writable and ts != self.now_ms:
+            self._write(key, ttl_value.with_timestamp(raw, self.now_ms))
+        return raw[ttl_value.TIMESTAMP_SIZE:]
+
+    def get(self, key: bytes) -> bytes | None:
+        self._check_open()
+        if self._per_record_cleanup and self.writable:
+            self._p.incremental_step(self)
+        key = bytes(key)
+        raw = self._raw(key)
+        return None if raw is None else self._visible(key, raw, refresh=True)
+
+    def key_exists(self, key: bytes) -> bool:
+        return self.get(key) is not None
+
+    def multi_get(self, keys: list[bytes]) -> list[bytes | None]:
+        self._check_open()
+        if self._per_record_cleanup and self.writable:
+            self._p.incremental_step(self)
+        keys = [bytes(k) for k in keys]
+        missing = [k for k in keys if k not in self._pending]
+        from_db = dict(zip(missing, self._p.engine.multi_get(missing), strict=True))
+        out: list[bytes | None] = []
+        for k in keys:
+            raw = self._pending[k] if k in self._pending else from_db[k]
+            out.append(None if raw is None else self._visible(k, raw, refresh=True))
+        return out
+
+    def iterator(self) -> Iterator[tuple[bytes, bytes]]:
+        return self._scan(None, None)
+
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        prefix = bytes(prefix)
+        return self._scan(prefix, prefix_upper_bound(prefix))
+
+    def _scan(self, lower: bytes | None, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        """Merge a copy of the overlay with a point-in-time engine iterator.
+
+        Both sides are fixed when the scan starts, so puts and removes made while iterating
+        (Spark's eviction does this) cannot disturb it.
+        """
+        self._check_open()
+        overlay = sorted(
+            (k, v) for k, v in self._pending.items()
+            if (lower is None or k >= lower) and (upper is None or k < upper))
+        db = self._p.engine.iterate(lower, upper)
+        return self._visible_entries(_merge(overlay, db))
+
+    def _visible_entries(self, entries: Iterator[tuple[bytes, bytes | None]]
+                         ) -> Iterator[tuple[bytes, bytes]]:
+        for key, raw in entries:
+            if raw is None:
+                continue
+            value = self._visible(key, raw, refresh=False)
+            if value is not None:
+                yield key, value
+
+    # -- metrics ---------------------------------------------------------------------------
+    def metrics(self) -> StoreMetrics:
+        custom = self._p.drain_metrics()
+        custom[M.TTL_EXPIRED_ON_READ.name] = self.expired_on_read
+        custom[M.TTL_REMOVED_INCREMENTAL.name] = self.removed_incremental
+        return StoreMetrics(self._p.num_keys, self._pending_bytes, custom)
+
+
+def _merge(overlay: list[tuple[bytes, bytes | None]],
+           db: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes | None]]:
+    """Sorted union by key; on equal keys the overlay (newer) wins."""
+    tagged_overlay = ((k, 0, v) for k, v in overlay)
+    tagged_db = ((k, 1, v) for k, v in db)
+    last: bytes | None = None
+    for key, _src, value in heapq.merge(tagged_overlay, tagged_db, key=lambda t: (t[0], t[1])):
+        if key == last:
+            continue
+        last = key
+        yield key, value
