@@ -67,9 +67,10 @@ TIME_SOURCE = ConfKey("timeSource", TimeSource.BATCH_TIMESTAMP.value, _enum_allo
                       "so replays are deterministic. `wallClock`: the executor's clock.")
 FULL_SNAPSHOT = ConfKey("cleanup.fullSnapshot", "true", "true, false",
                         "Write snapshots without the entries expired at the snapshot's batch time.")
-INCREMENTAL_SIZE = ConfKey("cleanup.incremental.size", "0", "an integer >= 0 (0 = off)",
+INCREMENTAL_SIZE = ConfKey("cleanup.incremental.size", "1000", "an integer >= 0 (0 = off)",
                            "Entries the incremental cleanup cursor checks per trigger; expired "
-                           "ones are deleted.")
+                           "ones are deleted. On by default: the compaction filter never sees "
+                           "entries still in the memtable.")
 INCREMENTAL_PER_RECORD = ConfKey("cleanup.incremental.perRecord", "false", "true, false",
                                  "Trigger incremental cleanup on every state access; otherwise "
                                  "once per batch, at commit.")

@@ -1,6 +1,6 @@
 """Markdown tables for the README, generated from the single definitions of keys and metrics.
 
-`python -m ttlstate.docs.tables` prints them; a test checks the README contains every row.
+`python -m ttlstate.docs.tables README.md` rewrites them in place; a test checks the README contains every row.
 """
 
 from __future__ import annotations
@@ -21,7 +21,25 @@ def metrics_table() -> str:
     return "\n".join(rows)
 
 
+def rewrite_readme(path: str) -> None:
+    """Replace the text between the README's table markers with freshly generated tables."""
+    with open(path) as f:
+        text = f.read()
+    for tag, table in (("conf-table", conf_table()), ("metrics-table", metrics_table())):
+        start, end = f"<!-- {tag} -->", f"<!-- /{tag} -->"
+        head, rest = text.split(start, 1)
+        _old, tail = rest.split(end, 1)
+        text = f"{head}{start}\n{table}\n{end}{tail}"
+    with open(path, "w") as f:
+        f.write(text)
+
+
 if __name__ == "__main__":
-    print(conf_table())
-    print()
-    print(metrics_table())
+    import sys
+
+    if len(sys.argv) > 1:
+        rewrite_readme(sys.argv[1])
+    else:
+        print(conf_table())
+        print()
+        print(metrics_table())
