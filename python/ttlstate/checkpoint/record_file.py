@@ -6,7 +6,9 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
     kind      1 byte    b"C" (changelog) or b"S" (snapshot)
     format    u16 BE    FORMAT_VERSION
     hdr_len   u32 BE    then hdr_len bytes of UTF-8 JSON:
-                        {"store": id, "version": v, "batchTimeMs": t or null, "codec": "zstd"}
+                        {"store": id, "version": v, "batchTimeMs": t or null,
+                         "ttlMs": ttl or null, "codec": "zstd"}
+                        (ttlMs records the TTL in force, for `ttlstate inspect`)
     body      zstd frame of records; a record is
                         op u8 (1 put, 2 delete) | key_len u32 BE | key
                         | (put only) value_len u32 BE | value
@@ -54,6 +56,7 @@ class RecordFileHeader:
     version: int
     batch_time_ms: int | None
     record_count: int
+    ttl_ms: int | None = None
 
 
 class _CrcWriter:
@@ -70,10 +73,10 @@ class _CrcWriter:
 
 def write_record_file(path: str, kind: bytes, store_id: str, version: int,
                       batch_time_ms: int | None,
-                      records: Iterable[tuple[bytes, bytes | None]]) -> int:
+                      records: Iterable[tuple[bytes, bytes | None]], ttl_ms: int | None = None) -> int:
     """Write records ((key, value) puts, (key, None) deletes); returns the record count."""
     header = json.dumps({"store": store_id, "version": version, "batchTimeMs": batch_time_ms,
-                         "codec": "zstd"}).encode()
+                         "ttlMs": ttl_ms, "codec": "zstd"}).encode()
     count = 0
     with open(path, "wb") as raw:
         out = _CrcWriter(raw)
@@ -139,7 +142,7 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
     try:
         meta = json.loads(head[_PREFIX.size:])
         return RecordFileHeader(kind, str(meta["store"]), int(meta["version"]),
-                                meta.get("batchTimeMs"), count)
+                                meta.get("batchTimeMs"), count, meta.get("ttlMs"))
     except (ValueError, KeyError, TypeError) as e:
         raise RecordFileError(f"has a bad header ({e})") from None
 

@@ -1,6 +1,7 @@
 """Markdown tables for the README, generated from the single definitions of keys and metrics.
 
-`python -m ttlstate.docs.tables README.md` rewrites them in place; a test checks the README contains every row.
+`python -m ttlstate.docs.tables README.md` rewrites them in place; a test checks the README
+contains every row.
 """
 
 from __future__ import annotations

@@ -231,7 +231,8 @@ class StoreProvider:
             records = list(store.pending.items())
             name = names.changelog_name(new_version)
             local = os.path.join(self._staging, name)
-            write_record_file(local, KIND_CHANGELOG, self.store_id, new_version, store.now_ms, records)
+            write_record_file(local, KIND_CHANGELOG, self.store_id, new_version, store.now_ms, records,
+                              self.config.ttl.ttl_ms)
             try:
                 self.checkpoint.publish(local, name)
             finally:
@@ -311,7 +312,8 @@ class StoreProvider:
             local = os.path.join(self._staging, name)
             dropped = Counter[str]()
             write_record_file(local, KIND_SNAPSHOT, self.store_id, version,
-                              self._batch_times.get(version), self._snapshot_entries(version, dropped))
+                              self._batch_times.get(version), self._snapshot_entries(version, dropped),
+                              self.config.ttl.ttl_ms)
             try:
                 self.checkpoint.publish(local, name)
             finally:
