@@ -250,12 +250,17 @@ class StoreProvider:
             return new_version
 
     def _remember_published(self, name: str, new_version: int) -> None:
-        """Track our own files; a snapshot at or above a re-committed version is stale."""
+        """Track our own files. Re-committing version N supersedes everything after it.
+
+        Files of versions > N, and a snapshot of N, belong to a timeline that Spark's commit
+        log never accepted (a batch is re-run only if its successor never ran), so they are
+        deleted: otherwise a later load could mix two timelines.
+        """
         if self._remote is None:
             self._remote = set(self.checkpoint.list_files())
         self._remote.add(name)
-        stale = [n for n in self._remote
-                 if (f := names.parse(n)) and f.kind == names.SNAPSHOT and f.version >= new_version]
+        stale = [n for n in self._remote if (f := names.parse(n)) and (
+            f.version > new_version or (f.version == new_version and f.kind == names.SNAPSHOT))]
         if stale:
             self.checkpoint.delete(stale)
             self._remote.difference_update(stale)
