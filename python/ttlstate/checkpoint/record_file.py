@@ -13,7 +13,7 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
                         op u8 (1 put, 2 delete) | key_len u32 BE | key
                         | (put only) value_len u32 BE | value
     footer    b"TTLS-END" | record_count u64 BE | body_len u64 BE
-              | crc32 u32 BE of every byte before the footer
+              | crc32 u32 BE of every byte before the crc itself
 
 Snapshots hold puts only, sorted by key. A file is verified whole (size, footer, checksum)
 before a single record is applied, so a truncated or corrupt file never loads partially.
@@ -41,6 +41,7 @@ OP_DELETE = 2
 
 _PREFIX = struct.Struct(">8scHI")
 _FOOTER = struct.Struct(">8sQQI")
+_FOOTER_BODY = struct.Struct(">8sQQ")
 _U32 = struct.Struct(">I")
 _CHUNK = 1 << 20
 
@@ -100,7 +101,8 @@ def write_record_file(path: str, kind: bytes, store_id: str, version: int,
                 buffered = 0
         out.write(comp.compress(b"".join(buf)) + comp.flush())
         body_len = out.size - body_start
-        raw.write(_FOOTER.pack(FOOTER_MAGIC, count, body_len, out.crc))
+        footer = _FOOTER_BODY.pack(FOOTER_MAGIC, count, body_len)
+        raw.write(footer + struct.pack(">I", zlib.crc32(footer, out.crc)))
         raw.flush()
         os.fsync(raw.fileno())
     return count
@@ -137,6 +139,7 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
                 head += chunk[: _PREFIX.size + hdr_len - len(head)]
             actual = zlib.crc32(chunk, actual)
             remaining -= len(chunk)
+        actual = zlib.crc32(_FOOTER_BODY.pack(fmagic, count, body_len), actual)
         if actual != crc:
             raise RecordFileError("is corrupt (checksum mismatch)")
     try:

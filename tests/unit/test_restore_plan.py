@@ -1,0 +1,66 @@
+"""Which files rebuild a version, and which files cleanup may delete."""
+
+from __future__ import annotations
+
+import pytest
+
+from ttlstate.checkpoint.errors import VersionNotFound
+from ttlstate.checkpoint.restore_plan import deletable_files, plan_restore
+
+
+def cl(*vs: int) -> list[str]:
+    return [f"{v}.changelog" for v in vs]
+
+
+def sn(*vs: int) -> list[str]:
+    return [f"{v}.snapshot" for v in vs]
+
+
+def test_version_zero_is_empty_without_files() -> None:
+    plan = plan_restore("s", [], 0, None)
+    assert (plan.snapshot, plan.changelogs, plan.from_local) == (None, (), False)
+
+
+def test_newest_snapshot_at_or_below_then_changelogs() -> None:
+    files = cl(1, 2, 3, 4, 5, 6) + sn(2, 4, 6) + ["_metadata", "4.delta"]
+    plan = plan_restore("s", files, 5, None)
+    assert plan.snapshot == "4.snapshot"
+    assert plan.changelogs == ("5.changelog",)
+
+
+def test_local_state_is_reused_when_changelogs_reach_the_target() -> None:
+    plan = plan_restore("s", cl(1, 2, 3, 4) + sn(3), 4, 2)
+    assert plan.from_local and plan.changelogs == ("3.changelog", "4.changelog")
+
+
+def test_local_state_newer_than_target_is_not_reused() -> None:
+    plan = plan_restore("s", cl(1, 2, 3, 4), 2, 4)
+    assert not plan.from_local and plan.changelogs == ("1.changelog", "2.changelog")
+
+
+def test_missing_target_version_says_does_not_exist() -> None:
+    with pytest.raises(VersionNotFound, match="does not exist") as e:
+        plan_restore("op0", cl(1, 2), 3, None)
+    assert e.value.file_name == "3.changelog" and e.value.version == 3
+
+
+def test_gap_in_changelogs_names_the_missing_file() -> None:
+    with pytest.raises(VersionNotFound, match="4.changelog") as e:
+        plan_restore("s", cl(1, 2, 3, 5, 6) + sn(2), 6, None)
+    assert "is missing" in str(e.value)
+
+
+def test_snapshot_only_version_loads() -> None:
+    plan = plan_restore("s", sn(7), 7, None)
+    assert plan.snapshot == "7.snapshot" and plan.changelogs == ()
+
+
+def test_cleanup_keeps_what_the_newest_versions_need() -> None:
+    files = cl(*range(1, 11)) + sn(3, 6, 9)
+    # keep versions 7..10 loadable: they need snapshot 6 and changelogs 7..10
+    assert sorted(deletable_files(files, 4)) == sorted(cl(1, 2, 3, 4, 5, 6) + sn(3))
+
+
+def test_cleanup_deletes_nothing_without_an_old_enough_snapshot() -> None:
+    assert deletable_files(cl(*range(1, 11)) + sn(9), 4) == []
+    assert deletable_files([], 3) == []
