@@ -1,0 +1,77 @@
+"""`make bench`: every benchmark in one run, one JSON file, plots and a markdown summary.
+
+Sections: embedded store operations per engine; compaction throughput with the filter off
+and on; Spark providers side by side; state size over time under churn with and without TTL.
+`--quick` shrinks every section to CI size. Results go to `benchmarks/results/<date>/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import time
+from collections.abc import Callable
+
+from benchmarks.machine import describe
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def _section(name: str, fn: Callable[[], object], report: dict[str, object]) -> None:
+    print(f"\n=== {name} ===", flush=True)
+    started = time.monotonic()
+    report[name] = fn()
+    print(f"=== {name}: done in {time.monotonic() - started:.1f}s ===", flush=True)
+
+
+def _churn(quick: bool, out_dir: str) -> dict[str, object]:
+    from ttlstate.demo.runner import run
+    from ttlstate.demo.workload import ChurnWorkload
+
+    batches = 10 if quick else 40
+    stats = run(batches, 1.0, "3s", ChurnWorkload(new_sessions=100 if quick else 400),
+                os.path.join(out_dir, "churn"))
+    return {"batches": [s.__dict__ for s in stats]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", help="comma-separated sections: store,compaction,spark,churn")
+    args = ap.parse_args(argv)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
+    out_dir = os.path.join(RESULTS, stamp + ("-quick" if args.quick else ""))
+    os.makedirs(out_dir, exist_ok=True)
+    quick = ["--quick"] if args.quick else []
+    wanted = set(args.only.split(",")) if args.only else {"store", "compaction", "spark", "churn"}
+    report: dict[str, object] = {"machine": describe(), "quick": args.quick, "started": stamp}
+
+    if "store" in wanted:
+        from benchmarks import store_ops
+
+        _section("store", lambda: store_ops.main(quick), report)
+    if "compaction" in wanted:
+        from benchmarks import compaction_throughput
+
+        _section("compaction", lambda: compaction_throughput.main(quick), report)
+    if "spark" in wanted:
+        from benchmarks import spark_side_by_side
+
+        _section("spark", lambda: spark_side_by_side.main(quick), report)
+    if "churn" in wanted:
+        _section("churn", lambda: _churn(args.quick, out_dir), report)
+
+    path = os.path.join(out_dir, "results.json")
+    with open(path, "w") as f:
+        json.dump(report, f, indent=2, default=str)
+    from benchmarks.report import write_summary
+
+    summary = write_summary(report, out_dir)
+    print(f"\nresults: {path}\nsummary: {summary}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
