@@ -1,0 +1,134 @@
+"""A Python client of the state server protocol: what the shim does, minus Spark.
+
+Used by tests and by the bridge benchmark. Checkpoint callbacks are served from a local
+directory, as the shim serves them from Hadoop's FileSystem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+from ttlstate.checkpoint.location import LocalCheckpointLocation
+from ttlstate.server import protocol as P
+
+
+class ServerError(RuntimeError):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"[{code}] {message}")
+        self.code = code
+        self.message = message
+
+
+class Client:
+    def __init__(self, socket_path: str, checkpoint_root: str | None = None) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(socket_path)
+        self.rfile = self.sock.makefile("rb", buffering=1 << 16)
+        self.checkpoint_root = checkpoint_root
+        self.checkpoint_dirs: dict[int, str] = {}
+        self._current_dir: str | None = None
+        self.round_trips = 0
+
+    def close(self) -> None:
+        self.rfile.close()
+        self.sock.close()
+
+    def send(self, code: int, payload: bytes = b"") -> None:
+        self.sock.sendall(P.frame(code, payload))
+
+    def call(self, code: int, payload: bytes = b"", handle: int | None = None) -> P.Reader:
+        if handle is not None:
+            self._current_dir = self.checkpoint_dirs.get(handle)
+        self.send(code, payload)
+        self.round_trips += 1
+        while True:
+            got = P.read_frame(self.rfile)
+            if got is None:
+                raise ConnectionError("state server closed the connection")
+            rcode, body = got
+            if rcode == P.RESP_OK:
+                return P.Reader(body)
+            if rcode == P.RESP_ERROR:
+                r = P.Reader(body)
+                raise ServerError(r.u16(), r.str())
+            if rcode == P.RESP_CALLBACK:
+                self._serve_callback(P.Reader(body))
+                continue
+            raise P.ProtocolError(f"unexpected frame {rcode}")
+
+    def _serve_callback(self, r: P.Reader) -> None:
+        loc = LocalCheckpointLocation(self._current_dir or "")
+        kind = r.u8()
+        try:
+            if kind == P.CB_LIST:
+                names = loc.list_files()
+                w = P.Writer().u32(len(names))
+                for n in names:
+                    w.str(n)
+                out = w.payload()
+            elif kind == P.CB_FETCH:
+                name, local = r.str(), r.str()
+                loc.fetch(name, local)
+                out = b""
+            elif kind == P.CB_PUBLISH:
+                local, name = r.str(), r.str()
+                loc.publish(local, name)
+                out = b""
+            elif kind == P.CB_DELETE:
+                loc.delete([r.str() for _ in range(r.u32())])
+                out = b""
+            else:
+                raise P.ProtocolError(f"unknown callback {kind}")
+            self.send(P.CB_RESULT_OK, out)
+        except FileNotFoundError as e:
+            self.send(P.CB_RESULT_ERROR, P.Writer().u8(P.CB_ERR_NOT_FOUND).str(str(e)).payload())
+        except OSError as e:
+            self.send(P.CB_RESULT_ERROR, P.Writer().u8(P.CB_ERR_IO).str(str(e)).payload())
+
+    # -- convenience ---------------------------------------------------------------------
+    def hello(self, version: int = P.PROTOCOL_VERSION) -> int:
+        return self.call(P.OP_HELLO, P.Writer().u32(P.MAGIC).u32(version).payload()).u32()
+
+    def open(self, key: str, confs: dict[str, str], info: dict[str, object], checkpoint_dir: str) -> int:
+        payload = P.Writer().str(key).str(json.dumps(confs)).str(json.dumps(info)).payload()
+        handle = self.call(P.OP_OPEN, payload).u32()
+        os.makedirs(checkpoint_dir, exist_ok=True)
+        self.checkpoint_dirs[handle] = checkpoint_dir
+        return handle
+
+    def load(self, h: int, version: int, now_ms: int, read_only: bool = False) -> None:
+        self.call(P.OP_LOAD, P.Writer().u32(h).i64(version).i64(now_ms).u8(int(read_only)).payload(), h)
+
+    def get(self, h: int, key: bytes) -> bytes | None:
+        return self.call(P.OP_GET, P.Writer().u32(h).bytes(key).payload(), h).bytes_or_none()
+
+    def writes(self, h: int, ops: list[tuple[bytes, bytes | None]]) -> None:
+        w = P.Writer().u32(h).u32(len(ops))
+        for k, v in ops:
+            if v is None:
+                w.u8(P.WRITE_REMOVE).bytes(k)
+            else:
+                w.u8(P.WRITE_PUT).bytes(k).bytes(v)
+        self.send(P.OP_WRITES, w.payload())
+
+    def scan(self, h: int, prefix: bytes | None = None) -> list[tuple[bytes, bytes]]:
+        r = self.call(P.OP_ITER, P.Writer().u32(h).bytes(prefix).payload(), h)
+        it_id = r.u32()
+        out: list[tuple[bytes, bytes]] = []
+        while True:
+            done, n = r.u8(), r.u32()
+            out += [(r.bytes(), r.bytes()) for _ in range(n)]
+            if done:
+                return out
+            r = self.call(P.OP_ITER_NEXT, P.Writer().u32(h).u32(it_id).payload(), h)
+
+    def commit(self, h: int) -> tuple[int, int, dict[str, int]]:
+        r = self.call(P.OP_COMMIT, P.Writer().u32(h).payload(), h)
+        version, num_keys, _mem = r.i64(), r.i64(), r.i64()
+        metrics = {r.str(): r.i64() for _ in range(r.u32())}
+        return version, num_keys, metrics
+
+    def simple(self, code: int, h: int, extra: bytes = b"") -> None:
+        self.call(code, P.Writer().u32(h).payload() + extra, h)

@@ -1,0 +1,212 @@
+"""The JVM <-> state server wire protocol, Python side (Scala side: Protocol.scala).
+
+Every message is a frame: `u32 length | u8 code | payload`, big-endian, length counting the
+code and payload. Requests go shim -> server; the server answers a synchronous request with
+OK or ERROR, and may first send CALLBACK frames (list, fetch, publish, delete checkpoint files)
+that the shim answers with CB_OK / CB_ERROR, so the store code stays synchronous while the JVM
+does all remote I/O. WRITES frames carry a batch of puts and removes and get no reply; an
+error in them is kept and returned by the next synchronous request on that connection.
+
+Payload primitives: i64/i32/u32/u8 big-endian; bytes = i32 length (-1: null) + data;
+str = bytes as UTF-8. A `tests/unit/test_cross_language.py` test checks every constant here
+against the shim's.
+"""
+
+from __future__ import annotations
+
+import struct
+
+PROTOCOL_VERSION = 1
+MAGIC = 0x54544C53  # "TTLS"
+MAX_FRAME = 1 << 30
+
+# Requests (shim -> server)
+OP_HELLO = 1          # u32 magic, u32 version                          -> OK u32 version, str worker pid
+OP_OPEN = 2           # str provider key, str confs json, str info json  -> OK u32 handle
+OP_LOAD = 3           # u32 h, i64 version, i64 now ms, u8 read only     -> OK
+OP_UPGRADE = 4        # u32 h                                            -> OK
+OP_GET = 5            # u32 h, bytes key                                 -> OK bytes value (null: absent)
+OP_MULTI_GET = 6      # u32 h, u32 n, n x bytes key                      -> OK u32 n, n x bytes value
+OP_WRITES = 7         # u32 h, u32 n, n x (u8 kind, bytes key[, bytes value])  (no reply)
+OP_ITER = 8           # u32 h, bytes prefix (null: whole store)          -> OK u32 iter id, chunk
+OP_ITER_NEXT = 9      # u32 h, u32 iter id                               -> OK chunk
+OP_ITER_CLOSE = 10    # u32 h, u32 iter id                               -> OK
+OP_COMMIT = 11        # u32 h                                            -> OK i64 new version, metrics
+OP_ABORT = 12         # u32 h                                            -> OK
+OP_RELEASE = 13       # u32 h                                            -> OK
+OP_METRICS = 14       # u32 h                                            -> OK metrics
+OP_SNAPSHOT = 15      # u32 h                                            -> OK
+OP_CLEANUP = 16       # u32 h, i32 min versions to retain                -> OK
+OP_CLOSE = 17         # u32 h                                            -> OK
+
+# Responses (server -> shim)
+RESP_OK = 64
+RESP_ERROR = 65       # u16 error code, str message
+RESP_CALLBACK = 66    # u8 callback kind, then its arguments
+
+# Callbacks (server -> shim, during a synchronous request)
+CB_LIST = 1           # -> CB_OK u32 n, n x str name
+CB_FETCH = 2          # str name, str local path -> CB_OK | CB_ERROR (missing)
+CB_PUBLISH = 3        # str local path, str name -> CB_OK
+CB_DELETE = 4         # u32 n, n x str name      -> CB_OK
+CB_RESULT_OK = 80
+CB_RESULT_ERROR = 81  # u8 error kind, str message
+CB_ERR_NOT_FOUND = 1
+CB_ERR_IO = 2
+
+# Writes inside OP_WRITES
+WRITE_PUT = 1
+WRITE_REMOVE = 2
+
+# Iterator chunk: u8 done, u32 n, n x (bytes key, bytes value). Chunks hold about this much.
+ITER_CHUNK_BYTES = 256 * 1024
+
+# Metrics payload: u64 num keys, u64 memory bytes, u32 n, n x (str name, i64 value)
+
+# Error codes carried by RESP_ERROR
+ERR_INTERNAL = 1
+ERR_BAD_REQUEST = 2
+ERR_PROTOCOL_VERSION = 3
+ERR_CONF = 4
+ERR_VERSION_NOT_FOUND = 5
+ERR_CHECKPOINT = 6
+ERR_STATE = 7
+ERR_ENGINE = 8
+
+_U8 = struct.Struct(">B")
+_U16 = struct.Struct(">H")
+_U32 = struct.Struct(">I")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_HEAD = struct.Struct(">IB")
+
+
+class ProtocolError(Exception):
+    pass
+
+
+class Reader:
+    """Sequential decoder over one frame's payload."""
+
+    __slots__ = ("buf", "pos")
+
+    def __init__(self, buf: bytes | memoryview, pos: int = 0) -> None:
+        self.buf = buf
+        self.pos = pos
+
+    def u8(self) -> int:
+        v = self.buf[self.pos]
+        self.pos += 1
+        return v
+
+    def u16(self) -> int:
+        (v,) = _U16.unpack_from(self.buf, self.pos)
+        self.pos += 2
+        return v
+
+    def u32(self) -> int:
+        (v,) = _U32.unpack_from(self.buf, self.pos)
+        self.pos += 4
+        return v
+
+    def i32(self) -> int:
+        (v,) = _I32.unpack_from(self.buf, self.pos)
+        self.pos += 4
+        return v
+
+    def i64(self) -> int:
+        (v,) = _I64.unpack_from(self.buf, self.pos)
+        self.pos += 8
+        return v
+
+    def bytes_or_none(self) -> bytes | None:
+        n = self.i32()
+        if n < 0:
+            return None
+        end = self.pos + n
+        if end > len(self.buf):
+            raise ProtocolError("frame too short for its byte string")
+        v = bytes(self.buf[self.pos:end])
+        self.pos = end
+        return v
+
+    def bytes(self) -> bytes:
+        v = self.bytes_or_none()
+        if v is None:
+            raise ProtocolError("unexpected null byte string")
+        return v
+
+    def str(self) -> str:
+        return self.bytes().decode("utf-8")
+
+    def at_end(self) -> bool:
+        return self.pos >= len(self.buf)
+
+
+class Writer:
+    """Builds one frame's payload."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def u8(self, v: int) -> Writer:
+        self.parts.append(_U8.pack(v))
+        return self
+
+    def u16(self, v: int) -> Writer:
+        self.parts.append(_U16.pack(v))
+        return self
+
+    def u32(self, v: int) -> Writer:
+        self.parts.append(_U32.pack(v))
+        return self
+
+    def i32(self, v: int) -> Writer:
+        self.parts.append(_I32.pack(v))
+        return self
+
+    def i64(self, v: int) -> Writer:
+        self.parts.append(_I64.pack(v))
+        return self
+
+    def bytes(self, v: bytes | None) -> Writer:
+        if v is None:
+            self.parts.append(_I32.pack(-1))
+        else:
+            self.parts.append(_I32.pack(len(v)))
+            self.parts.append(v)
+        return self
+
+    def str(self, v: str) -> Writer:
+        return self.bytes(v.encode("utf-8"))
+
+    def payload(self) -> bytes:
+        return b"".join(self.parts)
+
+
+def frame(code: int, payload: bytes = b"") -> bytes:
+    return _HEAD.pack(len(payload) + 1, code) + payload
+
+
+def read_frame(sock_file) -> tuple[int, bytes] | None:  # noqa: ANN001 (a buffered binary reader)
+    """One frame from a buffered reader; None on a clean EOF between frames."""
+    head = sock_file.read(_HEAD.size)
+    if not head:
+        return None
+    if len(head) < _HEAD.size:
+        raise ProtocolError("connection closed inside a frame header")
+    length, code = _HEAD.unpack(head)
+    if length < 1 or length > MAX_FRAME:
+        raise ProtocolError(f"bad frame length {length}")
+    payload = sock_file.read(length - 1)
+    if len(payload) != length - 1:
+        raise ProtocolError("connection closed inside a frame")
+    return code, payload
+
+
+def constants() -> dict[str, int]:
+    """Every protocol constant by name, for the cross-language test."""
+    return {k: v for k, v in globals().items()
+            if k.isupper() and isinstance(v, int) and not k.startswith("_")}

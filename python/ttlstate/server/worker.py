@@ -1,0 +1,335 @@
+"""A state server worker: owns a shard of the executor's stores and serves them on one socket.
+
+`python -m ttlstate.server.worker --socket PATH --root DIR`. It exits when its stdin reaches
+EOF (its supervisor, or the JVM, is gone), so a worker never outlives the executor. Each
+connection is served by its own thread; a store lives in exactly one worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import shutil
+import socketserver
+import sys
+import threading
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
+from ttlstate.config.parse import ConfError
+from ttlstate.config.store_config import store_config_from_confs
+from ttlstate.engine.select import EngineUnavailable
+from ttlstate.server import protocol as P
+from ttlstate.server.remote_checkpoint import RemoteCheckpointLocation, set_current_channel
+from ttlstate.server.ttl_scope import ttl_applies
+from ttlstate.store.provider import StoreProvider
+from ttlstate.store.state_store import StateStore, StoreMetrics, StoreStateError
+
+log = logging.getLogger("ttlstate.server")
+
+
+class RequestError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Entry:
+    key: str
+    provider: StoreProvider
+    local_dir: str
+    store: StateStore | None = None
+
+
+class Registry:
+    """The providers of this worker, by handle; shared by all connections."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._by_key: dict[str, int] = {}
+        self._entries: dict[int, Entry] = {}
+        self._next = 1
+
+    def open(self, key: str, confs: dict[str, str], info: dict[str, object]) -> int:
+        with self._lock:
+            handle = self._by_key.get(key)
+            if handle is not None:
+                return handle
+            operator_id = int(info.get("operatorId", -1))  # type: ignore[arg-type]
+            config = store_config_from_confs(confs, operator_id)
+            if not ttl_applies(str(info.get("storeName", "default")), str(info.get("keySchema", "")),
+                               str(info.get("valueSchema", ""))):
+                config = type(config)(ttl=config.ttl.disabled(), engine=config.engine,
+                                      snapshot_interval=config.snapshot_interval)
+            handle = self._next
+            self._next += 1
+            local = os.path.join(self.root, f"{handle}-{re.sub(r'[^A-Za-z0-9_.-]', '_', key)[-80:]}")
+            provider = StoreProvider(str(info.get("storeId", key)), local, RemoteCheckpointLocation(),
+                                     config)
+            self._by_key[key] = handle
+            self._entries[handle] = Entry(key, provider, local)
+            return handle
+
+    def get(self, handle: int) -> Entry:
+        entry = self._entries.get(handle)
+        if entry is None:
+            raise RequestError(P.ERR_STATE, f"unknown store handle {handle} (closed or never opened)")
+        return entry
+
+    def close(self, handle: int) -> None:
+        with self._lock:
+            entry = self._entries.pop(handle, None)
+            if entry is None:
+                return
+            self._by_key.pop(entry.key, None)
+        entry.provider.close()
+        shutil.rmtree(entry.local_dir, ignore_errors=True)
+
+
+def _error_code(e: BaseException) -> int:
+    if isinstance(e, RequestError):
+        return e.code
+    if isinstance(e, ConfError):
+        return P.ERR_CONF
+    if isinstance(e, VersionNotFound):
+        return P.ERR_VERSION_NOT_FOUND
+    if isinstance(e, CheckpointError):
+        return P.ERR_CHECKPOINT
+    if isinstance(e, StoreStateError):
+        return P.ERR_STATE
+    if isinstance(e, EngineUnavailable):
+        return P.ERR_ENGINE
+    if isinstance(e, P.ProtocolError):
+        return P.ERR_BAD_REQUEST
+    return P.ERR_INTERNAL
+
+
+def _metrics_payload(w: P.Writer, m: StoreMetrics) -> P.Writer:
+    w.i64(m.num_keys).i64(m.memory_bytes).u32(len(m.custom))
+    for name, value in m.custom.items():
+        w.str(name).i64(int(value))
+    return w
+
+
+class Connection(socketserver.StreamRequestHandler):
+    """One shim connection: a loop of frames, answered in order."""
+
+    rbufsize = 1 << 16
+    registry: Registry
+
+    def setup(self) -> None:
+        super().setup()
+        self.pending_error: BaseException | None = None
+        self.iters: dict[int, Iterator[tuple[bytes, bytes]]] = {}
+        self.next_iter = 1
+        self.greeted = False
+
+    def send(self, code: int, payload: bytes = b"") -> None:
+        self.wfile.write(P.frame(code, payload))
+        self.wfile.flush()
+
+    def callback(self, kind: int, payload: bytes) -> P.Reader:
+        self.send(P.RESP_CALLBACK, bytes((kind,)) + payload)
+        got = P.read_frame(self.rfile)
+        if got is None:
+            raise P.ProtocolError("shim closed the connection during a callback")
+        code, body = got
+        if code == P.CB_RESULT_OK:
+            return P.Reader(body)
+        if code == P.CB_RESULT_ERROR:
+            r = P.Reader(body)
+            err_kind, message = r.u8(), r.str()
+            if err_kind == P.CB_ERR_NOT_FOUND:
+                raise FileNotFoundError(message)
+            raise OSError(f"checkpoint I/O failed in the JVM: {message}")
+        raise P.ProtocolError(f"expected a callback result, got frame code {code}")
+
+    def handle(self) -> None:
+        set_current_channel(self)
+        try:
+            while True:
+                got = P.read_frame(self.rfile)
+                if got is None:
+                    return
+                code, payload = got
+                if code == P.OP_WRITES:
+                    self._writes(P.Reader(payload))
+                    continue
+                try:
+                    if self.pending_error is not None:
+                        e, self.pending_error = self.pending_error, None
+                        raise RequestError(_error_code(e), f"an earlier pipelined write failed: {e}")
+                    self.send(P.RESP_OK, self.dispatch(code, P.Reader(payload)))
+                except (BrokenPipeError, ConnectionResetError):
+                    return
+                except Exception as e:  # every failure becomes an error frame, never a hang
+                    if _error_code(e) == P.ERR_INTERNAL:
+                        log.error("ttlstate server: request %d failed\n%s", code, traceback.format_exc())
+                    message = str(e) or type(e).__name__
+                    self.send(P.RESP_ERROR, P.Writer().u16(_error_code(e)).str(message).payload())
+        finally:
+            set_current_channel(None)
+
+    def _writes(self, r: P.Reader) -> None:
+        if self.pending_error is not None:
+            return
+        try:
+            store = self._store(r.u32())
+            for _ in range(r.u32()):
+                kind = r.u8()
+                key = r.bytes()
+                if kind == P.WRITE_PUT:
+                    store.put(key, r.bytes())
+                elif kind == P.WRITE_REMOVE:
+                    store.remove(key)
+                else:
+                    raise P.ProtocolError(f"unknown write kind {kind}")
+        except Exception as e:
+            self.pending_error = e
+
+    def _store(self, handle: int) -> StateStore:
+        store = self.registry.get(handle).store
+        if store is None:
+            raise RequestError(P.ERR_STATE, f"store handle {handle} has no loaded version")
+        return store
+
+    def _chunk(self, it: Iterator[tuple[bytes, bytes]]) -> tuple[bool, list[tuple[bytes, bytes]]]:
+        out: list[tuple[bytes, bytes]] = []
+        size = 0
+        for key, value in it:
+            out.append((key, value))
+            size += len(key) + len(value) + 8
+            if size >= P.ITER_CHUNK_BYTES:
+                return False, out
+        return True, out
+
+    def _chunk_payload(self, w: P.Writer, it_id: int) -> bytes:
+        done, pairs = self._chunk(self.iters[it_id])
+        if done:
+            del self.iters[it_id]
+        w.u8(int(done)).u32(len(pairs))
+        for k, v in pairs:
+            w.bytes(k).bytes(v)
+        return w.payload()
+
+    def dispatch(self, code: int, r: P.Reader) -> bytes:
+        if code == P.OP_HELLO:
+            magic, version = r.u32(), r.u32()
+            if magic != P.MAGIC or version != P.PROTOCOL_VERSION:
+                raise RequestError(P.ERR_PROTOCOL_VERSION,
+                                   f"ttlstate state server speaks protocol {P.PROTOCOL_VERSION}; the "
+                                   f"shim sent version {version} (magic {magic:#x}). Use the jar "
+                                   "that ships with the installed ttlstate package.")
+            self.greeted = True
+            return P.Writer().u32(P.PROTOCOL_VERSION).str(str(os.getpid())).payload()
+        if not self.greeted:
+            raise RequestError(P.ERR_PROTOCOL_VERSION, "first frame must be HELLO")
+        if code == P.OP_OPEN:
+            key, confs, info = r.str(), json.loads(r.str()), json.loads(r.str())
+            return P.Writer().u32(self.registry.open(key, confs, info)).payload()
+        handle = r.u32()
+        entry = self.registry.get(handle)
+        if code == P.OP_LOAD:
+            version, now, read_only = r.i64(), r.i64(), r.u8()
+            self.iters.clear()
+            entry.store = entry.provider.get_store(version, now_ms=now, read_only=bool(read_only))
+            return b""
+        if code == P.OP_GET:
+            return P.Writer().bytes(self._store(handle).get(r.bytes())).payload()
+        if code == P.OP_MULTI_GET:
+            keys = [r.bytes() for _ in range(r.u32())]
+            values = self._store(handle).multi_get(keys)
+            w = P.Writer().u32(len(values))
+            for v in values:
+                w.bytes(v)
+            return w.payload()
+        if code == P.OP_ITER:
+            prefix = r.bytes_or_none()
+            store = self._store(handle)
+            it_id = self.next_iter
+            self.next_iter += 1
+            self.iters[it_id] = store.iterator() if prefix is None else store.prefix_scan(prefix)
+            return self._chunk_payload(P.Writer().u32(it_id), it_id)
+        if code == P.OP_ITER_NEXT:
+            it_id = r.u32()
+            if it_id not in self.iters:
+                raise RequestError(P.ERR_STATE, f"iterator {it_id} is closed")
+            return self._chunk_payload(P.Writer(), it_id)
+        if code == P.OP_ITER_CLOSE:
+            self.iters.pop(r.u32(), None)
+            return b""
+        if code == P.OP_UPGRADE:
+            entry.provider.upgrade(self._store(handle))
+            return b""
+        if code == P.OP_COMMIT:
+            store = self._store(handle)
+            version = store.commit()
+            return _metrics_payload(P.Writer().i64(version), store.metrics()).payload()
+        if code == P.OP_METRICS:
+            return _metrics_payload(P.Writer(), self._store(handle).metrics()).payload()
+        if code == P.OP_ABORT:
+            if entry.store is not None:
+                entry.store.abort()
+            return b""
+        if code == P.OP_RELEASE:
+            if entry.store is not None:
+                entry.store.release()
+            return b""
+        if code == P.OP_SNAPSHOT:
+            entry.provider.do_snapshot_maintenance()
+            return b""
+        if code == P.OP_CLEANUP:
+            entry.provider.do_cleanup_maintenance(r.i32())
+            return b""
+        if code == P.OP_CLOSE:
+            self.registry.close(handle)
+            return b""
+        raise RequestError(P.ERR_BAD_REQUEST, f"unknown request code {code}")
+
+
+class _Server(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def _exit_on_stdin_eof() -> None:
+    """The parent holds our stdin open; EOF means it is gone, so we go too (no orphans)."""
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    finally:
+        os._exit(0)
+
+
+def serve(socket_path: str, root: str) -> None:
+    os.umask(0o077)  # the socket and every state file: readable by the owner only
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    if os.path.exists(socket_path):
+        os.unlink(socket_path)
+    handler = type("BoundConnection", (Connection,), {"registry": Registry(root)})
+    server = _Server(socket_path, handler)
+    os.chmod(socket_path, 0o600)
+    threading.Thread(target=_exit_on_stdin_eof, name="stdin-watch", daemon=True).start()
+    print(f"READY {socket_path}", flush=True)
+    server.serve_forever()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--socket", required=True)
+    ap.add_argument("--root", required=True)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=os.environ.get("TTLSTATE_LOG_LEVEL", "WARNING"), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    serve(args.socket, args.root)
+
+
+if __name__ == "__main__":
+    main()
