@@ -6,8 +6,8 @@ STAMPS := .stamps
 JAR := python/ttlstate/jars/ttlstate-shim.jar
 SCALA_SRC := $(shell find jvm-shim/src -name '*.scala' 2>/dev/null)
 NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
-DEV_PKGS := pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
-            pybind11 setuptools wheel
+DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
+            pybind11
 
 .PHONY: setup run test test-long bench bench-quick lint jar native clean
 

@@ -1,0 +1,73 @@
+package ttlstate.spark
+
+import java.io.{File, FileNotFoundException, IOException}
+import java.nio.file.{Files, StandardCopyOption}
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+
+/** Moves one store's files between the state server's local staging dir and the checkpoint
+ *  location, through Spark's CheckpointFileManager (so HDFS, S3A, ABFS and GCS work as for
+ *  Spark's own providers). Publishing is atomic: temp file + rename, overwriting. */
+final class CheckpointFiles(dir: Path, hadoopConf: Configuration) {
+  private lazy val fm = CheckpointFileManager.create(dir, hadoopConf)
+
+  def list(): Seq[String] = {
+    if (!fm.exists(dir)) Seq.empty
+    else fm.list(dir).toSeq.filter(_.isFile).map(_.getPath.getName)
+  }
+
+  def fetch(name: String, localPath: String): Unit = {
+    val path = new Path(dir, name)
+    val in = try fm.open(path) catch {
+      case _: FileNotFoundException => throw new FileNotFoundException(s"checkpoint file $path does not exist")
+    }
+    try Files.copy(in, new File(localPath).toPath, StandardCopyOption.REPLACE_EXISTING)
+    finally in.close()
+  }
+
+  def publish(localPath: String, name: String): Unit = {
+    fm.mkdirs(dir)
+    val out = fm.createAtomic(new Path(dir, name), true)
+    try {
+      Files.copy(new File(localPath).toPath, out)
+      out.close()
+    } catch {
+      case e: Throwable =>
+        out.cancel()
+        throw new IOException(s"failed to write checkpoint file ${new Path(dir, name)}: ${e.getMessage}", e)
+    }
+  }
+
+  def delete(names: Seq[String]): Unit = names.foreach(n => fm.delete(new Path(dir, n)))
+
+  /** Serves one callback from the server; returns the result frame. */
+  def serve(kind: Int, r: PayloadReader): Array[Byte] = {
+    val w = new PayloadWriter()
+    try {
+      kind match {
+        case Protocol.CB_LIST =>
+          val names = list()
+          w.u32(names.size)
+          names.foreach(w.str)
+        case Protocol.CB_FETCH =>
+          val name = r.str()
+          fetch(name, r.str())
+        case Protocol.CB_PUBLISH =>
+          val local = r.str()
+          publish(local, r.str())
+        case Protocol.CB_DELETE =>
+          delete((0 until r.u32()).map(_ => r.str()))
+        case other => throw new IOException(s"unknown callback $other")
+      }
+      w.frame(Protocol.CB_RESULT_OK)
+    } catch {
+      case e: FileNotFoundException =>
+        w.reset().u8(Protocol.CB_ERR_NOT_FOUND).str(e.getMessage).frame(Protocol.CB_RESULT_ERROR)
+      case e: Exception =>
+        w.reset().u8(Protocol.CB_ERR_IO).str(s"${e.getClass.getSimpleName}: ${e.getMessage}")
+          .frame(Protocol.CB_RESULT_ERROR)
+    }
+  }
+}

@@ -1,0 +1,17 @@
+package ttlstate.spark
+
+/** Conf keys, mirrored from python/ttlstate/config/keys.py (checked by a test). The shim
+ *  reads only what it needs to start the server; the state server validates every key. */
+object ConfKeys {
+  val PREFIX = "spark.sql.streaming.stateStore.ttlstate."
+  val SUFFIXES: Seq[String] = Seq(
+    "ttl", "updateType", "stateVisibility", "timeSource", "cleanup.fullSnapshot",
+    "cleanup.incremental.size", "cleanup.incremental.perRecord", "cleanup.compactionFilter.enabled",
+    "cleanup.compactionFilter.queryTimeAfterNumEntries", "cleanup.compactionFilter.periodicCompaction",
+    "engine", "snapshotInterval", "python", "workers", "writeBatchBytes", "operator.<operatorId>.ttl")
+
+  val PYTHON: String = PREFIX + "python"
+  val WORKERS: String = PREFIX + "workers"
+  val WRITE_BATCH_BYTES: String = PREFIX + "writeBatchBytes"
+  val DEFAULT_WRITE_BATCH_BYTES = 262144
+}

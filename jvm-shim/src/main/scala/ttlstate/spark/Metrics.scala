@@ -1,0 +1,30 @@
+package ttlstate.spark
+
+import org.apache.spark.sql.execution.streaming.state.{StateStoreCustomMetric, StateStoreCustomSizeMetric, StateStoreCustomSumMetric, StateStoreCustomTimingMetric}
+
+/** Custom metrics, mirrored from python/ttlstate/store/metric_names.py (checked by a test).
+ *  Spark declares them from an uninitialised provider, so this is static. */
+object Metrics {
+  val BRIDGE_ROUND_TRIPS = "bridgeRoundTrips"
+  val BRIDGE_TIME_MS = "bridgeTimeMs"
+
+  private val defs: Seq[(String, String, String)] = Seq(
+    ("ttlExpiredOnRead", "sum", "entries hidden or dropped as expired on read"),
+    ("ttlRemovedByCompactionFilter", "sum", "entries removed by the TTL compaction filter"),
+    ("ttlRemovedByIncrementalCleanup", "sum", "entries removed by incremental TTL cleanup"),
+    ("ttlDroppedFromSnapshot", "sum", "expired entries left out of snapshots"),
+    (BRIDGE_ROUND_TRIPS, "sum", "synchronous round trips between the JVM and the state server"),
+    (BRIDGE_TIME_MS, "timing", "time spent waiting on the state server"),
+    ("rocksdbSstBytes", "size", "RocksDB live SST bytes on disk"),
+    ("commitTimeMs", "timing", "time to commit a version durably"),
+    ("snapshotTimeMs", "timing", "time to write snapshots"),
+    ("engineFallback", "sum", "stores running on rocksdict because engine=auto found no native build"))
+
+  val all: Seq[StateStoreCustomMetric] = defs.map {
+    case (name, "sum", desc) => StateStoreCustomSumMetric(name, desc)
+    case (name, "size", desc) => StateStoreCustomSizeMetric(name, desc)
+    case (name, _, desc) => StateStoreCustomTimingMetric(name, desc)
+  }
+  val byName: Map[String, StateStoreCustomMetric] = all.map(m => m.name -> m).toMap
+  def kinds: Seq[(String, String)] = defs.map(d => d._1 -> d._2)
+}

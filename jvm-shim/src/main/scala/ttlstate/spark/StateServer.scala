@@ -1,0 +1,157 @@
+package ttlstate.spark
+
+import java.io.{BufferedInputStream, BufferedOutputStream, BufferedReader, DataInputStream, File, IOException, InputStreamReader, OutputStream}
+import java.net.UnixDomainSocketAddress
+import java.nio.channels.{Channels, SocketChannel}
+import java.nio.file.Files
+import java.nio.file.attribute.PosixFilePermissions
+import java.util.concurrent.ConcurrentLinkedQueue
+import java.util.concurrent.atomic.AtomicLong
+
+/** The failure of a request, as the server reported it (code from Protocol.ERR_*). */
+final class ServerError(val code: Int, val message: String) extends RuntimeException(message)
+
+/** The state server is gone (killed, crashed, or closed the connection). */
+final class ServerDied(message: String, cause: Throwable) extends RuntimeException(message, cause)
+
+/** One connection to one worker. Used by one thread at a time (a task or a maintenance call). */
+final class ServerConnection(val server: RunningServer, socketPath: String) {
+  private val channel = SocketChannel.open(UnixDomainSocketAddress.of(socketPath))
+  private val out = new BufferedOutputStream(Channels.newOutputStream(channel), 1 << 16)
+  private val in = new DataInputStream(new BufferedInputStream(Channels.newInputStream(channel), 1 << 16))
+  @volatile var broken = false
+
+  locally {
+    val r = call(new PayloadWriter().u32(Protocol.MAGIC).u32(Protocol.PROTOCOL_VERSION).frame(Protocol.OP_HELLO), null)
+    val version = r.u32()
+    if (version != Protocol.PROTOCOL_VERSION) {
+      throw new IllegalStateException(s"ttlstate state server speaks protocol $version, shim ${Protocol.PROTOCOL_VERSION}")
+    }
+  }
+
+  private def died(e: Throwable): Nothing = {
+    broken = true
+    server.markDead()
+    throw new ServerDied(s"ttlstate state server (pid ${server.pid}) died or closed the connection " +
+      s"(${e.getClass.getSimpleName}: ${e.getMessage}); the task fails and Spark's retry starts a new " +
+      "server, which reloads the store from the checkpoint. Check the executor's stderr for the server's log.", e)
+  }
+
+  /** Sends a frame with no reply expected (pipelined writes). */
+  def send(frame: Array[Byte]): Unit = try out.write(frame) catch { case e: IOException => died(e) }
+
+  /** A synchronous request: serves checkpoint callbacks until the server answers. */
+  def call(frame: Array[Byte], files: CheckpointFiles): PayloadReader = {
+    try {
+      out.write(frame)
+      out.flush()
+      while (true) {
+        val (code, r) = Wire.readFrame(in)
+        code match {
+          case Protocol.RESP_OK => return r
+          case Protocol.RESP_ERROR =>
+            val errCode = r.u16()
+            throw new ServerError(errCode, r.str())
+          case Protocol.RESP_CALLBACK =>
+            val kind = r.u8()
+            if (files == null) throw new IllegalStateException("ttlstate: unexpected checkpoint callback")
+            out.write(files.serve(kind, r))
+            out.flush()
+          case other => throw new IllegalStateException(s"ttlstate protocol error: unexpected frame $other")
+        }
+      }
+      throw new IllegalStateException("unreachable")
+    } catch {
+      case e: IOException => died(e)
+    }
+  }
+
+  def close(): Unit = try channel.close() catch { case _: IOException => }
+}
+
+/** A started server process and a pool of connections per worker socket. */
+final class RunningServer(val generation: Long, process: Process, stdin: OutputStream,
+    val sockets: IndexedSeq[String], val root: File) {
+  private val pools = sockets.map(_ => new ConcurrentLinkedQueue[ServerConnection]())
+  @volatile private var dead = false
+
+  def pid: Long = process.pid()
+  def alive: Boolean = !dead && process.isAlive
+  def markDead(): Unit = { dead = true; destroy() }
+
+  def borrow(worker: Int): ServerConnection = {
+    val pooled = pools(worker).poll()
+    if (pooled != null && !pooled.broken) pooled
+    else {
+      try new ServerConnection(this, sockets(worker))
+      catch {
+        case e: IOException =>
+          markDead()
+          throw new ServerDied(s"ttlstate: cannot connect to state server worker ${sockets(worker)}: ${e.getMessage}", e)
+      }
+    }
+  }
+
+  def giveBack(conn: ServerConnection, worker: Int): Unit = {
+    if (conn.broken || dead) conn.close() else pools(worker).offer(conn)
+  }
+
+  def destroy(): Unit = {
+    pools.foreach { p => var c = p.poll(); while (c != null) { c.close(); c = p.poll() } }
+    try stdin.close() catch { case _: IOException => }
+    process.destroy()
+  }
+}
+
+/** One state server per executor JVM, started on first use (never in a constructor). */
+object StateServer {
+  private val generations = new AtomicLong(0)
+  @volatile private var current: RunningServer = _
+
+  def isRunning: Boolean = { val s = current; s != null && s.alive }
+  def isRunningGeneration(g: Long): Boolean = { val s = current; s != null && s.alive && s.generation == g }
+
+  def get(python: String, workers: Int): RunningServer = synchronized {
+    val s = current
+    if (s != null && s.alive) s
+    else {
+      if (s != null) s.destroy()
+      current = start(python, workers)
+      current
+    }
+  }
+
+  private def localRoot(): File = {
+    val candidates = Option(System.getenv("SPARK_LOCAL_DIRS")).toSeq.flatMap(_.split(",")) ++
+      Option(System.getProperty("java.io.tmpdir")).toSeq
+    val base = candidates.map(new File(_)).find(d => d.isDirectory && d.canWrite).getOrElse(new File("/tmp"))
+    // Unix socket paths are limited to ~107 bytes; fall back to /tmp if the local dir is deep.
+    val usable = if (base.getAbsolutePath.length > 60) new File("/tmp") else base
+    Files.createTempDirectory(usable.toPath, "ttlstate-",
+      PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------"))).toFile
+  }
+
+  private def start(python: String, workers: Int): RunningServer = {
+    val root = localRoot()
+    val pb = new ProcessBuilder(python, "-m", "ttlstate.server", "--root", root.getAbsolutePath,
+      "--workers", workers.toString)
+    pb.redirectError(ProcessBuilder.Redirect.INHERIT)
+    val process = try pb.start() catch {
+      case e: IOException => throw new IllegalStateException(
+        s"ttlstate: cannot start the state server with interpreter '$python' (${e.getMessage}). Set " +
+          s"${ConfKeys.PYTHON} or PYSPARK_PYTHON to a Python with ttlstate installed.", e)
+    }
+    val line = new BufferedReader(new InputStreamReader(process.getInputStream)).readLine()
+    if (line == null || !line.startsWith("READY ")) {
+      process.destroy()
+      throw new IllegalStateException(
+        s"ttlstate: the state server did not start (interpreter '$python', exit " +
+          s"${if (process.isAlive) "n/a" else process.exitValue().toString}). Is ttlstate installed for that " +
+          s"interpreter? Set ${ConfKeys.PYTHON} or PYSPARK_PYTHON. The executor's stderr has the server's error.")
+    }
+    val sockets = line.stripPrefix("READY ").trim.split(" ").toIndexedSeq
+    val server = new RunningServer(generations.incrementAndGet(), process, process.getOutputStream, sockets, root)
+    Runtime.getRuntime.addShutdownHook(new Thread(() => server.destroy(), "ttlstate-server-shutdown"))
+    server
+  }
+}

@@ -1,0 +1,237 @@
+package ttlstate.spark
+
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types.StructType
+
+/** One version of one store for one task, backed by the state server.
+ *
+ *  Puts and removes are buffered and sent as one pipelined WRITES frame (no reply) when the
+ *  buffer is full or before any synchronous call; reads are synchronous, iterators stream
+ *  chunks. It holds one connection from acquisition until commit, abort or release. The same
+ *  object serves as read store and, after `upgrade()`, as write store (Spark keeps reading
+ *  through the read handle after upgrading). */
+final class TtlStateStore(
+    provider: TtlStateStoreProvider,
+    conn: ServerConnection,
+    worker: Int,
+    handle: Int,
+    override val version: Long,
+    private var readOnly: Boolean,
+    codec: KeyCodec,
+    numValueFields: Int,
+    files: CheckpointFiles) extends StateStore {
+
+  private val writes = new PayloadWriter(1 << 16)
+  private var pendingWrites = 0
+  private var state = "open"
+  private var committedVersion = -1L
+  private var lastMetrics: StateStoreMetrics = _
+  private var roundTrips = 0L
+  private var bridgeNanos = 0L
+
+  override def id: StateStoreId = provider.stateStoreId
+  def isOpen: Boolean = state == "open"
+
+  private def requireOpen(): Unit =
+    if (state != "open") throw new IllegalStateException(s"${provider.label} version $version is $state")
+
+  private def requireWritable(): Unit = {
+    requireOpen()
+    if (readOnly) throw new IllegalStateException(s"${provider.label} version $version is read-only")
+  }
+
+  private def checkCf(cf: String): Unit = if (cf != StateStore.DEFAULT_COL_FAMILY_NAME) {
+    throw StateStoreErrors.unsupportedOperationException(s"column family '$cf'", "TtlStateStoreProvider")
+  }
+
+  private def flushWrites(): Unit = if (pendingWrites > 0) {
+    val frame = new PayloadWriter(writes.size + 8).u32(handle).u32(pendingWrites)
+    val body = writes.frame(0)
+    conn.send(frameWith(frame, body))
+    writes.reset()
+    pendingWrites = 0
+  }
+
+  /** Header payload + the already-encoded write entries (body frame minus its 5-byte head). */
+  private def frameWith(head: PayloadWriter, bodyFrame: Array[Byte]): Array[Byte] = {
+    val headFrame = head.frame(Protocol.OP_WRITES)
+    val n = headFrame.length - 5 + bodyFrame.length - 5
+    val out = java.nio.ByteBuffer.allocate(5 + n)
+    out.putInt(n + 1).put(Protocol.OP_WRITES.toByte)
+    out.put(headFrame, 5, headFrame.length - 5).put(bodyFrame, 5, bodyFrame.length - 5)
+    out.array
+  }
+
+  private def call(what: String, frame: Array[Byte]): PayloadReader = {
+    flushWrites()
+    val started = System.nanoTime()
+    try conn.call(frame, files)
+    catch { case e: Throwable => throw provider.errorFor(what, version, e) }
+    finally {
+      roundTrips += 1
+      bridgeNanos += System.nanoTime() - started
+    }
+  }
+
+  private def request(code: Int): PayloadWriter = new PayloadWriter().u32(handle)
+
+  private def valueRow(bytes: Array[Byte]): UnsafeRow = {
+    if (bytes == null) null
+    else { val row = new UnsafeRow(numValueFields); row.pointTo(bytes, bytes.length); row }
+  }
+
+  def upgrade(): TtlStateStore = {
+    requireOpen()
+    if (readOnly) {
+      call("upgrade", request(Protocol.OP_UPGRADE).frame(Protocol.OP_UPGRADE))
+      readOnly = false
+    }
+    this
+  }
+
+  // -- reads ------------------------------------------------------------------------------
+  override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
+    requireOpen()
+    checkCf(colFamilyName)
+    valueRow(call("get", request(Protocol.OP_GET).bytes(codec.encode(key)).frame(Protocol.OP_GET)).bytesOrNull())
+  }
+
+  override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
+    requireOpen()
+    checkCf(colFamilyName)
+    val w = request(Protocol.OP_MULTI_GET).u32(keys.length)
+    keys.foreach(k => w.bytes(codec.encode(k)))
+    val r = call("multiGet", w.frame(Protocol.OP_MULTI_GET))
+    (0 until r.u32()).map(_ => valueRow(r.bytesOrNull())).iterator
+  }
+
+  private def scan(what: String, prefix: Array[Byte]): StateStoreIterator[UnsafeRowPair] = {
+    requireOpen()
+    var r = call(what, request(Protocol.OP_ITER).bytes(prefix).frame(Protocol.OP_ITER))
+    val iterId = r.u32()
+    var done = false
+    var remaining = 0
+    def readHeader(): Unit = { done = r.u8() == 1; remaining = r.u32() }
+    readHeader()
+    val it = new Iterator[UnsafeRowPair] {
+      override def hasNext: Boolean = {
+        while (remaining == 0 && !done) {
+          r = call(what, request(Protocol.OP_ITER_NEXT).u32(iterId).frame(Protocol.OP_ITER_NEXT))
+          readHeader()
+        }
+        remaining > 0
+      }
+      override def next(): UnsafeRowPair = {
+        if (!hasNext) throw new NoSuchElementException("end of ttlstate iterator")
+        remaining -= 1
+        new UnsafeRowPair(codec.decode(r.bytesOrNull()), valueRow(r.bytesOrNull()))
+      }
+    }
+    new StateStoreIterator(it, () => {
+      if (!done && state == "open") {
+        call(what, request(Protocol.OP_ITER_CLOSE).u32(iterId).frame(Protocol.OP_ITER_CLOSE))
+        done = true
+      }
+    })
+  }
+
+  override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    checkCf(colFamilyName)
+    scan("iterator", null)
+  }
+
+  override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
+    checkCf(colFamilyName)
+    scan("prefixScan", codec.scanPrefix(prefixKey))
+  }
+
+  // -- writes -----------------------------------------------------------------------------
+  override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
+    requireWritable()
+    checkCf(colFamilyName)
+    if (value == null) throw new IllegalArgumentException("Cannot put a null value")
+    writes.u8(Protocol.WRITE_PUT).bytes(codec.encode(key)).bytes(value.getBytes)
+    pendingWrites += 1
+    if (writes.size >= provider.writeBatchBytes) flushWrites()
+  }
+
+  override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
+    requireWritable()
+    checkCf(colFamilyName)
+    writes.u8(Protocol.WRITE_REMOVE).bytes(codec.encode(key))
+    pendingWrites += 1
+    if (writes.size >= provider.writeBatchBytes) flushWrites()
+  }
+
+  // -- lifecycle --------------------------------------------------------------------------
+  private def readMetrics(r: PayloadReader): StateStoreMetrics = {
+    val numKeys = r.i64()
+    val memory = r.i64()
+    val reported = (0 until r.u32()).map(_ => r.str() -> r.i64()).toMap
+    val custom = Metrics.all.map { m =>
+      val v = m.name match {
+        case Metrics.BRIDGE_ROUND_TRIPS => roundTrips
+        case Metrics.BRIDGE_TIME_MS => bridgeNanos / 1000000L
+        case name => reported.getOrElse(name, 0L)
+      }
+      m -> v
+    }.toMap
+    StateStoreMetrics(numKeys, memory, custom)
+  }
+
+  private def finish(newState: String): Unit = {
+    state = newState
+    conn.server.giveBack(conn, worker)
+  }
+
+  override def commit(): Long = {
+    requireWritable()
+    val r = call("commit", request(Protocol.OP_COMMIT).frame(Protocol.OP_COMMIT))
+    committedVersion = r.i64()
+    lastMetrics = readMetrics(r)
+    finish("committed")
+    if (provider.commitValidation) {
+      StateStore.reportCommitToCoordinator(committedVersion, provider.commitStateStoreId, provider.hadoop)
+    }
+    committedVersion
+  }
+
+  private def endWithout(code: Int, newState: String): Unit = if (state == "open") {
+    writes.reset()
+    pendingWrites = 0
+    try conn.call(request(code).frame(code), files) catch { case _: Exception => } // best effort
+    finish(newState)
+  }
+
+  override def abort(): Unit = endWithout(Protocol.OP_ABORT, "aborted")
+  override def release(): Unit = endWithout(Protocol.OP_RELEASE, "released")
+  override def hasCommitted: Boolean = state == "committed"
+
+  override def metrics: StateStoreMetrics = {
+    if (lastMetrics == null && state == "open") {
+      lastMetrics = readMetrics(call("metrics", request(Protocol.OP_METRICS).frame(Protocol.OP_METRICS)))
+    }
+    if (lastMetrics == null) StateStoreMetrics(0, 0, Metrics.all.map(_ -> 0L).toMap) else lastMetrics
+  }
+
+  override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo =
+    StateStoreCheckpointInfo(id.partitionId, if (committedVersion >= 0) committedVersion else version, None, None)
+
+  override def allColumnFamilyNames: Set[String] = Set(StateStore.DEFAULT_COL_FAMILY_NAME)
+
+  // -- what ttlstate does not support (Spark only calls these for TWS / join v3+) --------
+  private def unsupported(op: String) = StateStoreErrors.unsupportedOperationException(op, "TtlStateStoreProvider")
+  override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] = throw unsupported("valuesIterator")
+  override def prefixScanWithMultiValues(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    throw unsupported("prefixScanWithMultiValues")
+  override def iteratorWithMultiValues(colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
+    throw unsupported("iteratorWithMultiValues")
+  override def removeColFamilyIfExists(colFamilyName: String): Boolean = throw unsupported("removeColFamilyIfExists")
+  override def createColFamilyIfAbsent(colFamilyName: String, keySchema: StructType, valueSchema: StructType,
+      keyStateEncoderSpec: KeyStateEncoderSpec, useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit =
+    throw unsupported("createColFamilyIfAbsent")
+  override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = throw unsupported("putList")
+  override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = throw unsupported("merge")
+  override def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = throw unsupported("mergeList")
+}

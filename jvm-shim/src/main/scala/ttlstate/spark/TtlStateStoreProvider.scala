@@ -1,0 +1,189 @@
+package ttlstate.spark
+
+import java.util.UUID
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types.StructType
+
+/** Spark's entry point. Thin: every store operation goes to the ttlstate state server.
+ *
+ *  The constructor does nothing: Spark creates throwaway instances on the driver just to read
+ *  `supportedCustomMetrics`, so no process may start before `init`/`getStore`. */
+class TtlStateStoreProvider extends StateStoreProvider {
+  private var id: StateStoreId = _
+  private var keySchema: StructType = _
+  private var valueSchema: StructType = _
+  private var storeConf: StateStoreConf = _
+  private var hadoopConf: Configuration = _
+  private var codec: KeyCodec = _
+  private var files: CheckpointFiles = _
+  private var providerKey: String = _
+  private var openJson: (String, String) = _
+  private var python: String = _
+  private var workers: Int = 0
+  private[spark] var writeBatchBytes: Int = ConfKeys.DEFAULT_WRITE_BATCH_BYTES
+  @volatile private var opened: (Long, Int) = (-1L, -1)
+
+  override def init(
+      stateStoreId: StateStoreId,
+      keySchema: StructType,
+      valueSchema: StructType,
+      keyStateEncoderSpec: KeyStateEncoderSpec,
+      useColumnFamilies: Boolean,
+      storeConfs: StateStoreConf,
+      hadoopConf: Configuration,
+      useMultipleValuesPerKey: Boolean,
+      stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
+    if (useColumnFamilies) throw StateStoreErrors.unsupportedOperationException("column families", "TtlStateStoreProvider")
+    if (useMultipleValuesPerKey) throw StateStoreErrors.unsupportedOperationException("multiple values per key", "TtlStateStoreProvider")
+    if (storeConfs.enableStateStoreCheckpointIds) {
+      throw new IllegalStateException("[STATE_STORE_CHECKPOINT_IDS_NOT_SUPPORTED] ttlstate does not " +
+        "implement checkpoint format version 2 (state store checkpoint ids); set " +
+        "spark.sql.streaming.stateStore.checkpointFormatVersion=1 for queries on ttlstate.")
+    }
+    this.id = stateStoreId
+    this.keySchema = keySchema
+    this.valueSchema = valueSchema
+    this.storeConf = storeConfs
+    this.hadoopConf = hadoopConf
+    this.codec = KeyCodec(keyStateEncoderSpec, keySchema)
+    this.files = new CheckpointFiles(new Path(stateStoreId.storeCheckpointLocation().toString), hadoopConf)
+    val confs = storeConfs.sqlConfs.filter(_._1.startsWith(ConfKeys.PREFIX))
+    this.python = confs.get(ConfKeys.PYTHON).filter(_.nonEmpty)
+      .orElse(Option(System.getenv("PYSPARK_PYTHON"))).getOrElse("python3")
+    this.workers = confs.get(ConfKeys.WORKERS).flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(0)
+    this.writeBatchBytes = confs.get(ConfKeys.WRITE_BATCH_BYTES)
+      .flatMap(v => scala.util.Try(v.trim.toInt).toOption).filter(_ >= 1024)
+      .getOrElse(ConfKeys.DEFAULT_WRITE_BATCH_BYTES)
+    val runId = Option(hadoopConf.get("sql.streaming.runId")).getOrElse(UUID.randomUUID().toString)
+    this.providerKey = Seq(stateStoreId.checkpointRootLocation, stateStoreId.operatorId,
+      stateStoreId.partitionId, stateStoreId.storeName, runId).mkString("|")
+    val storeLabel = s"op=${stateStoreId.operatorId},part=${stateStoreId.partitionId},store=${stateStoreId.storeName}"
+    val info = Seq(
+      "operatorId" -> stateStoreId.operatorId.toString,
+      "partitionId" -> stateStoreId.partitionId.toString,
+      "storeName" -> Json.str(stateStoreId.storeName),
+      "storeId" -> Json.str(storeLabel),
+      "keySchema" -> Json.str(keySchema.json),
+      "valueSchema" -> Json.str(valueSchema.json))
+    this.openJson = (Json.obj(confs.toSeq.map { case (k, v) => k -> Json.str(v) }), Json.obj(info))
+  }
+
+  override def stateStoreId: StateStoreId = id
+
+  private[spark] def label: String =
+    s"ttlstate store (operator ${id.operatorId}, partition ${id.partitionId}, store ${id.storeName})"
+
+  private def workerOf(server: RunningServer): Int = Math.floorMod(providerKey.hashCode, server.sockets.size)
+
+  /** Runs `f` with a connection to this store's worker and its server-side handle. */
+  private[spark] def withConnection[T](keep: Boolean)(f: (ServerConnection, Int, Int) => T): T = {
+    val server = StateServer.get(python, workers)
+    val worker = workerOf(server)
+    val conn = server.borrow(worker)
+    var ok = false
+    try {
+      val handle = synchronized {
+        if (opened._1 != server.generation) {
+          val w = new PayloadWriter().str(providerKey).str(openJson._1).str(openJson._2)
+          opened = (server.generation, conn.call(w.frame(Protocol.OP_OPEN), files).u32())
+        }
+        opened._2
+      }
+      val result = f(conn, handle, worker)
+      ok = true
+      result
+    } finally {
+      if (!ok || !keep) server.giveBack(conn, worker)
+    }
+  }
+
+  private[spark] def errorFor(what: String, version: Long, e: Throwable): Throwable = e match {
+    case s: ServerError =>
+      new IllegalStateException(s"$label, version $version: $what failed: ${s.message}", s)
+    case d: ServerDied => new IllegalStateException(s"$label, version $version: $what failed: ${d.getMessage}", d)
+    case other => other
+  }
+
+  private def openStore(version: Long, readOnly: Boolean): TtlStateStore = {
+    val now = BatchTime.forVersion(id.checkpointRootLocation, version, hadoopConf)
+    try {
+      withConnection(keep = true) { (conn, handle, worker) =>
+        try {
+          conn.call(new PayloadWriter().u32(handle).i64(version).i64(now).u8(if (readOnly) 1 else 0)
+            .frame(Protocol.OP_LOAD), files)
+        } catch {
+          case e: Throwable => conn.server.giveBack(conn, worker); throw e
+        }
+        new TtlStateStore(this, conn, worker, handle, version, readOnly, codec, valueSchema.length, files)
+      }
+    } catch {
+      case e: Throwable => throw errorFor("load", version, e)
+    }
+  }
+
+  override def getStore(version: Long, stateStoreCkptId: Option[String], forceSnapshotOnCommit: Boolean,
+      loadEmpty: Boolean): StateStore = {
+    if (loadEmpty) throw StateStoreErrors.unsupportedOperationException("loadEmpty", "TtlStateStoreProvider")
+    openStore(version, readOnly = false)
+  }
+
+  override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
+    openStore(version, readOnly = true)
+
+  override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String],
+      forceSnapshotOnCommit: Boolean): StateStore = readStore match {
+    case s: TtlStateStore if s.version == version && s.isOpen => s.upgrade()
+    case _ => getStore(version, uniqueId, forceSnapshotOnCommit, loadEmpty = false)
+  }
+
+  private[spark] def commitStateStoreId: StateStoreId = id
+  private[spark] def commitValidation: Boolean = storeConf.commitValidationEnabled
+  private[spark] def hadoop: Configuration = hadoopConf
+
+  private def maintenance(code: Int, extra: PayloadWriter => PayloadWriter): Unit = {
+    if (id == null || !StateServer.isRunning) return // nothing loaded on this executor yet
+    withConnection(keep = false) { (conn, handle, _) =>
+      conn.call(extra(new PayloadWriter().u32(handle)).frame(code), files)
+    }
+  }
+
+  override def doSnapshotMaintenance(): Unit = maintenance(Protocol.OP_SNAPSHOT, identity)
+
+  override def doCleanupMaintenance(): Unit =
+    maintenance(Protocol.OP_CLEANUP, _.i32(storeConf.minVersionsToRetain))
+
+  override def doMaintenance(): Unit = {
+    doSnapshotMaintenance()
+    doCleanupMaintenance()
+  }
+
+  override def close(): Unit = synchronized {
+    if (id != null && opened._1 >= 0 && StateServer.isRunningGeneration(opened._1)) {
+      try withConnection(keep = false) { (conn, handle, _) =>
+        conn.call(new PayloadWriter().u32(handle).frame(Protocol.OP_CLOSE), files)
+      } catch { case _: Exception => } // closing must not fail the executor
+    }
+    opened = (-1L, -1)
+  }
+
+  override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = Metrics.all
+}
+
+/** Minimal JSON writing for the few strings the shim sends; Spark's schema JSON is passed as a string. */
+private[spark] object Json {
+  def str(s: String): String = {
+    val sb = new StringBuilder("\"")
+    s.foreach {
+      case '"' => sb.append("\\\"")
+      case '\\' => sb.append("\\\\")
+      case c if c < ' ' => sb.append(f"\\u${c.toInt}%04x")
+      case c => sb.append(c)
+    }
+    sb.append('"').toString
+  }
+  def obj(fields: Seq[(String, String)]): String =
+    fields.map { case (k, v) => s"${str(k)}:$v" }.mkString("{", ",", "}")
+}
