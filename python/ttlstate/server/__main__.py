@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                 p.kill()
         for p in workers:
             p.wait()
+        shutil.rmtree(args.root, ignore_errors=True)  # sockets and local stores: a cache
     return 0
 
 

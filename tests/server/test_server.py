@@ -1,0 +1,142 @@
+"""The state server as the shim sees it: protocol, errors, permissions, lifecycle, no orphans."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from ttlstate.config import keys as K
+from ttlstate.server import protocol as P
+from ttlstate.server.client import Client, ServerError
+
+CONFS = {K.ENGINE.key: "rocksdict", K.TTL.key: "100ms"}
+INFO = {"operatorId": 0, "partitionId": 0, "storeName": "default", "storeId": "op=0,part=0"}
+
+
+def start_server(root: str, workers: int = 2) -> tuple[subprocess.Popen, list[str]]:
+    proc = subprocess.Popen([sys.executable, "-m", "ttlstate.server", "--root", root,
+                             "--workers", str(workers)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().split()  # type: ignore[union-attr]
+    assert line and line[0] == "READY", line
+    return proc, line[1:]
+
+
+@pytest.fixture
+def server(tmp_path) -> Iterator[tuple[subprocess.Popen, list[str], str]]:  # noqa: ANN001
+    proc, sockets = start_server(str(tmp_path / "srv"))
+    yield proc, sockets, str(tmp_path)
+    proc.kill()
+    proc.wait()
+
+
+def _children(proc: subprocess.Popen) -> list[psutil.Process]:
+    return psutil.Process(proc.pid).children(recursive=True)
+
+
+def test_store_round_trip_with_callbacks_and_ttl(server) -> None:  # noqa: ANN001
+    _proc, sockets, tmp = server
+    c = Client(sockets[0])
+    assert c.hello() == P.PROTOCOL_VERSION
+    h = c.open("k1", CONFS, INFO, os.path.join(tmp, "ck"))
+    c.load(h, 0, 1000)
+    c.writes(h, [(b"a", b"1"), (b"b", b"2"), (b"c", b"3"), (b"b", None)])
+    assert c.get(h, b"a") == b"1" and c.get(h, b"b") is None
+    assert c.scan(h) == [(b"a", b"1"), (b"c", b"3")]
+    version, num_keys, metrics = c.commit(h)
+    assert (version, num_keys) == (1, 2)
+    assert set(metrics) >= {"ttlExpiredOnRead", "commitTimeMs"}
+    assert os.listdir(os.path.join(tmp, "ck")) == ["1.changelog"]
+    c.load(h, 1, 1100)  # both entries were written at 1000 with ttl 100ms: expired
+    assert c.get(h, b"a") is None
+
+
+def test_large_scan_streams_in_chunks(server) -> None:  # noqa: ANN001
+    _proc, sockets, tmp = server
+    c = Client(sockets[1])
+    c.hello()
+    h = c.open("k2", {K.ENGINE.key: "rocksdict"}, INFO, os.path.join(tmp, "ck2"))
+    c.load(h, 0, 0)
+    rows = [(b"%08d" % i, os.urandom(1000)) for i in range(1500)]
+    c.writes(h, rows)
+    before = c.round_trips
+    assert c.scan(h) == rows
+    assert c.round_trips - before > 1  # 1.5 MB does not fit one chunk
+
+
+def test_errors_name_store_and_version(server) -> None:  # noqa: ANN001
+    _proc, sockets, tmp = server
+    c = Client(sockets[0])
+    c.hello()
+    h = c.open("k3", CONFS, INFO, os.path.join(tmp, "ck3"))
+    with pytest.raises(ServerError, match="op=0,part=0.*version 4.*does not exist") as e:
+        c.load(h, 4, 0)
+    assert e.value.code == P.ERR_VERSION_NOT_FOUND
+    with pytest.raises(ServerError) as bad_conf:
+        c.open("k4", {K.TTL.key: "soon"}, INFO, os.path.join(tmp, "ck4"))
+    assert bad_conf.value.code == P.ERR_CONF and K.TTL.key in bad_conf.value.message
+
+
+def test_pipelined_write_error_surfaces_at_next_sync_call(server) -> None:  # noqa: ANN001
+    _proc, sockets, tmp = server
+    c = Client(sockets[0])
+    c.hello()
+    h = c.open("k5", CONFS, INFO, os.path.join(tmp, "ck5"))
+    c.load(h, 0, 0, read_only=True)
+    c.writes(h, [(b"x", b"1")])  # a put on a read-only store: no reply now
+    with pytest.raises(ServerError, match="earlier pipelined write failed.*read-only"):
+        c.get(h, b"x")
+
+
+def test_other_protocol_version_is_refused(server) -> None:  # noqa: ANN001
+    _proc, sockets, _tmp = server
+    c = Client(sockets[0])
+    with pytest.raises(ServerError, match="speaks protocol 1") as e:
+        c.hello(version=99)
+    assert e.value.code == P.ERR_PROTOCOL_VERSION
+
+
+def test_socket_and_root_are_private(server) -> None:  # noqa: ANN001
+    _proc, sockets, tmp = server
+    for s in sockets:
+        assert stat.S_IMODE(os.stat(s).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.join(tmp, "srv")).st_mode) == 0o700
+
+
+def test_exits_with_its_workers_on_stdin_eof(tmp_path) -> None:  # noqa: ANN001
+    proc, _ = start_server(str(tmp_path / "srv"))
+    children = _children(proc)
+    assert len(children) == 2
+    proc.stdin.close()  # type: ignore[union-attr]
+    assert proc.wait(timeout=10) == 0
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive
+    assert not os.path.exists(tmp_path / "srv")
+
+
+def test_workers_follow_a_killed_supervisor(tmp_path) -> None:  # noqa: ANN001
+    proc, _ = start_server(str(tmp_path / "srv"))
+    children = _children(proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    _gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, "workers outlived their supervisor"
+
+
+def test_supervisor_exits_when_a_worker_dies(tmp_path) -> None:  # noqa: ANN001
+    proc, _ = start_server(str(tmp_path / "srv"))
+    children = _children(proc)
+    children[0].kill()
+    started = time.monotonic()
+    proc.wait(timeout=10)
+    assert time.monotonic() - started < 10
+    _gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive

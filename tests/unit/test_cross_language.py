@@ -1,0 +1,38 @@
+"""Protocol constants, conf keys and metric names: Python's single definitions vs the shim's."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+
+import pyspark
+import pytest
+
+from ttlstate.config import keys as K
+from ttlstate.server import protocol as P
+from ttlstate.spark.configure import jar_path
+from ttlstate.store.metric_names import ALL_METRICS
+
+
+@pytest.fixture(scope="module")
+def scala() -> dict:
+    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    assert glob.glob(os.path.join(spark_jars, "spark-sql_*.jar"))
+    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.spark.Constants"],
+                         capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout)
+
+
+def test_protocol_constants_match(scala: dict) -> None:
+    assert scala["protocol"] == P.constants()
+
+
+def test_conf_keys_match(scala: dict) -> None:
+    assert scala["confPrefix"] == K.PREFIX
+    assert scala["confSuffixes"] == [k.suffix for k in K.ALL_KEYS]
+
+
+def test_metric_names_and_kinds_match(scala: dict) -> None:
+    assert scala["metrics"] == {m.name: m.kind for m in ALL_METRICS}
