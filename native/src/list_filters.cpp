@@ -1,0 +1,36 @@
+#include "ttlstate/list_filters.h"
+
+#include "ttlstate/ttl_expiry.h"
+
+namespace ttlstate {
+
+size_t FixedListElementFilter::NextUnexpiredOffset(const rocksdb::Slice& list, int64_t ttl,
+                                                   int64_t now) const {
+  size_t offset = 0;
+  while (offset < list.size()) {
+    // Upstream reads past the end on a partial trailing element; we give up (keep) instead.
+    if (list.size() - offset < timestamp_offset_ + kTimestampSize) return kInvalidOffset;
+    if (!IsExpired(ReadTimestamp(list.data() + offset + timestamp_offset_), ttl, now)) break;
+    const size_t next = offset + fixed_size_;
+    if (next >= kInvalidOffset || next < offset) return kInvalidOffset;
+    offset = next;
+  }
+  return offset;
+}
+
+size_t VariableListElementFilter::NextUnexpiredOffset(const rocksdb::Slice& list, int64_t ttl,
+                                                      int64_t now) const {
+  size_t offset = 0;
+  while (offset < list.size()) {
+    if (list.size() - offset < 4 + kTimestampSize) return kInvalidOffset;
+    const auto* p = reinterpret_cast<const uint8_t*>(list.data() + offset);
+    const size_t n = (size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | size_t{p[3]};
+    if (n < kTimestampSize || n > list.size() - offset - 4) return kInvalidOffset;
+    if (!IsExpired(ReadTimestamp(list.data() + offset + 4), ttl, now)) break;
+    offset += 4 + n;
+    if (offset >= kInvalidOffset) return kInvalidOffset;
+  }
+  return offset;
+}
+
+}  // namespace ttlstate

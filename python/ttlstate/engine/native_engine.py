@@ -1,0 +1,74 @@
+"""The default engine: our RocksDB binding with the TTL compaction filter (native/).
+
+The filter is attached when TTL is on and reads "now" from a native atomic that the store
+sets to the batch time at every `get_store`, so compaction never calls into Python and never
+uses a time later than the batch the store serves.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+
+from ttlstate import _native
+from ttlstate.engine.base import Engine, FilterSettings
+
+_CHUNK_BYTES = 1 << 16
+
+
+class NativeEngine(Engine):
+    kind = "native"
+
+    def __init__(self, path: str, filter_settings: FilterSettings | None) -> None:
+        os.makedirs(path, exist_ok=True)
+        if filter_settings is None:
+            self._db = _native.DB(path)
+        else:
+            self._db = _native.DB(
+                path, ttl=filter_settings.ttl_ms, state_type=_native.STATE_VALUE,
+                timestamp_offset=filter_settings.timestamp_offset,
+                query_time_after_num_entries=filter_settings.query_time_after_num_entries,
+                periodic_compaction_seconds=filter_settings.periodic_compaction_seconds)
+        self.has_compaction_filter = self._db.has_filter
+
+    def get(self, key: bytes) -> bytes | None:
+        return self._db.get(key)
+
+    def multi_get(self, keys: list[bytes]) -> list[bytes | None]:
+        return self._db.multi_get(keys) if keys else []
+
+    def write(self, batch: Iterable[tuple[bytes, bytes | None]]) -> None:
+        self._db.write(batch)
+
+    def iterate(self, lower: bytes | None = None,
+                upper: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        it = self._db.iterator(lower, upper)  # created now: the view is fixed at this call
+        return _entries(it)
+
+    def compact(self) -> None:
+        self._db.compact()
+
+    def set_time(self, now_ms: int) -> None:
+        self._db.set_time(now_ms)
+
+    def disk_bytes(self) -> int:
+        return int(self._db.int_property("rocksdb.live-sst-files-size"))
+
+    def count_keys(self) -> int:
+        return int(self._db.count_keys())
+
+    def metrics(self) -> dict[str, int]:
+        return dict(self._db.filter_metrics())
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None  # type: ignore[assignment]
+
+
+def _entries(it: _native.Iterator) -> Iterator[tuple[bytes, bytes]]:
+    while True:
+        chunk = it.next_chunk(_CHUNK_BYTES)
+        if not chunk:
+            return
+        yield from chunk
