@@ -54,8 +54,9 @@ std::unique_ptr<FilterConfig> MakeFilterConfig(StateType state_type, size_t time
   return config;
 }
 
-Iterator::Iterator(rocksdb::DB* db, std::optional<std::string> lower, std::optional<std::string> upper)
-    : lower_(std::move(lower)), upper_(std::move(upper)) {
+Iterator::Iterator(std::shared_ptr<DbCore> core, std::optional<std::string> lower,
+                   std::optional<std::string> upper)
+    : core_(std::move(core)), lower_(std::move(lower)), upper_(std::move(upper)) {
   rocksdb::ReadOptions ro;
   if (lower_) {
     lower_slice_ = rocksdb::Slice(*lower_);
@@ -65,11 +66,22 @@ Iterator::Iterator(rocksdb::DB* db, std::optional<std::string> lower, std::optio
     upper_slice_ = rocksdb::Slice(*upper_);
     ro.iterate_upper_bound = &upper_slice_;
   }
-  it_.reset(db->NewIterator(ro));  // pins an implicit snapshot: a point-in-time view
+  std::unique_lock<std::shared_mutex> lock(core_->mu);
+  if (!core_->db) throw std::runtime_error("rocksdb: database is closed");
+  it_.reset(core_->db->NewIterator(ro));  // pins an implicit snapshot: a point-in-time view
   if (lower_) it_->Seek(lower_slice_); else it_->SeekToFirst();
+  core_->iterators.insert(this);
+}
+
+Iterator::~Iterator() {
+  std::unique_lock<std::shared_mutex> lock(core_->mu);
+  it_.reset();
+  core_->iterators.erase(this);
 }
 
 std::vector<Entry> Iterator::NextChunk(size_t max_bytes) {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
+  if (!it_) throw std::runtime_error("rocksdb: iterator used after its database was closed");
   std::vector<Entry> out;
   size_t bytes = 0;
   while (it_->Valid() && (out.empty() || bytes < max_bytes)) {
@@ -108,24 +120,27 @@ Db::Db(const std::string& path, const DbOptions& o) {
   }
   rocksdb::DB* raw = nullptr;
   Check(rocksdb::DB::Open(options, path, &raw), "open");
-  db_.reset(raw);
+  core_->db.reset(raw);
 }
 
 Db::~Db() { Close(); }
 
 void Db::Close() {
-  if (db_) {
-    db_->Close().PermitUncheckedError();
-    db_.reset();
+  std::unique_lock<std::shared_mutex> lock(core_->mu);
+  for (Iterator* it : core_->iterators) it->Invalidate();
+  if (core_->db) {
+    core_->db->Close().PermitUncheckedError();
+    core_->db.reset();
   }
 }
 
 rocksdb::DB* Db::Handle() {
-  if (!db_) throw std::runtime_error("rocksdb: database is closed");
-  return db_.get();
+  if (!core_->db) throw std::runtime_error("rocksdb: database is closed");
+  return core_->db.get();
 }
 
 std::optional<std::string> Db::Get(const std::string& key) {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
   std::string value;
   const auto s = Handle()->Get(rocksdb::ReadOptions(), key, &value);
   if (s.IsNotFound()) return std::nullopt;
@@ -134,6 +149,7 @@ std::optional<std::string> Db::Get(const std::string& key) {
 }
 
 std::vector<std::optional<std::string>> Db::MultiGet(const std::vector<std::string>& keys) {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
   std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
   std::vector<std::string> values;
   const auto statuses = Handle()->MultiGet(rocksdb::ReadOptions(), slices, &values);
@@ -153,34 +169,42 @@ void Db::Write(const std::vector<std::pair<std::string, std::optional<std::strin
   }
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;  // the local DB is a cache; durability comes from the checkpoint
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
   Check(Handle()->Write(wo, &batch), "write");
 }
 
 void Db::Merge(const std::string& key, const std::string& value) {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;
   Check(Handle()->Merge(wo, key, value), "merge");
 }
 
 std::unique_ptr<Iterator> Db::NewIterator(std::optional<std::string> lower, std::optional<std::string> upper) {
-  return std::make_unique<Iterator>(Handle(), std::move(lower), std::move(upper));
+  return std::make_unique<Iterator>(core_, std::move(lower), std::move(upper));
 }
 
 void Db::CompactAll() {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
   rocksdb::CompactRangeOptions cro;
   cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
   Check(Handle()->CompactRange(cro, nullptr, nullptr), "compact_range");
 }
 
-void Db::Flush() { Check(Handle()->Flush(rocksdb::FlushOptions()), "flush"); }
+void Db::Flush() {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
+  Check(Handle()->Flush(rocksdb::FlushOptions()), "flush");
+}
 
 uint64_t Db::IntProperty(const std::string& name) {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
   uint64_t v = 0;
   if (!Handle()->GetIntProperty(name, &v)) throw std::runtime_error("rocksdb: unknown property " + name);
   return v;
 }
 
 uint64_t Db::CountKeys() {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
   std::unique_ptr<rocksdb::Iterator> it(Handle()->NewIterator(rocksdb::ReadOptions()));
   uint64_t n = 0;
   for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;

@@ -3,7 +3,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <shared_mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,14 +30,28 @@ struct DbOptions {
 };
 
 using Entry = std::pair<std::string, std::string>;
+class Iterator;
+
+// What a Db and its iterators share: closing the DB first invalidates every live iterator,
+// so a Python iterator that outlives `close()` fails cleanly instead of crashing RocksDB.
+struct DbCore {
+  std::shared_mutex mu;  // shared: operations; exclusive: close and iterator (un)registration
+  std::unique_ptr<rocksdb::DB> db;
+  std::set<Iterator*> iterators;
+};
 
 class Iterator {
  public:
-  Iterator(rocksdb::DB* db, std::optional<std::string> lower, std::optional<std::string> upper);
+  Iterator(std::shared_ptr<DbCore> core, std::optional<std::string> lower, std::optional<std::string> upper);
+  ~Iterator();
+  Iterator(const Iterator&) = delete;
+  Iterator& operator=(const Iterator&) = delete;
   // Up to `max_bytes` of entries (at least one if any remain); empty when exhausted.
   std::vector<Entry> NextChunk(size_t max_bytes);
+  void Invalidate() { it_.reset(); }  // called by Db::Close with core->mu held
 
  private:
+  std::shared_ptr<DbCore> core_;
   std::optional<std::string> lower_;
   std::optional<std::string> upper_;
   rocksdb::Slice lower_slice_;
@@ -65,10 +82,10 @@ class Db {
   void Close();
 
  private:
-  rocksdb::DB* Handle();
+  rocksdb::DB* Handle();  // requires core_->mu held (shared or exclusive)
   std::shared_ptr<TimeSource> time_ = std::make_shared<TimeSource>();
   std::shared_ptr<FilterCounters> counters_ = std::make_shared<FilterCounters>();
-  std::unique_ptr<rocksdb::DB> db_;
+  std::shared_ptr<DbCore> core_ = std::make_shared<DbCore>();
   bool has_filter_ = false;
 };
 
