@@ -52,17 +52,14 @@ class RocksdictEngine(Engine):
 
     def iterate(self, lower: bytes | None = None,
                 upper: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
-        ro = ReadOptions()
-        if lower is not None:
-            ro.set_iterate_lower_bound(lower)
-        if upper is not None:
-            ro.set_iterate_upper_bound(upper)
-        it = self._db.iter(ro)  # created now: the view is fixed at the call, not at first next()
-        if lower is None:
-            it.seek_to_first()
-        else:
+        # Bounds are applied here, not through rocksdict's ReadOptions: those are encoded
+        # with its non-raw key encoding and cut ranges short (found by the model test).
+        it = self._db.iter(ReadOptions())  # created now: the view is fixed at the call
+        if lower:
             it.seek(lower)
-        return _entries(it)
+        else:
+            it.seek_to_first()
+        return _entries(it, upper)
 
     def compact(self) -> None:
         self._db.compact_range(None, None)
@@ -76,7 +73,10 @@ class RocksdictEngine(Engine):
             self._db = None  # type: ignore[assignment]
 
 
-def _entries(it) -> Iterator[tuple[bytes, bytes]]:  # noqa: ANN001 (rocksdict's RdictIter)
+def _entries(it, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]:  # noqa: ANN001 (RdictIter)
     while it.valid():
-        yield it.key(), it.value()
+        key = it.key()
+        if upper is not None and key >= upper:
+            return
+        yield key, it.value()
         it.next()
