@@ -100,7 +100,10 @@ class StoreProvider:
 
     def _drop_local(self) -> None:
         if self._engine is not None:
-            self._engine.close()
+            try:
+                self._engine.close()
+            except Exception as e:  # the local copy is being discarded; only the checkpoint counts
+                log.warning("ttlstate store %s: closing the discarded local DB failed: %s", self.store_id, e)
             self._engine = None
         self._local_version = None
         shutil.rmtree(self._db_dir, ignore_errors=True)

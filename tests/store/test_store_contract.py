@@ -1,0 +1,181 @@
+"""Spark's store contract, item by item, on the embedded store (both engines)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ttlstate.checkpoint.errors import VersionNotFound
+from ttlstate.config.store_config import IncrementalCleanup, TtlConfig
+from ttlstate.store.state_store import StoreStateError
+
+
+def test_lifecycle_rules(make_provider) -> None:  # noqa: ANN001
+    p = make_provider()
+    s = p.get_store(0)
+    assert s.get(b"missing") is None
+    s.put(b"a", b"1")
+    assert s.get(b"a") == b"1"  # visible before commit
+    assert s.commit() == 1 and s.has_committed
+    with pytest.raises(StoreStateError):
+        s.put(b"b", b"2")
+    with pytest.raises(StoreStateError):
+        s.commit()
+    s.abort()  # a no-op after commit
+    with pytest.raises(ValueError, match="Cannot put a null value"):
+        p.get_store(1).put(b"x", None)  # type: ignore[arg-type]
+
+
+def test_abort_leaves_no_trace_and_is_idempotent(make_provider) -> None:  # noqa: ANN001
+    p = make_provider()
+    s = p.get_store(0)
+    s.put(b"a", b"1")
+    s.commit()
+    s = p.get_store(1)
+    s.put(b"b", b"2")
+    s.remove(b"a")
+    s.abort()
+    s.abort()
+    assert dict(p.get_store(1).iterator()) == {b"a": b"1"}
+    assert sorted(os.listdir(p.checkpoint.directory)) == ["1.changelog"]
+
+
+def test_release_is_idempotent_and_read_store_is_read_only(make_provider) -> None:  # noqa: ANN001
+    p = make_provider()
+    p.get_store(0).commit()
+    r = p.get_store(1, read_only=True)
+    with pytest.raises(StoreStateError, match="read-only"):
+        r.put(b"a", b"1")
+    r.release()
+    r.release()
+
+
+def test_upgrade_in_place_keeps_the_read_handle_working(make_provider) -> None:  # noqa: ANN001
+    p = make_provider()
+    s = p.get_store(0)
+    s.put(b"a", b"1")
+    s.commit()
+    r = p.get_store(1, read_only=True)
+    w = p.upgrade(r)
+    assert w is r
+    w.put(b"b", b"2")
+    assert r.get(b"a") == b"1" and r.get(b"b") == b"2"
+    assert w.commit() == 2
+
+
+def test_future_version_does_not_exist_and_negative_is_refused(make_provider) -> None:  # noqa: ANN001
+    p = make_provider()
+    with pytest.raises(VersionNotFound, match="does not exist"):
+        p.get_store(3)
+    with pytest.raises(VersionNotFound):
+        p.get_store(-1)
+
+
+def test_iterator_sees_writes_made_before_it_and_survives_writes_during(make_provider) -> None:  # noqa: ANN001
+    p = make_provider()
+    s = p.get_store(0)
+    for i in range(20):
+        s.put(b"k%02d" % i, b"v")
+    s.commit()
+    s = p.get_store(1)
+    s.put(b"k99", b"new")
+    s.remove(b"k00")
+    seen = []
+    for k, _v in s.iterator():
+        seen.append(k)
+        s.remove(k)
+        s.put(b"zz" + k, b"during")
+    assert seen == [b"k%02d" % i for i in range(1, 20)] + [b"k99"]
+    assert sorted(dict(s.iterator())) == sorted(b"zz" + k for k in seen)
+
+
+def test_prefix_scan_sees_uncommitted_puts_and_forgets_aborted_ones(make_provider) -> None:  # noqa: ANN001
+    p = make_provider()
+    s = p.get_store(0)
+    s.put(b"\x00\x00\x00\x01a" + b"1", b"x")
+    s.put(b"\x00\x00\x00\x01b" + b"1", b"y")
+    assert [k for k, _ in s.prefix_scan(b"\x00\x00\x00\x01a")] == [b"\x00\x00\x00\x01a1"]
+    s.abort()
+    assert list(p.get_store(0).prefix_scan(b"\x00\x00\x00\x01a")) == []
+
+
+def test_num_keys_after_commit(make_provider) -> None:  # noqa: ANN001
+    p = make_provider()
+    s = p.get_store(0)
+    for i in range(5):
+        s.put(b"%d" % i, b"v")
+    s.put(b"0", b"again")
+    s.commit()
+    assert s.metrics().num_keys == 5
+    s = make_provider().get_store(1)  # a reloaded provider
+    assert s.metrics().num_keys == 5
+    s.remove(b"1")
+    s.remove(b"nope")
+    s.commit()
+    assert s.metrics().num_keys == 4
+
+
+def test_recommit_overwrites_and_supersedes_later_versions(make_provider) -> None:  # noqa: ANN001
+    p = make_provider()
+    for v, value in enumerate([b"a", b"b", b"c"]):
+        s = p.get_store(v)
+        s.put(b"k", value)
+        s.commit()
+    s = p.get_store(1)  # a retried batch 1
+    s.put(b"k", b"B")
+    assert s.commit() == 2
+    assert p.get_store(2).get(b"k") == b"B"
+    assert make_provider().get_store(2).get(b"k") == b"B"
+    with pytest.raises(VersionNotFound):
+        make_provider().get_store(3)  # the superseded timeline is gone
+
+
+def test_maintenance_snapshots_and_deletes_only_what_is_not_needed(make_provider) -> None:  # noqa: ANN001
+    p = make_provider(snapshot_interval=3)
+    for v in range(10):
+        s = p.get_store(v)
+        s.put(b"k%d" % v, b"v")
+        s.commit()
+        p.do_snapshot_maintenance()
+        p.do_cleanup_maintenance(4)
+    files = sorted(os.listdir(p.checkpoint.directory), key=lambda n: (int(n.split(".")[0]), n))
+    assert "9.snapshot" in files and "6.snapshot" in files
+    assert all(int(f.split(".")[0]) >= 6 for f in files)
+    for v in range(7, 11):  # the newest 4 versions load, on a fresh executor too
+        assert len(dict(make_provider().get_store(v).iterator())) == v
+
+
+def test_old_version_reload_while_newer_exists(make_provider) -> None:  # noqa: ANN001
+    p = make_provider()
+    for v in range(3):
+        s = p.get_store(v)
+        s.put(b"k%d" % v, b"v")
+        s.commit()
+    assert sorted(dict(p.get_store(1).iterator())) == [b"k0"]
+    assert sorted(dict(p.get_store(3).iterator())) == [b"k0", b"k1", b"k2"]
+
+
+def test_vanished_local_directory_is_restored_from_checkpoint(make_provider) -> None:  # noqa: ANN001
+    import shutil
+
+    p = make_provider()
+    s = p.get_store(0)
+    s.put(b"a", b"1")
+    s.commit()
+    shutil.rmtree(p._db_dir)
+    assert p.get_store(1).get(b"a") == b"1"
+
+
+def test_ttl_metrics_count_on_read_and_incremental_removals(make_provider) -> None:  # noqa: ANN001
+    p = make_provider(TtlConfig(ttl_ms=100, incremental=IncrementalCleanup(10)))
+    s = p.get_store(0, now_ms=1000)
+    for i in range(5):
+        s.put(b"k%d" % i, b"v")
+    s.commit()
+    s = p.get_store(1, now_ms=1100)
+    assert s.get(b"k0") is None
+    s.commit()
+    m = s.metrics().custom
+    assert m["ttlExpiredOnRead"] == 1 and m["ttlRemovedByIncrementalCleanup"] == 4
+    assert s.metrics().num_keys == 0

@@ -1,0 +1,74 @@
+"""Conf parsing: every key refuses bad values with a message naming key, value and allowed."""
+
+from __future__ import annotations
+
+import pytest
+
+from ttlstate.config import keys as K
+from ttlstate.config.keys import EngineKind, StateVisibility, TimeSource, UpdateType
+from ttlstate.config.parse import ConfError, parse_duration_ms
+from ttlstate.config.store_config import store_config_from_confs
+
+BAD = {
+    K.TTL: "soon", K.UPDATE_TYPE: "OnRead", K.STATE_VISIBILITY: "Sometimes", K.TIME_SOURCE: "sundial",
+    K.FULL_SNAPSHOT: "maybe", K.INCREMENTAL_SIZE: "-1", K.INCREMENTAL_PER_RECORD: "2",
+    K.FILTER_ENABLED: "yesno", K.FILTER_QUERY_TIME_AFTER: "many", K.FILTER_PERIODIC_COMPACTION: "1x",
+    K.ENGINE: "leveldb", K.SNAPSHOT_INTERVAL: "0", K.WORKERS: "-2", K.WRITE_BATCH_SIZE: "10",
+}
+
+
+@pytest.mark.parametrize("key", list(BAD), ids=lambda k: k.suffix)
+def test_bad_values_name_key_value_and_allowed(key: K.ConfKey) -> None:
+    with pytest.raises(ConfError) as e:
+        store_config_from_confs({key.key: BAD[key]})
+    msg = str(e.value)
+    assert key.key in msg and repr(BAD[key]) in msg and "allowed" in msg
+
+
+def test_every_validated_key_has_a_bad_value_case() -> None:
+    not_validated = {K.PYTHON, K.OPERATOR_TTL}  # free-form path; pattern key tested below
+    assert set(K.ALL_KEYS) - not_validated == set(BAD)
+
+
+@pytest.mark.parametrize(("text", "ms"), [
+    ("500ms", 500), ("10s", 10_000), ("30m", 1_800_000), ("30min", 1_800_000), ("1h", 3_600_000),
+    ("2d", 172_800_000), ("1000", 1000), (" 5 S ", 5000),
+])
+def test_durations(text: str, ms: int) -> None:
+    assert parse_duration_ms("k", text) == ms
+
+
+def test_zero_ttl_is_refused_and_off_disables() -> None:
+    with pytest.raises(ConfError):
+        store_config_from_confs({K.TTL.key: "0"})
+    assert store_config_from_confs({K.TTL.key: "off"}).ttl.ttl_ms is None
+    assert store_config_from_confs({}).ttl.ttl_ms is None
+
+
+def test_enums_are_case_insensitive_and_defaults_hold() -> None:
+    cfg = store_config_from_confs({
+        K.TTL.key: "1h", K.UPDATE_TYPE.key: "onreadandwrite",
+        K.STATE_VISIBILITY.key: "RETURNEXPIREDIFNOTCLEANEDUP", K.TIME_SOURCE.key: "WallClock",
+        K.ENGINE.key: "AUTO"})
+    assert cfg.ttl.update_type is UpdateType.ON_READ_AND_WRITE
+    assert cfg.ttl.visibility is StateVisibility.RETURN_EXPIRED_IF_NOT_CLEANED_UP
+    assert cfg.ttl.time_source is TimeSource.WALL_CLOCK and cfg.engine is EngineKind.AUTO
+    default = store_config_from_confs({K.TTL.key: "1h"})
+    assert default.ttl.update_type is UpdateType.ON_CREATE_AND_WRITE
+    assert default.ttl.visibility is StateVisibility.NEVER_RETURN_EXPIRED
+    assert default.ttl.compaction_filter is not None and default.engine is EngineKind.NATIVE
+
+
+def test_unknown_key_under_the_prefix_is_refused_others_ignored() -> None:
+    with pytest.raises(ConfError, match="ttlstate.tll"):
+        store_config_from_confs({K.PREFIX + "tll": "1h"})
+    store_config_from_confs({"spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true"})
+
+
+def test_per_operator_ttl_override() -> None:
+    confs = {K.TTL.key: "1h", K.operator_ttl_key(3): "10s", K.operator_ttl_key(4): "off"}
+    assert store_config_from_confs(confs, operator_id=3).ttl.ttl_ms == 10_000
+    assert store_config_from_confs(confs, operator_id=4).ttl.ttl_ms is None
+    assert store_config_from_confs(confs, operator_id=5).ttl.ttl_ms == 3_600_000
+    with pytest.raises(ConfError, match=r"operator\.7\.ttl"):
+        store_config_from_confs({K.operator_ttl_key(7): "later"}, operator_id=1)
