@@ -9,7 +9,7 @@ scala_cp=$(ls "$JARS"/scala-compiler-*.jar "$JARS"/scala-library-*.jar "$JARS"/s
 classes=$(mktemp -d)
 trap 'rm -rf "$classes"' EXIT
 mapfile -t srcs < <(find jvm-shim/src/main/scala -name '*.scala' | sort)
-echo "ttlstate: compiling ${#srcs[@]} Scala files against pyspark $(basename "$(dirname "$JARS")")"
+echo "ttlstate: compiling ${#srcs[@]} Scala files against pyspark $("$PY" -c "import pyspark; print(pyspark.__version__)")"
 java -Xss8m -cp "$scala_cp" scala.tools.nsc.Main -release 17 -deprecation -feature \
   -classpath "$JARS/*" -d "$classes" "${srcs[@]}"
 mkdir -p "$(dirname "$OUT")"

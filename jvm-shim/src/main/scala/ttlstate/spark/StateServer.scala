@@ -5,8 +5,11 @@ import java.net.UnixDomainSocketAddress
 import java.nio.channels.{Channels, SocketChannel}
 import java.nio.file.Files
 import java.nio.file.attribute.PosixFilePermissions
-import java.util.concurrent.ConcurrentLinkedQueue
+import java.util.concurrent.{ConcurrentLinkedQueue, TimeUnit}
 import java.util.concurrent.atomic.AtomicLong
+
+import org.apache.spark.{SparkContext, SparkEnv}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerApplicationEnd}
 
 /** The failure of a request, as the server reported it (code from Protocol.ERR_*). */
 final class ServerError(val code: Int, val message: String) extends RuntimeException(message)
@@ -96,10 +99,11 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
     if (conn.broken || dead) conn.close() else pools(worker).offer(conn)
   }
 
+  /** Graceful first: EOF on its stdin makes the server stop its workers and remove its root. */
   def destroy(): Unit = {
     pools.foreach { p => var c = p.poll(); while (c != null) { c.close(); c = p.poll() } }
     try stdin.close() catch { case _: IOException => }
-    process.destroy()
+    if (!process.waitFor(3, TimeUnit.SECONDS)) process.destroyForcibly()
   }
 }
 
@@ -152,6 +156,33 @@ object StateServer {
     val sockets = line.stripPrefix("READY ").trim.split(" ").toIndexedSeq
     val server = new RunningServer(generations.incrementAndGet(), process, process.getOutputStream, sockets, root)
     Runtime.getRuntime.addShutdownHook(new Thread(() => server.destroy(), "ttlstate-server-shutdown"))
+    stopWithApplication()
     server
+  }
+
+  /** Stops the server now (the next use starts a new one). */
+  def shutdown(): Unit = synchronized {
+    if (current != null) {
+      current.destroy()
+      current = null
+    }
+  }
+
+  @volatile private var listening: SparkContext = _
+
+  /** In local mode the executor is the driver JVM, which outlives `spark.stop()`: stop the
+   *  server with the application. On a cluster the executor JVM exits and the server follows
+   *  it through EOF on its stdin. */
+  private def stopWithApplication(): Unit = {
+    val env = SparkEnv.get
+    if (env != null && env.executorId == "driver") {
+      val sc = SparkContext.getOrCreate()
+      if (listening ne sc) {
+        listening = sc
+        sc.addSparkListener(new SparkListener {
+          override def onApplicationEnd(end: SparkListenerApplicationEnd): Unit = shutdown()
+        })
+      }
+    }
   }
 }

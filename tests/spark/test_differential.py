@@ -1,0 +1,157 @@
+"""Every stateful operator, on Spark's RocksDB provider and on ttlstate (TTL off), with a
+stop and restart in the middle: the per-batch outputs must be identical."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.state import GroupStateTimeout
+
+from tests.spark.harness import ROCKSDB, TTLSTATE, run_steps, session, state_rows_per_batch
+
+pytestmark = pytest.mark.spark
+
+EVENTS = "k STRING, v INT, ts TIMESTAMP"
+
+
+def ev(k: str, v: int, second: int) -> dict:
+    return {"k": k, "v": v, "ts": f"2026-01-01 00:00:{second:02d}"}
+
+
+STEPS = [
+    [ev("a", 1, 1), ev("b", 2, 2), ev("a", 3, 3)],
+    [ev("a", 4, 12), ev("c", 5, 13), ev("b", 6, 2)],
+    [ev("d", 7, 25), ev("a", 8, 26)],
+    [ev("b", 9, 41), ev("e", 10, 42), ev("a", 11, 43)],
+    [ev("f", 12, 60)],
+]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    s = session()
+    yield s
+    s.stop()
+
+
+def _both(spark: SparkSession, build, schemas: dict[str, str], steps: list,  # noqa: ANN001, ANN202
+          mode: str = "append"):
+    ours = run_steps(spark, TTLSTATE, build, schemas, steps, restart_after=2, output_mode=mode)
+    theirs = run_steps(spark, ROCKSDB, build, schemas, steps, restart_after=2, output_mode=mode)
+    return ours, theirs
+
+
+def _assert_same(spark: SparkSession, build, steps: list = STEPS, mode: str = "append",  # noqa: ANN001
+                 schemas: dict[str, str] | None = None, compare_state_rows: bool = True) -> None:
+    ours, theirs = _both(spark, build, schemas or {"events": EVENTS}, steps, mode)
+    assert ours.outputs, "the query produced no batch"
+    assert ours.outputs == theirs.outputs
+    if compare_state_rows:
+        assert state_rows_per_batch(ours) == state_rows_per_batch(theirs)
+
+
+def agg(s: dict[str, DataFrame]) -> DataFrame:
+    return s["events"].groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("total"))
+
+
+def test_aggregation_update(spark: SparkSession) -> None:
+    _assert_same(spark, agg, mode="update")
+
+
+def test_aggregation_complete(spark: SparkSession) -> None:
+    _assert_same(spark, agg, mode="complete")
+
+
+def test_aggregation_append_with_watermark(spark: SparkSession) -> None:
+    _assert_same(spark, lambda s: s["events"].withWatermark("ts", "10 seconds")
+                 .groupBy(F.window("ts", "10 seconds"), "k").agg(F.sum("v").alias("total")))
+
+
+def test_drop_duplicates(spark: SparkSession) -> None:
+    _assert_same(spark, lambda s: s["events"].dropDuplicates(["k"]))
+
+
+def test_drop_duplicates_with_watermark(spark: SparkSession) -> None:
+    _assert_same(spark, lambda s: s["events"].withWatermark("ts", "10 seconds")
+                 .dropDuplicates(["k", "ts"]))
+
+
+def test_drop_duplicates_within_watermark(spark: SparkSession) -> None:
+    _assert_same(spark, lambda s: s["events"].withWatermark("ts", "10 seconds")
+                 .dropDuplicatesWithinWatermark(["k"]))
+
+
+def test_session_window(spark: SparkSession) -> None:
+    _assert_same(spark, lambda s: s["events"].withWatermark("ts", "10 seconds")
+                 .groupBy(F.session_window("ts", "5 seconds"), "k").agg(F.count("*").alias("n")))
+
+
+def test_streaming_limit(spark: SparkSession) -> None:
+    _assert_same(spark, lambda s: s["events"].limit(5))
+
+
+JOIN_SCHEMAS = {"left": "lk STRING, lv INT, lts TIMESTAMP", "right": "rk STRING, rv INT, rts TIMESTAMP"}
+JOIN_STEPS = [
+    {"left": [{"lk": "a", "lv": 1, "lts": "2026-01-01 00:00:01"},
+              {"lk": "b", "lv": 2, "lts": "2026-01-01 00:00:02"}],
+     "right": [{"rk": "a", "rv": 10, "rts": "2026-01-01 00:00:03"}]},
+    {"left": [{"lk": "c", "lv": 3, "lts": "2026-01-01 00:00:20"}],
+     "right": [{"rk": "b", "rv": 20, "rts": "2026-01-01 00:00:04"},
+               {"rk": "c", "rv": 30, "rts": "2026-01-01 00:00:21"}]},
+    {"left": [{"lk": "d", "lv": 4, "lts": "2026-01-01 00:00:40"}],
+     "right": [{"rk": "x", "rv": 0, "rts": "2026-01-01 00:00:41"}]},
+    {"left": [{"lk": "e", "lv": 5, "lts": "2026-01-01 00:01:10"}],
+     "right": [{"rk": "e", "rv": 50, "rts": "2026-01-01 00:01:11"}]},
+]
+
+
+def join(how: str):  # noqa: ANN201
+    def build(s: dict[str, DataFrame]) -> DataFrame:
+        left = s["left"].withWatermark("lts", "10 seconds")
+        right = s["right"].withWatermark("rts", "10 seconds")
+        cond = F.expr("lk = rk AND rts BETWEEN lts - INTERVAL 5 SECONDS AND lts + INTERVAL 5 SECONDS")
+        return left.join(right, cond, how)
+    return build
+
+
+@pytest.mark.parametrize("how", ["inner", "left_outer"])
+def test_stream_stream_join(spark: SparkSession, how: str) -> None:
+    _assert_same(spark, join(how), steps=JOIN_STEPS, schemas=JOIN_SCHEMAS)
+
+
+def _count(key: tuple, pdfs, state, timeout: bool):  # noqa: ANN001, ANN202
+    """Running count per key; with a timeout, a key idle for 10 s of event time is emitted and dropped."""
+    if state.hasTimedOut:
+        (count,) = state.get
+        state.remove()
+        yield pd.DataFrame({"k": [key[0]], "n": [count], "timed_out": [True]})
+        return
+    count = (state.get[0] if state.exists else 0) + sum(len(pdf) for pdf in pdfs)
+    state.update((count,))
+    if timeout:
+        state.setTimeoutTimestamp(state.getCurrentWatermarkMs() + 10_000)
+    yield pd.DataFrame({"k": [key[0]], "n": [count], "timed_out": [False]})
+
+
+def count_no_timeout(key: tuple, pdfs, state):  # noqa: ANN001, ANN201
+    yield from _count(key, pdfs, state, timeout=False)
+
+
+def count_event_time_timeout(key: tuple, pdfs, state):  # noqa: ANN001, ANN201
+    yield from _count(key, pdfs, state, timeout=True)
+
+
+@pytest.mark.parametrize("timeout", [False, True], ids=["no-timeout", "event-time-timeout"])
+def test_apply_in_pandas_with_state(spark: SparkSession, timeout: bool) -> None:
+    def build(s: dict[str, DataFrame]) -> DataFrame:
+        events = s["events"].withWatermark("ts", "10 seconds") if timeout else s["events"]
+        return events.groupBy("k").applyInPandasWithState(
+            count_event_time_timeout if timeout else count_no_timeout,
+            "k STRING, n LONG, timed_out BOOLEAN", "n LONG", "append",
+            GroupStateTimeout.EventTimeTimeout if timeout else GroupStateTimeout.NoTimeout)
+
+    _assert_same(spark, build, mode="append")
