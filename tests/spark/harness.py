@@ -113,3 +113,15 @@ def run_steps(spark: SparkSession, provider: str, build: Callable, schemas: dict
 
 def state_rows_per_batch(run: Run) -> list[int]:
     return [sum(op["numRowsTotal"] for op in p.get("stateOperators", [])) for p in run.progress]
+
+
+def batch_times(run: Run) -> dict[int, int]:
+    """batchTimestampMs per batch id, from the query's offset log (what ttlstate uses as now)."""
+    out = {}
+    offsets = os.path.join(run.checkpoint, "offsets")
+    for name in os.listdir(offsets):
+        if name.isdigit():
+            with open(os.path.join(offsets, name)) as f:
+                f.readline()
+                out[int(name)] = json.loads(f.readline())["batchTimestampMs"]
+    return out
