@@ -1,0 +1,76 @@
+"""What a query leaves in its checkpoint, the state data source reading it, retention after
+maintenance, a restore on a fresh executor (empty local state), and no server after stop."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+import pytest
+from pyspark.sql import functions as F
+
+from tests.spark.harness import TTLSTATE, Run, run_steps, session
+from ttlstate.config import keys as K
+from ttlstate.server.client import Client  # noqa: F401  (the server module must import cleanly)
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = {"events": "k STRING, v INT"}
+
+
+def agg(s):  # noqa: ANN001, ANN201
+    return s["events"].groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("total"))
+
+
+def _steps(n: int) -> list[list[dict]]:
+    return [[{"k": f"k{i % 3}", "v": i}, {"k": f"new{i}", "v": 1}] for i in range(n)]
+
+
+def _server_processes() -> list[psutil.Process]:
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "ttlstate.server" in cmd:
+            out.append(p)
+    return out
+
+
+def test_checkpoint_layout_reader_retention_restore_and_shutdown() -> None:
+    spark = session()
+    try:
+        spark.conf.set("spark.sql.streaming.minBatchesToRetain", "3")
+        confs = {K.SNAPSHOT_INTERVAL.key: "2"}
+        run = run_steps(spark, TTLSTATE, agg, SCHEMA, _steps(8), restart_after=4, output_mode="update",
+                        confs=confs)
+        store_dir = os.path.join(run.checkpoint, "state", "0", "0")
+        time.sleep(3)  # let maintenance (every 1 s) snapshot and clean up once more
+        files = sorted(f for f in os.listdir(store_dir) if not f.startswith("."))
+        ours = [f for f in files if f.endswith((".changelog", ".snapshot"))]
+        assert any(f.endswith(".snapshot") for f in ours), files
+        assert "_metadata" in files  # Spark's own files sit beside ours, untouched
+        versions = sorted({int(f.split(".")[0]) for f in ours})
+        assert versions[-1] == 8 and versions[0] > 1, f"old versions were not cleaned: {files}"
+
+        # The state data source reads the latest version and an older batch.
+        spark.conf.set(K.PROVIDER_CLASS_KEY, TTLSTATE)
+        latest = {r.key.k: r.value[0] for r in spark.read.format("statestore").load(run.checkpoint).collect()}
+        assert latest == {"k0": 3, "k1": 3, "k2": 2, **{f"new{i}": 1 for i in range(8)}}
+        at6 = spark.read.format("statestore").option("batchId", 6).load(run.checkpoint).collect()
+        assert {r.key.k: r.value[0] for r in at6}["k0"] == 3 and len(at6) == 3 + 7
+
+        # A fresh executor: a new session (new state server, empty local dirs) continues the query.
+        spark.stop()
+        assert not _server_processes(), "a state server outlived spark.stop()"
+        spark = session()
+        cont = Run(spark, TTLSTATE, agg, SCHEMA, "update", {})
+        cont.root = run.root
+        cont.__post_init__()
+        cont.step_no = 8
+        cont.start()
+        cont.step([{"k": "k0", "v": 100}])
+        cont.stop()
+        assert cont.outputs[max(cont.outputs)] == [("k0", 4, 100 + 0 + 3 + 6)]
+    finally:
+        spark.stop()
+    assert not _server_processes()
