@@ -27,6 +27,19 @@ def _steps(n: int) -> list[list[dict]]:
     return [[{"k": f"k{i % 3}", "v": i}, {"k": f"new{i}", "v": 1}] for i in range(n)]
 
 
+def _inspect(argv: list[str]) -> dict:
+    import contextlib
+    import io
+    import json
+
+    from ttlstate.cli.inspect_checkpoint import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(argv)
+    return json.loads(out.getvalue())
+
+
 def _server_processes() -> list[psutil.Process]:
     out = []
     for p in psutil.process_iter(["cmdline"]):
@@ -58,6 +71,16 @@ def test_checkpoint_layout_reader_retention_restore_and_shutdown() -> None:
         assert latest == {"k0": 3, "k1": 3, "k2": 2, **{f"new{i}": 1 for i in range(8)}}
         at6 = spark.read.format("statestore").option("batchId", 6).load(run.checkpoint).collect()
         assert {r.key.k: r.value[0] for r in at6}["k0"] == 3 and len(at6) == 3 + 7
+
+        # `ttlstate inspect` reads the same checkpoint (stopped query), and refuses a bad path.
+        report = _inspect([run.checkpoint, "--json"])
+        stores = report["stores"]
+        assert {(st["operator"], st["partition"]) for st in stores} == {("0", "0"), ("0", "1")}
+        assert sum(st["rows"] for st in stores) == len(latest)
+        assert all(st["latest_version"] == 8 for st in stores)
+        with pytest.raises(SystemExit) as bad:
+            _inspect([os.path.join(run.root, "events")])
+        assert bad.value.code == 2
 
         # A fresh executor: a new session (new state server, empty local dirs) continues the query.
         spark.stop()

@@ -95,8 +95,10 @@ def run(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, out_
     builder = (SparkSession.builder.master("local[2]").appName("ttlstate-demo")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.streaming.minBatchesToRetain", "5")
                .config("spark.sql.streaming.stateStore.maintenanceInterval", "2s"))
-    spark = ttlstate.configure(builder, ttl=ttl).getOrCreate()
+    spark = ttlstate.configure(builder, ttl=ttl, snapshot_interval=5).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     stats: list[BatchStats] = []
     print(f"ttlstate demo: {batches} batches every {interval_s}s, TTL {ttl}, "
