@@ -102,6 +102,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     spark.sparkContext.setLogLevel("ERROR")
     results = []
     try:
+        warm = os.path.join(work, "warmup")
+        write_input(warm, 5_000, 1_000, 1)
+        for workload in WORKLOADS:  # JIT, Python workers and the state server, unmeasured
+            for provider in args.providers.split(","):
+                run_one(spark, provider, workload, warm, os.path.join(work, "warm"))
         for workload in WORKLOADS:
             for provider in args.providers.split(","):
                 r = run_one(spark, provider, workload, input_dir, work)
