@@ -106,3 +106,22 @@ def test_join_and_limit_stores_ignore_ttl(spark: SparkSession) -> None:
     finally:
         ours.stop()
     assert sum(len(rows) for rows in ours.outputs.values()) == 3
+
+
+def test_compaction_filter_removes_expired_rows_physically(spark: SparkSession) -> None:
+    """Aggregation without watermark never reads idle keys again: only the filter removes them."""
+    confs = {K.TTL.key: "1s", K.INCREMENTAL_SIZE.key: "0", K.FILTER_COMPACT_EVERY.key: "1"}
+    build = lambda s: s["events"].groupBy("k").agg(F.count("*").alias("n"))  # noqa: E731
+    run = _run(spark, TTLSTATE, build, "update", confs)
+    try:
+        run.step(_rows("abcdefghij"))
+        time.sleep(1.5)
+        run.step(_rows("z"))
+    finally:
+        run.stop()
+    t = batch_times(run)
+    assert t[1] - t[0] >= 1000
+    op = run.progress[-1]["stateOperators"][0]
+    assert op["customMetrics"]["ttlRemovedByCompactionFilter"] == 10
+    assert op["customMetrics"]["ttlExpiredOnRead"] == 0
+    assert op["numRowsTotal"] == 1

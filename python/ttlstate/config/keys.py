@@ -84,6 +84,10 @@ FILTER_PERIODIC_COMPACTION = ConfKey("cleanup.compactionFilter.periodicCompactio
                                      "a duration, 0 = off",
                                      "RocksDB periodic_compaction_seconds, so cold files reach "
                                      "the filter too.")
+FILTER_COMPACT_EVERY = ConfKey("cleanup.compactionFilter.compactEvery", "0",
+                               "an integer >= 0 (0 = only RocksDB's own compactions)",
+                               "Compact the whole local DB every this many commits, so the filter "
+                               "also reaches entries still in the memtable (small states).")
 ENGINE = ConfKey("engine", EngineKind.NATIVE.value, _enum_allowed(EngineKind),
                  "Storage engine. `native` has the compaction filter; `rocksdict` is the "
                  "portable fallback; `auto` prefers native and falls back with a warning.")
@@ -101,8 +105,8 @@ OPERATOR_TTL = ConfKey("operator.<operatorId>.ttl", "(the global ttl)",
 ALL_KEYS: tuple[ConfKey, ...] = (
     TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
-    FILTER_PERIODIC_COMPACTION, ENGINE, SNAPSHOT_INTERVAL, PYTHON, WORKERS, WRITE_BATCH_SIZE,
-    OPERATOR_TTL,
+    FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON, WORKERS,
+    WRITE_BATCH_SIZE, OPERATOR_TTL,
 )
 
 

@@ -26,6 +26,7 @@ class IncrementalCleanup:
 class CompactionFilterCleanup:
     query_time_after_num_entries: int = 1000
     periodic_compaction_ms: int = 30 * 86_400_000
+    compact_every_commits: int = 0
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
     query_after = parse_int(K.FILTER_QUERY_TIME_AFTER.key, get(K.FILTER_QUERY_TIME_AFTER), minimum=0)
     periodic = parse_duration_ms(K.FILTER_PERIODIC_COMPACTION.key,
                                  get(K.FILTER_PERIODIC_COMPACTION), allow_zero=True)
+    compact_every = parse_int(K.FILTER_COMPACT_EVERY.key, get(K.FILTER_COMPACT_EVERY), minimum=0)
     ttl = TtlConfig(
         ttl_ms=ttl_ms,
         update_type=parse_enum(K.UPDATE_TYPE.key, get(K.UPDATE_TYPE), UpdateType),
@@ -103,7 +105,8 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
         time_source=parse_enum(K.TIME_SOURCE.key, get(K.TIME_SOURCE), TimeSource),
         full_snapshot=parse_bool(K.FULL_SNAPSHOT.key, get(K.FULL_SNAPSHOT)),
         incremental=IncrementalCleanup(inc_size, inc_per_record) if inc_size > 0 else None,
-        compaction_filter=CompactionFilterCleanup(query_after, periodic) if filter_on else None,
+        compaction_filter=(CompactionFilterCleanup(query_after, periodic, compact_every)
+                           if filter_on else None),
     )
     # Keys read only by the shim are still validated here, so every bad value fails alike.
     parse_int(K.WORKERS.key, get(K.WORKERS), minimum=0, maximum=1024)

@@ -20,7 +20,8 @@ _OPTION_KEYS = {
     "time_source": K.TIME_SOURCE, "full_snapshot": K.FULL_SNAPSHOT,
     "incremental_size": K.INCREMENTAL_SIZE, "incremental_per_record": K.INCREMENTAL_PER_RECORD,
     "compaction_filter": K.FILTER_ENABLED, "query_time_after_num_entries": K.FILTER_QUERY_TIME_AFTER,
-    "periodic_compaction": K.FILTER_PERIODIC_COMPACTION, "engine": K.ENGINE,
+    "periodic_compaction": K.FILTER_PERIODIC_COMPACTION, "compact_every": K.FILTER_COMPACT_EVERY,
+    "engine": K.ENGINE,
     "snapshot_interval": K.SNAPSHOT_INTERVAL, "python": K.PYTHON, "workers": K.WORKERS,
     "write_batch_bytes": K.WRITE_BATCH_SIZE,
 }
@@ -76,7 +77,7 @@ def configure(builder: Any, **options: Any) -> Any:
 
     Options: ttl ("30m"), update_type, state_visibility, time_source, full_snapshot,
     incremental_size, incremental_per_record, compaction_filter, query_time_after_num_entries,
-    periodic_compaction, engine, snapshot_interval, python, workers, write_batch_bytes, and
+    periodic_compaction, compact_every, engine, snapshot_interval, python, workers, write_batch_bytes, and
     operator_ttl ({operator_id: "10m" or "off"}). See the README's conf table.
     """
     check_environment()

@@ -248,6 +248,7 @@ class StoreProvider:
                 raise
             self._local_version = new_version
             self._batch_times[new_version] = store.now_ms
+            self._maybe_compact(new_version)
             self._recount_if_filter_removed()
             self._unreported[M.COMMIT_TIME_MS.name] += int((time.monotonic() - started) * 1000)
             return new_version
@@ -267,6 +268,13 @@ class StoreProvider:
         if stale:
             self.checkpoint.delete(stale)
             self._remote.difference_update(stale)
+
+    def _maybe_compact(self, version: int) -> None:
+        """`compactEvery`: a full compaction runs the filter over everything, memtable included."""
+        cf = self.config.ttl.compaction_filter
+        if (self.config.ttl.enabled and cf is not None and cf.compact_every_commits > 0
+                and self.engine.has_compaction_filter and version % cf.compact_every_commits == 0):
+            self.engine.compact()
 
     def _recount_if_filter_removed(self) -> None:
         """The compaction filter deletes behind our back; recount keys when it did."""

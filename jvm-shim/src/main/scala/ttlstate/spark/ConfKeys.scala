@@ -8,7 +8,8 @@ object ConfKeys {
     "ttl", "updateType", "stateVisibility", "timeSource", "cleanup.fullSnapshot",
     "cleanup.incremental.size", "cleanup.incremental.perRecord", "cleanup.compactionFilter.enabled",
     "cleanup.compactionFilter.queryTimeAfterNumEntries", "cleanup.compactionFilter.periodicCompaction",
-    "engine", "snapshotInterval", "python", "workers", "writeBatchBytes", "operator.<operatorId>.ttl")
+    "cleanup.compactionFilter.compactEvery", "engine", "snapshotInterval", "python", "workers",
+    "writeBatchBytes", "operator.<operatorId>.ttl")
 
   val PYTHON: String = PREFIX + "python"
   val WORKERS: String = PREFIX + "workers"
