@@ -42,6 +42,10 @@ def write_summary(report: dict[str, object], out_dir: str) -> str:
         lines += ["## Embedded store operations per second", ""]
         rows = report["store"]  # type: ignore[assignment]
         lines += _table(rows, list(rows[0].keys())) + [""]  # type: ignore[index]
+    if "bridge" in report:
+        rows = report["bridge"]  # type: ignore[assignment]
+        lines += ["## Through the state server (bridge)", ""]
+        lines += _table(rows, list(rows[0].keys())) + [""]  # type: ignore[index]
     if "compaction" in report:
         lines += ["## Compaction throughput", ""]
         rows = report["compaction"]  # type: ignore[assignment]

@@ -1,7 +1,8 @@
 """`make bench`: every benchmark in one run, one JSON file, plots and a markdown summary.
 
-Sections: embedded store operations per engine; compaction throughput with the filter off
-and on; Spark providers side by side; state size over time under churn with and without TTL.
+Sections: embedded store operations per engine; round trips through the state server;
+compaction throughput with the filter off and on; Spark providers side by side; state size
+over time under churn with and without TTL.
 `--quick` shrinks every section to CI size. Results go to `benchmarks/results/<date>/`.
 """
 
@@ -39,19 +40,23 @@ def _churn(quick: bool, out_dir: str) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", help="comma-separated sections: store,compaction,spark,churn")
+    ap.add_argument("--only", help="comma-separated sections: store,bridge,compaction,spark,churn")
     args = ap.parse_args(argv)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
     out_dir = os.path.join(RESULTS, stamp + ("-quick" if args.quick else ""))
     os.makedirs(out_dir, exist_ok=True)
     quick = ["--quick"] if args.quick else []
-    wanted = set(args.only.split(",")) if args.only else {"store", "compaction", "spark", "churn"}
+    wanted = set(args.only.split(",")) if args.only else {"store", "bridge", "compaction", "spark", "churn"}
     report: dict[str, object] = {"machine": describe(), "quick": args.quick, "started": stamp}
 
     if "store" in wanted:
         from benchmarks import store_ops
 
         _section("store", lambda: store_ops.main(quick), report)
+    if "bridge" in wanted:
+        from benchmarks import bridge_ops
+
+        _section("bridge", lambda: bridge_ops.main(quick), report)
     if "compaction" in wanted:
         from benchmarks import compaction_throughput
 

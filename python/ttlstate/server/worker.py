@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import socketserver
+import struct
 import sys
 import threading
 import traceback
@@ -118,6 +119,11 @@ def _metrics_payload(w: P.Writer, m: StoreMetrics) -> P.Writer:
     return w
 
 
+_GET_HEAD = struct.Struct(">Ii")
+_OK_BYTES = struct.Struct(">IBi")
+_NULL_RESPONSE = _OK_BYTES.pack(5, P.RESP_OK, -1)
+
+
 class Connection(socketserver.StreamRequestHandler):
     """One shim connection: a loop of frames, answered in order."""
 
@@ -163,6 +169,9 @@ class Connection(socketserver.StreamRequestHandler):
                     self._writes(P.Reader(payload))
                     continue
                 try:
+                    if code == P.OP_GET and self.pending_error is None:
+                        self.request.sendall(self._fast_get(payload))
+                        continue
                     if self.pending_error is not None:
                         e, self.pending_error = self.pending_error, None
                         raise RequestError(_error_code(e), f"an earlier pipelined write failed: {e}")
@@ -176,6 +185,17 @@ class Connection(socketserver.StreamRequestHandler):
                     self.send(P.RESP_ERROR, P.Writer().u16(_error_code(e)).str(message).payload())
         finally:
             set_current_channel(None)
+
+    def _fast_get(self, payload: bytes) -> bytes:
+        """The hot path (one per dedup row): no Reader/Writer objects, one response buffer."""
+        handle, klen = _GET_HEAD.unpack_from(payload)
+        store = self.registry.get(handle).store
+        if store is None or klen < 0 or len(payload) != 8 + klen:
+            raise RequestError(P.ERR_BAD_REQUEST, "malformed GET")
+        value = store.get(payload[8:])
+        if value is None:
+            return _NULL_RESPONSE
+        return _OK_BYTES.pack(len(value) + 5, P.RESP_OK, len(value)) + value
 
     def _writes(self, r: P.Reader) -> None:
         if self.pending_error is not None:
