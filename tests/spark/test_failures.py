@@ -57,3 +57,31 @@ def test_failed_task_retry_gives_exactly_once_output(spark: SparkSession, where:
     theirs = run_steps(spark, ROCKSDB, lambda s: s["events"].groupBy("k").agg(F.sum("v").alias("total")),
                        SCHEMA, STEPS, output_mode="update")
     assert ours.outputs == theirs.outputs
+
+
+def test_killed_state_server_is_restarted_and_state_reloaded(spark: SparkSession) -> None:
+    """kill -9 of the server between batches: the next task fails, its retry starts a new server
+    that reloads the store from the checkpoint; no committed state is lost."""
+    import psutil
+
+    from tests.spark.harness import Run
+
+    build = lambda s: s["events"].groupBy("k").agg(F.sum("v").alias("total"))  # noqa: E731
+    ours = Run(spark, TTLSTATE, build, SCHEMA, "update")
+    ours.start()
+    try:
+        ours.step(STEPS[0])
+        ours.step(STEPS[1])
+        killed = [p for p in psutil.process_iter(["cmdline"])
+                  if "ttlstate.server" in " ".join(p.info["cmdline"] or [])
+                  and "ttlstate.server.worker" not in " ".join(p.info["cmdline"] or [])]
+        assert killed, "no state server is running"
+        for p in killed:
+            p.kill()
+        psutil.wait_procs(killed, timeout=10)
+        ours.step(STEPS[2])
+        ours.step(STEPS[3])
+    finally:
+        ours.stop()
+    theirs = run_steps(spark, ROCKSDB, build, SCHEMA, STEPS, output_mode="update")
+    assert ours.outputs == theirs.outputs
