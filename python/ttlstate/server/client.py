@@ -93,7 +93,8 @@ class Client:
 
     def open(self, key: str, confs: dict[str, str], info: dict[str, object], checkpoint_dir: str) -> int:
         payload = P.Writer().str(key).str(json.dumps(confs)).str(json.dumps(info)).payload()
-        handle = self.call(P.OP_OPEN, payload).u32()
+        r = self.call(P.OP_OPEN, payload)
+        handle, self.cacheable = r.u32(), bool(r.u8())
         os.makedirs(checkpoint_dir, exist_ok=True)
         self.checkpoint_dirs[handle] = checkpoint_dir
         return handle

@@ -22,7 +22,9 @@ MAX_FRAME = 1 << 30
 
 # Requests (shim -> server)
 OP_HELLO = 1          # u32 magic, u32 version                          -> OK u32 version, str worker pid
-OP_OPEN = 2           # str provider key, str confs json, str info json  -> OK u32 handle
+OP_OPEN = 2           # str provider key, str confs json, str info json  -> OK u32 handle, u8 cacheable
+#   cacheable = 1: within one loaded version, a repeated read of a key the shim has read or
+#   written returns what the shim already knows (true unless expired values can be returned)
 OP_LOAD = 3           # u32 h, i64 version, i64 now ms, u8 read only     -> OK
 OP_UPGRADE = 4        # u32 h                                            -> OK
 OP_GET = 5            # u32 h, bytes key                                 -> OK bytes value (null: absent)

@@ -253,7 +253,9 @@ class Connection(socketserver.StreamRequestHandler):
             raise RequestError(P.ERR_PROTOCOL_VERSION, "first frame must be HELLO")
         if code == P.OP_OPEN:
             key, confs, info = r.str(), json.loads(r.str()), json.loads(r.str())
-            return P.Writer().u32(self.registry.open(key, confs, info)).payload()
+            handle = self.registry.open(key, confs, info)
+            ttl = self.registry.get(handle).provider.config.ttl
+            return P.Writer().u32(handle).u8(int(not (ttl.enabled and ttl.return_expired))).payload()
         handle = r.u32()
         entry = self.registry.get(handle)
         if code == P.OP_LOAD:

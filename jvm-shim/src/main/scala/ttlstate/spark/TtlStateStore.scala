@@ -29,6 +29,12 @@ final class TtlStateStore(
   private var lastMetrics: StateStoreMetrics = _
   private var roundTrips = 0L
   private var bridgeNanos = 0L
+  // Keys this task has read or written in this version, and what a read now returns (null:
+  // absent). Exact when the server says reads are cacheable: within one batch time a live
+  // entry stays live and every write to the store goes through this object. Bounded.
+  private val known = new java.util.HashMap[java.nio.ByteBuffer, Array[Byte]]()
+  private var knownBytes = 0L
+  private val KnownLimit = 32L << 20
 
   override def id: StateStoreId = provider.stateStoreId
   def isOpen: Boolean = state == "open"
@@ -81,8 +87,21 @@ final class TtlStateStore(
     else { val row = new UnsafeRow(numValueFields); row.pointTo(bytes, bytes.length); row }
   }
 
+  private def remember(key: Array[Byte], value: Array[Byte]): Unit = if (provider.readsCacheable) {
+    val probe = java.nio.ByteBuffer.wrap(key)
+    if (known.containsKey(probe)) {
+      known.put(probe, value) // an existing entry keeps its own key copy; never left stale
+    } else if (knownBytes < KnownLimit) {
+      val copy = java.util.Arrays.copyOf(key, key.length) // the caller may reuse its row buffer
+      known.put(java.nio.ByteBuffer.wrap(copy), value)
+      knownBytes += copy.length + 64 + (if (value == null) 0 else value.length)
+    }
+  }
+
   def upgrade(): TtlStateStore = {
     requireOpen()
+    known.clear() // read-only reads neither refresh nor delete: forget them
+    knownBytes = 0
     if (readOnly) {
       call("upgrade", request(Protocol.OP_UPGRADE).frame(Protocol.OP_UPGRADE))
       readOnly = false
@@ -94,7 +113,12 @@ final class TtlStateStore(
   override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
     requireOpen()
     checkCf(colFamilyName)
-    valueRow(call("get", request(Protocol.OP_GET).bytes(codec.encode(key)).frame(Protocol.OP_GET)).bytesOrNull())
+    val encoded = codec.encode(key)
+    val lookup = java.nio.ByteBuffer.wrap(encoded)
+    if (known.containsKey(lookup)) return valueRow(known.get(lookup))
+    val value = call("get", request(Protocol.OP_GET).bytes(encoded).frame(Protocol.OP_GET)).bytesOrNull()
+    remember(encoded, value)
+    valueRow(value)
   }
 
   override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
@@ -151,16 +175,21 @@ final class TtlStateStore(
     requireWritable()
     checkCf(colFamilyName)
     if (value == null) throw new IllegalArgumentException("Cannot put a null value")
-    writes.u8(Protocol.WRITE_PUT).bytes(codec.encode(key)).bytes(value.getBytes)
+    val encoded = codec.encode(key)
+    val bytes = value.getBytes
+    writes.u8(Protocol.WRITE_PUT).bytes(encoded).bytes(bytes)
     pendingWrites += 1
+    if (provider.readsCacheable) remember(encoded, java.util.Arrays.copyOf(bytes, bytes.length))
     if (writes.size >= provider.writeBatchBytes) flushWrites()
   }
 
   override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
     requireWritable()
     checkCf(colFamilyName)
-    writes.u8(Protocol.WRITE_REMOVE).bytes(codec.encode(key))
+    val encoded = codec.encode(key)
+    writes.u8(Protocol.WRITE_REMOVE).bytes(encoded)
     pendingWrites += 1
+    remember(encoded, null)
     if (writes.size >= provider.writeBatchBytes) flushWrites()
   }
 

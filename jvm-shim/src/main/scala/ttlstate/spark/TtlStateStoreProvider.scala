@@ -25,6 +25,7 @@ class TtlStateStoreProvider extends StateStoreProvider {
   private var workers: Int = 0
   private[spark] var writeBatchBytes: Int = ConfKeys.DEFAULT_WRITE_BATCH_BYTES
   @volatile private var opened: (Long, Int) = (-1L, -1)
+  @volatile private[spark] var readsCacheable = false
 
   override def init(
       stateStoreId: StateStoreId,
@@ -88,7 +89,9 @@ class TtlStateStoreProvider extends StateStoreProvider {
       val handle = synchronized {
         if (opened._1 != server.generation) {
           val w = new PayloadWriter().str(providerKey).str(openJson._1).str(openJson._2)
-          opened = (server.generation, conn.call(w.frame(Protocol.OP_OPEN), files).u32())
+          val r = conn.call(w.frame(Protocol.OP_OPEN), files)
+          opened = (server.generation, r.u32())
+          readsCacheable = r.u8() == 1
         }
         opened._2
       }
