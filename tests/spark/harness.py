@@ -49,7 +49,7 @@ class Run:
     confs: dict[str, str] = field(default_factory=dict)
     root: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="ttlstate-it-"))
     outputs: dict[int, list[tuple]] = field(default_factory=dict)
-    progress: list[dict] = field(default_factory=list)
+    progress_by_batch: dict[int, dict] = field(default_factory=dict)
     step_no: int = 0
 
     def __post_init__(self) -> None:
@@ -84,8 +84,20 @@ class Run:
         self.step_no += 1
         assert self.query is not None
         self.query.processAllAvailable()
-        if self.query.lastProgress:
-            self.progress.append(self.query.lastProgress)
+        # Progress is reported after the batch commits, so it can lag processAllAvailable().
+        last = max(self.outputs, default=-1)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for p in self.query.recentProgress:
+                self.progress_by_batch[p["batchId"]] = p
+            if max(self.progress_by_batch, default=-1) >= last:
+                break
+            time.sleep(0.05)
+
+    @property
+    def progress(self) -> list[dict]:
+        """Progress of every batch so far, in batch order (across restarts)."""
+        return [self.progress_by_batch[b] for b in sorted(self.progress_by_batch)]
 
     def stop(self) -> None:
         if self.query is not None:

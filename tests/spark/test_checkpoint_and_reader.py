@@ -41,11 +41,14 @@ def _inspect(argv: list[str]) -> dict:
 
 
 def _server_processes() -> list[psutil.Process]:
+    """State servers started by this test process's JVM (not by other runs on the machine)."""
     out = []
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(p.info["cmdline"] or [])
-        if "ttlstate.server" in cmd:
-            out.append(p)
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "ttlstate.server" in " ".join(p.cmdline()):
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
     return out
 
 
@@ -57,12 +60,17 @@ def test_checkpoint_layout_reader_retention_restore_and_shutdown() -> None:
         run = run_steps(spark, TTLSTATE, agg, SCHEMA, _steps(8), restart_after=4, output_mode="update",
                         confs=confs)
         store_dir = os.path.join(run.checkpoint, "state", "0", "0")
-        time.sleep(3)  # let maintenance (every 1 s) snapshot and clean up once more
-        files = sorted(f for f in os.listdir(store_dir) if not f.startswith("."))
-        ours = [f for f in files if f.endswith((".changelog", ".snapshot"))]
+        # Maintenance runs every second in the background: wait (bounded) for a snapshot and cleanup.
+        deadline = time.monotonic() + 30
+        while True:
+            files = sorted(f for f in os.listdir(store_dir) if not f.startswith("."))
+            ours = [f for f in files if f.endswith((".changelog", ".snapshot"))]
+            versions = sorted({int(f.split(".")[0]) for f in ours})
+            if versions[0] > 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         assert any(f.endswith(".snapshot") for f in ours), files
         assert "_metadata" in files  # Spark's own files sit beside ours, untouched
-        versions = sorted({int(f.split(".")[0]) for f in ours})
         assert versions[-1] == 8 and versions[0] > 1, f"old versions were not cleaned: {files}"
 
         # The state data source reads the latest version and an older batch.

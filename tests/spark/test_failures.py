@@ -72,9 +72,9 @@ def test_killed_state_server_is_restarted_and_state_reloaded(spark: SparkSession
     try:
         ours.step(STEPS[0])
         ours.step(STEPS[1])
-        killed = [p for p in psutil.process_iter(["cmdline"])
-                  if "ttlstate.server" in " ".join(p.info["cmdline"] or [])
-                  and "ttlstate.server.worker" not in " ".join(p.info["cmdline"] or [])]
+        ours_only = psutil.Process().children(recursive=True)  # not other runs' servers
+        killed = [p for p in ours_only if "ttlstate.server" in " ".join(p.cmdline())
+                  and "ttlstate.server.worker" not in " ".join(p.cmdline())]
         assert killed, "no state server is running"
         for p in killed:
             p.kill()
