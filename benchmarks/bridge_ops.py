@@ -7,13 +7,13 @@ a chunked full scan. The JVM shim makes the same frames; its extra cost is JNI-f
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchmarks.output import save
 from ttlstate.config import keys as K
 from ttlstate.server.client import Client
 
@@ -64,10 +64,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     args = ap.parse_args(argv)
     results = [run(20_000 if args.quick else args.rows)]
     print(results[0])
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
-    return results
+    return save(results, args.json)
 
 
 if __name__ == "__main__":

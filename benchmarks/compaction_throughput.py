@@ -6,13 +6,13 @@ entries/s and MB/s are of the input.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
 import struct
 import tempfile
 import time
 
+from benchmarks.output import save
 from ttlstate import _native
 
 TTL = 60_000
@@ -75,10 +75,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
             r = run_case(n, expired, query_after)
             print(r, flush=True)
             results.append(r)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
-    return results
+    return save(results, args.json)
 
 
 if __name__ == "__main__":

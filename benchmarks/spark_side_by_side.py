@@ -9,13 +9,13 @@ and for ttlstate the bridge round trips per state operation (from its custom met
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
 import tempfile
 import time
 
+from benchmarks.output import save
 from ttlstate.config import keys as K
 
 PROVIDERS = {
@@ -116,10 +116,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
     add_ratios(results)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
-    return results
+    return save(results, args.json)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,11 @@ full iteration, and restore from checkpoint into an empty local directory.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
 
+from benchmarks.output import save
 from ttlstate.checkpoint.location import LocalCheckpointLocation
 from ttlstate.config.store_config import store_config_from_confs
 from ttlstate.engine.select import native_available
@@ -79,10 +79,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     results = [run_case(e, ttl, n) for e in engines for ttl in ("off", "1h")]
     for r in results:
         print(r)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
-    return results
+    return save(results, args.json)
 
 
 if __name__ == "__main__":

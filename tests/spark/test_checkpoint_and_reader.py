@@ -12,7 +12,6 @@ from pyspark.sql import functions as F
 
 from tests.spark.harness import TTLSTATE, Run, run_steps, session
 from ttlstate.config import keys as K
-from ttlstate.server.client import Client  # noqa: F401  (the server module must import cleanly)
 
 pytestmark = pytest.mark.spark
 

@@ -34,7 +34,3 @@ class ManualClock:
 
     def advance(self, delta_ms: int) -> None:
         self._now += delta_ms
-
-
-BatchClock = ManualClock
-"""The batch-timestamp clock is a ManualClock that the store sets at every `get_store`."""
