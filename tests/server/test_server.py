@@ -53,7 +53,7 @@ def test_store_round_trip_with_callbacks_and_ttl(server) -> None:  # noqa: ANN00
     assert c.scan(h) == [(b"a", b"1"), (b"c", b"3")]
     version, num_keys, metrics = c.commit(h)
     assert (version, num_keys) == (1, 2)
-    assert set(metrics) >= {"ttlExpiredOnRead", "commitTimeMs"}
+    assert set(metrics) >= {"ttlExpiredOnRead", "storeCommitTimeMs"}
     assert os.listdir(os.path.join(tmp, "ck")) == ["1.changelog"]
     c.load(h, 1, 1100)  # both entries were written at 1000 with ttl 100ms: expired
     assert c.get(h, b"a") is None

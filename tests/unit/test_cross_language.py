@@ -36,3 +36,17 @@ def test_conf_keys_match(scala: dict) -> None:
 
 def test_metric_names_and_kinds_match(scala: dict) -> None:
     assert scala["metrics"] == {m.name: m.kind for m in ALL_METRICS}
+
+
+# Metric names Spark's stateful operators already put into the same SQLMetric map (4.3.0): a
+# custom metric with one of these names would be summed into Spark's own metric.
+SPARK_OPERATOR_METRICS = {
+    "numOutputRows", "numRowsDroppedByWatermark", "numTotalStateRows", "numUpdatedStateRows",
+    "allUpdatesTimeMs", "numRemovedStateRows", "allRemovalsTimeMs", "commitTimeMs", "stateMemory",
+    "numStateStoreInstances", "numShufflePartitions", "numDroppedDuplicateRows",
+    "numRowsReadDuringEviction", "numRowsIncrementallyRemoved", "numValuesRemovedDueToTTLExpiry",
+}
+
+
+def test_no_custom_metric_shadows_a_spark_operator_metric() -> None:
+    assert not {m.name for m in ALL_METRICS} & SPARK_OPERATOR_METRICS

@@ -29,8 +29,10 @@ BRIDGE_ROUND_TRIPS = MetricName("bridgeRoundTrips", "sum",
 BRIDGE_TIME_MS = MetricName("bridgeTimeMs", "timing",
                             "time spent waiting on the state server")
 ROCKSDB_SST_BYTES = MetricName("rocksdbSstBytes", "size", "RocksDB live SST bytes on disk")
-COMMIT_TIME_MS = MetricName("commitTimeMs", "timing", "time to commit a version durably")
-SNAPSHOT_TIME_MS = MetricName("snapshotTimeMs", "timing", "time to write snapshots")
+COMMIT_TIME_MS = MetricName("storeCommitTimeMs", "timing",
+                            "time ttlstate spent committing versions durably (Spark's commitTimeMs "
+                            "includes it)")
+SNAPSHOT_TIME_MS = MetricName("storeSnapshotTimeMs", "timing", "time to write snapshots")
 ENGINE_FALLBACK = MetricName("engineFallback", "sum",
                              "stores running on rocksdict because engine=auto found no native build")
 

@@ -16,8 +16,9 @@ object Metrics {
     (BRIDGE_ROUND_TRIPS, "sum", "synchronous round trips between the JVM and the state server"),
     (BRIDGE_TIME_MS, "timing", "time spent waiting on the state server"),
     ("rocksdbSstBytes", "size", "RocksDB live SST bytes on disk"),
-    ("commitTimeMs", "timing", "time to commit a version durably"),
-    ("snapshotTimeMs", "timing", "time to write snapshots"),
+    ("storeCommitTimeMs", "timing",
+      "time ttlstate spent committing versions durably (Spark's commitTimeMs includes it)"),
+    ("storeSnapshotTimeMs", "timing", "time to write snapshots"),
     ("engineFallback", "sum", "stores running on rocksdict because engine=auto found no native build"))
 
   val all: Seq[StateStoreCustomMetric] = defs.map {
