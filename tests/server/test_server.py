@@ -140,3 +140,17 @@ def test_supervisor_exits_when_a_worker_dies(tmp_path) -> None:  # noqa: ANN001
     assert time.monotonic() - started < 10
     _gone, alive = psutil.wait_procs(children, timeout=10)
     assert not alive
+
+
+def test_multi_megabyte_keys_and_values_cross_the_bridge(server) -> None:  # noqa: ANN001
+    _proc, sockets, tmp = server
+    c = Client(sockets[0])
+    c.hello()
+    h = c.open("big", {K.ENGINE.key: "native"}, INFO, os.path.join(tmp, "ckbig"))
+    c.load(h, 0, 0)
+    big_key, big_value = b"k" * (2 << 20), os.urandom(6 << 20)
+    c.writes(h, [(big_key, big_value)])
+    assert c.get(h, big_key) == big_value
+    assert c.commit(h)[:2] == (1, 1)
+    c.load(h, 1, 0)
+    assert c.scan(h) == [(big_key, big_value)]

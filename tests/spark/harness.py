@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import psutil
 from pyspark.sql import DataFrame, SparkSession
 
 import ttlstate
@@ -78,9 +79,10 @@ class Run:
         by_source = rows if isinstance(rows, dict) else {next(iter(self.schemas)): rows}
         for name, items in by_source.items():
             path = os.path.join(self.root, name, f"step-{self.step_no:04d}.json")
-            with open(path + ".tmp", "w") as f:
+            hidden = os.path.join(self.root, name, f".step-{self.step_no:04d}.json.tmp")  # unseen by Spark
+            with open(hidden, "w") as f:
                 f.writelines(json.dumps(r) + "\n" for r in items)
-            os.replace(path + ".tmp", path)
+            os.replace(hidden, path)
         self.step_no += 1
         assert self.query is not None
         self.query.processAllAvailable()
@@ -137,3 +139,16 @@ def batch_times(run: Run) -> dict[int, int]:
                 f.readline()
                 out[int(name)] = json.loads(f.readline())["batchTimestampMs"]
     return out
+
+
+def our_server_processes() -> list[tuple[psutil.Process, list[str]]]:
+    """ttlstate server processes under this test process (not other runs on the machine)."""
+    found = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            cmd = p.cmdline()
+        except psutil.Error:  # exited meanwhile, or a zombie
+            continue
+        if "ttlstate.server" in " ".join(cmd):
+            found.append((p, cmd))
+    return found

@@ -10,7 +10,7 @@ import psutil
 import pytest
 from pyspark.sql import functions as F
 
-from tests.spark.harness import TTLSTATE, Run, run_steps, session
+from tests.spark.harness import TTLSTATE, Run, our_server_processes, run_steps, session
 from ttlstate.config import keys as K
 
 pytestmark = pytest.mark.spark
@@ -40,15 +40,7 @@ def _inspect(argv: list[str]) -> dict:
 
 
 def _server_processes() -> list[psutil.Process]:
-    """State servers started by this test process's JVM (not by other runs on the machine)."""
-    out = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if "ttlstate.server" in " ".join(p.cmdline()):
-                out.append(p)
-        except psutil.NoSuchProcess:
-            pass
-    return out
+    return [p for p, _cmd in our_server_processes()]
 
 
 def test_checkpoint_layout_reader_retention_restore_and_shutdown() -> None:
