@@ -39,8 +39,12 @@ def _inspect(argv: list[str]) -> dict:
     return json.loads(out.getvalue())
 
 
-def _server_processes() -> list[psutil.Process]:
-    return [p for p, _cmd in our_server_processes()]
+def _server_processes(wait_s: float = 15.0) -> list[psutil.Process]:
+    """Servers still running after a bounded wait: spark.stop() ends them asynchronously."""
+    deadline = time.monotonic() + wait_s
+    while (procs := [p for p, _cmd in our_server_processes()]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return procs
 
 
 def test_checkpoint_layout_reader_retention_restore_and_shutdown() -> None:

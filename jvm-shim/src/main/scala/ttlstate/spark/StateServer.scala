@@ -23,6 +23,8 @@ final class ServerConnection(val server: RunningServer, socketPath: String) {
   private val out = new BufferedOutputStream(Channels.newOutputStream(channel), 1 << 16)
   private val in = new DataInputStream(new BufferedInputStream(Channels.newInputStream(channel), 1 << 16))
   @volatile var broken = false
+  // True while in the pool: a connection must never be handed to two users at once.
+  private[spark] val pooled = new java.util.concurrent.atomic.AtomicBoolean(false)
 
   locally {
     val r = call(new PayloadWriter().u32(Protocol.MAGIC).u32(Protocol.PROTOCOL_VERSION).frame(Protocol.OP_HELLO), null)
@@ -83,8 +85,9 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
   def markDead(): Unit = { dead = true; destroy() }
 
   def borrow(worker: Int): ServerConnection = {
-    val pooled = pools(worker).poll()
-    if (pooled != null && !pooled.broken) pooled
+    var candidate = pools(worker).poll()
+    while (candidate != null && candidate.broken) { candidate.close(); candidate = pools(worker).poll() }
+    if (candidate != null) { candidate.pooled.set(false); candidate }
     else {
       try new ServerConnection(this, sockets(worker))
       catch {
@@ -96,14 +99,16 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
   }
 
   def giveBack(conn: ServerConnection, worker: Int): Unit = {
-    if (conn.broken || dead) conn.close() else pools(worker).offer(conn)
+    if (conn.broken || dead) conn.close()
+    else if (!conn.pooled.getAndSet(true)) pools(worker).offer(conn)
+    else throw new IllegalStateException("ttlstate: a state server connection was returned twice")
   }
 
   /** Graceful first: EOF on its stdin makes the server stop its workers and remove its root. */
   def destroy(): Unit = {
     pools.foreach { p => var c = p.poll(); while (c != null) { c.close(); c = p.poll() } }
     try stdin.close() catch { case _: IOException => }
-    if (!process.waitFor(3, TimeUnit.SECONDS)) process.destroyForcibly()
+    if (!process.waitFor(10, TimeUnit.SECONDS)) process.destroyForcibly()
   }
 }
 

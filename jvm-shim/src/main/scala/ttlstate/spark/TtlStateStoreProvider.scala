@@ -114,12 +114,9 @@ class TtlStateStoreProvider extends StateStoreProvider {
     val now = BatchTime.forVersion(id.checkpointRootLocation, version, hadoopConf)
     try {
       withConnection(keep = true) { (conn, handle, worker) =>
-        try {
-          conn.call(new PayloadWriter().u32(handle).i64(version).i64(now).u8(if (readOnly) 1 else 0)
-            .frame(Protocol.OP_LOAD), files)
-        } catch {
-          case e: Throwable => conn.server.giveBack(conn, worker); throw e
-        }
+        // On failure withConnection returns the connection to the pool (exactly once).
+        conn.call(new PayloadWriter().u32(handle).i64(version).i64(now).u8(if (readOnly) 1 else 0)
+          .frame(Protocol.OP_LOAD), files)
         new TtlStateStore(this, conn, worker, handle, version, readOnly, codec, valueSchema.length, files)
       }
     } catch {
