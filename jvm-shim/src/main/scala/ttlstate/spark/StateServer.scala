@@ -117,8 +117,8 @@ object StateServer {
   private val generations = new AtomicLong(0)
   @volatile private var current: RunningServer = _
 
-  def isRunning: Boolean = { val s = current; s != null && s.alive }
-  def isRunningGeneration(g: Long): Boolean = { val s = current; s != null && s.alive && s.generation == g }
+  /** The running server, if any; never starts one (maintenance and close must not). */
+  def running: Option[RunningServer] = Option(current).filter(_.alive)
 
   def get(python: String, workers: Int): RunningServer = synchronized {
     val s = current
@@ -161,7 +161,6 @@ object StateServer {
     val sockets = line.stripPrefix("READY ").trim.split(" ").toIndexedSeq
     val server = new RunningServer(generations.incrementAndGet(), process, process.getOutputStream, sockets, root)
     Runtime.getRuntime.addShutdownHook(new Thread(() => server.destroy(), "ttlstate-server-shutdown"))
-    stopWithApplication()
     server
   }
 
@@ -177,8 +176,8 @@ object StateServer {
 
   /** In local mode the executor is the driver JVM, which outlives `spark.stop()`: stop the
    *  server with the application. On a cluster the executor JVM exits and the server follows
-   *  it through EOF on its stdin. */
-  private def stopWithApplication(): Unit = {
+   *  it through EOF on its stdin. Called from provider init, i.e. while a context is active. */
+  def watchApplication(): Unit = synchronized {
     val env = SparkEnv.get
     if (env != null && env.executorId == "driver") {
       val sc = SparkContext.getOrCreate()

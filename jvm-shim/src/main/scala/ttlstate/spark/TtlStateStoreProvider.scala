@@ -70,6 +70,7 @@ class TtlStateStoreProvider extends StateStoreProvider {
       "keySchema" -> Json.str(keySchema.json),
       "valueSchema" -> Json.str(valueSchema.json))
     this.openJson = (Json.obj(confs.toSeq.map { case (k, v) => k -> Json.str(v) }), Json.obj(info))
+    StateServer.watchApplication()
   }
 
   override def stateStoreId: StateStoreId = id
@@ -79,9 +80,13 @@ class TtlStateStoreProvider extends StateStoreProvider {
 
   private def workerOf(server: RunningServer): Int = Math.floorMod(providerKey.hashCode, server.sockets.size)
 
-  /** Runs `f` with a connection to this store's worker and its server-side handle. */
-  private[spark] def withConnection[T](keep: Boolean)(f: (ServerConnection, Int, Int) => T): T = {
-    val server = StateServer.get(python, workers)
+  /** Runs `f` with a connection to this store's worker and its server-side handle, starting
+   *  the server if needed. */
+  private[spark] def withConnection[T](keep: Boolean)(f: (ServerConnection, Int, Int) => T): T =
+    withServerConnection(StateServer.get(python, workers), keep)(f)
+
+  private def withServerConnection[T](server: RunningServer, keep: Boolean)(
+      f: (ServerConnection, Int, Int) => T): T = {
     val worker = workerOf(server)
     val conn = server.borrow(worker)
     var ok = false
@@ -143,10 +148,14 @@ class TtlStateStoreProvider extends StateStoreProvider {
   private[spark] def commitValidation: Boolean = storeConf.commitValidationEnabled
   private[spark] def hadoop: Configuration = hadoopConf
 
+  /** Maintenance runs on Spark's threads, possibly after the application ended: it uses the
+   *  running server of the generation this store was opened on, and never starts one. */
   private def maintenance(code: Int, extra: PayloadWriter => PayloadWriter): Unit = {
-    if (id == null || !StateServer.isRunning) return // nothing loaded on this executor yet
-    withConnection(keep = false) { (conn, handle, _) =>
-      conn.call(extra(new PayloadWriter().u32(handle)).frame(code), files)
+    if (id == null) return
+    StateServer.running.filter(_.generation == opened._1).foreach { server =>
+      withServerConnection(server, keep = false) { (conn, handle, _) =>
+        conn.call(extra(new PayloadWriter().u32(handle)).frame(code), files)
+      }
     }
   }
 
@@ -161,11 +170,8 @@ class TtlStateStoreProvider extends StateStoreProvider {
   }
 
   override def close(): Unit = synchronized {
-    if (id != null && opened._1 >= 0 && StateServer.isRunningGeneration(opened._1)) {
-      try withConnection(keep = false) { (conn, handle, _) =>
-        conn.call(new PayloadWriter().u32(handle).frame(Protocol.OP_CLOSE), files)
-      } catch { case _: Exception => } // closing must not fail the executor
-    }
+    try maintenance(Protocol.OP_CLOSE, identity)
+    catch { case _: Exception => } // closing must not fail the executor
     opened = (-1L, -1)
   }
 
