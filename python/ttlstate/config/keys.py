@@ -96,7 +96,9 @@ SNAPSHOT_INTERVAL = ConfKey("snapshotInterval", "10", "an integer >= 1",
 PYTHON = ConfKey("python", "", "a path to a Python interpreter with ttlstate installed",
                  "Interpreter of the state server. Default: PYSPARK_PYTHON, then python3.")
 WORKERS = ConfKey("workers", "0", "an integer >= 0 (0 = one per executor core)",
-                  "Worker processes of the state server; stores are sharded over them.")
+                  "Worker processes of the state server; stores are sharded over them. 0: the "
+                  "executor's cores (local mode: its threads; otherwise the cores it was launched "
+                  "with, else `spark.executor.cores`, else the processors the JVM sees).")
 WRITE_BATCH_SIZE = ConfKey("writeBatchBytes", "262144", "an integer >= 1024",
                            "Bytes of pipelined puts/removes the shim buffers before sending.")
 OPERATOR_TTL = ConfKey("operator.<operatorId>.ttl", "(the global ttl)",

@@ -1,7 +1,8 @@
 """`python -m ttlstate.server`: the per-executor state server, started by the JVM shim.
 
-A supervisor that starts `--workers` worker processes (stores are sharded over them by the
-shim, so concurrent tasks do not serialize on one interpreter), prints one line
+A supervisor that starts `--workers` worker processes (the shim passes the executor's cores
+unless `...ttlstate.workers` says otherwise; stores are sharded over the workers, so
+concurrent tasks do not serialize on one interpreter), prints one line
 `READY <socket> <socket> ...` and then waits. It exits, and its workers with it (their stdin
 is a pipe from here), when its own stdin reaches EOF because the executor JVM is gone, or
 when any worker dies, so the shim restarts the whole server and stores reload from the
@@ -29,7 +30,9 @@ def _watch_stdin(done: threading.Event) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--root", required=True, help="private directory for sockets and stores")
-    ap.add_argument("--workers", type=int, default=0, help="0 = one per core")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="worker processes; the shim passes the executor's cores by default. "
+                         "0 = os.cpu_count(), a fallback for running the server by hand")
     args = ap.parse_args(argv)
     os.umask(0o077)
     os.makedirs(args.root, mode=0o700, exist_ok=True)

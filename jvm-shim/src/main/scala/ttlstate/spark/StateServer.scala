@@ -140,8 +140,34 @@ object StateServer {
       PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------"))).toFile
   }
 
-  private def start(python: String, workers: Int): RunningServer = {
+  private val LocalMaster = """local(?:\[(\*|\d+)(?:,\d+)?\])?""".r
+
+  /** The cores of this executor, the default number of workers (`...ttlstate.workers` = 0).
+   *  Local mode (the executor is the driver JVM): the master's thread count, as Spark runs
+   *  tasks. Otherwise the `--cores` the cluster manager launched this executor with (standalone,
+   *  YARN and Kubernetes backends all take it; standalone without `spark.executor.cores` gives
+   *  an executor all of its worker's cores, known only there), then `spark.executor.cores`,
+   *  then the processors the JVM sees. */
+  private[spark] def executorCores(): Int = {
+    val env = SparkEnv.get
+    val conf = Option(env).map(_.conf)
+    val local = conf.filter(_ => env.executorId == "driver").flatMap(_.getOption("spark.master")).collect {
+      case LocalMaster(null) => 1
+      case LocalMaster("*") => Runtime.getRuntime.availableProcessors
+      case LocalMaster(n) => n.toInt
+    }
+    def launchedWith: Option[Int] = {
+      val args = ProcessHandle.current().info().arguments().orElse(Array.empty[String]).toSeq
+      args.sliding(2).collectFirst { case Seq("--cores", n) if n.nonEmpty && n.length < 6 && n.forall(_.isDigit) => n.toInt }
+    }
+    local.orElse(launchedWith)
+      .orElse(conf.flatMap(_.getOption("spark.executor.cores")).flatMap(v => scala.util.Try(v.trim.toInt).toOption))
+      .filter(_ > 0).getOrElse(Runtime.getRuntime.availableProcessors)
+  }
+
+  private def start(python: String, configuredWorkers: Int): RunningServer = {
     val root = localRoot()
+    val workers = if (configuredWorkers > 0) configuredWorkers else executorCores()
     val pb = new ProcessBuilder(python, "-m", "ttlstate.server", "--root", root.getAbsolutePath,
       "--workers", workers.toString)
     pb.redirectError(ProcessBuilder.Redirect.INHERIT)
