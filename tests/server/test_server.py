@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from ttlstate.config import keys as K
+from ttlstate.server import faults
 from ttlstate.server import protocol as P
 from ttlstate.server.client import Client, ServerError
 
@@ -136,7 +137,7 @@ def test_supervisor_exits_when_a_worker_dies(tmp_path) -> None:  # noqa: ANN001
     children = _children(proc)
     children[0].kill()
     started = time.monotonic()
-    proc.wait(timeout=10)
+    assert proc.wait(timeout=10) == 0  # a clean exit, not SIGABRT at interpreter shutdown
     assert time.monotonic() - started < 10
     _gone, alive = psutil.wait_procs(children, timeout=10)
     assert not alive
@@ -154,3 +155,37 @@ def test_multi_megabyte_keys_and_values_cross_the_bridge(server) -> None:  # noq
     assert c.commit(h)[:2] == (1, 1)
     c.load(h, 1, 0)
     assert c.scan(h) == [(big_key, big_value)]
+
+
+@pytest.mark.parametrize("point", faults.POINTS)
+def test_crash_point_kills_the_worker_inside_commit_once(tmp_path, monkeypatch, point: str) -> None:  # noqa: ANN001
+    """`TTLSTATE_FAULTS`: the worker dies inside COMMIT, before or after the changelog reached
+    the checkpoint; the supervisor follows; the marker disarms the point for the next server."""
+    marker, ck = tmp_path / "marker", str(tmp_path / "ck")
+    monkeypatch.setenv(faults.ENV, f"{point}:{marker}")
+    for attempt in range(2):
+        proc, sockets = start_server(str(tmp_path / f"srv{attempt}"), workers=1)
+        try:
+            c = Client(sockets[0])
+            c.hello()
+            h = c.open("k", CONFS, INFO, ck)
+            c.load(h, 0, 1000)
+            c.writes(h, [(b"a", b"1")])
+            if attempt == 0:
+                with pytest.raises(ConnectionError):
+                    c.commit(h)
+                assert marker.exists()
+                assert os.listdir(ck) == ([] if point == "commit-before-upload" else ["1.changelog"])
+                assert proc.wait(timeout=10) == 0, "the supervisor outlived its crashed worker"
+            else:
+                assert c.commit(h)[0] == 1 and os.listdir(ck) == ["1.changelog"]
+        finally:
+            proc.kill()
+            proc.wait()
+
+
+def test_negative_worker_count_is_refused(tmp_path) -> None:  # noqa: ANN001
+    proc = subprocess.run([sys.executable, "-m", "ttlstate.server", "--root", str(tmp_path / "srv"),
+                           "--workers", "-1"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--workers must be >= 0" in proc.stderr
+    assert "READY" not in proc.stdout

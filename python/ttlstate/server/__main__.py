@@ -20,8 +20,11 @@ import threading
 
 
 def _watch_stdin(done: threading.Event) -> None:
+    # The raw fd, not sys.stdin.buffer: this daemon thread may still be reading when main
+    # returns, and a buffered reader's lock held at interpreter shutdown aborts the process
+    # ("Fatal Python error: _enter_buffered_busy", SIGABRT) after a worker died.
     try:
-        while sys.stdin.buffer.read(4096):
+        while os.read(sys.stdin.fileno(), 4096):
             pass
     finally:
         done.set()
@@ -34,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="worker processes; the shim passes the executor's cores by default. "
                          "0 = os.cpu_count(), a fallback for running the server by hand")
     args = ap.parse_args(argv)
+    if args.workers < 0:
+        ap.error(f"--workers must be >= 0 (0 = one per core), not {args.workers}")
     os.umask(0o077)
     os.makedirs(args.root, mode=0o700, exist_ok=True)
     n = args.workers or os.cpu_count() or 1
