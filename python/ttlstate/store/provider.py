@@ -34,6 +34,7 @@ from ttlstate.config.keys import EngineKind, TimeSource
 from ttlstate.config.store_config import StoreConfig
 from ttlstate.engine.base import Engine, FilterSettings
 from ttlstate.engine.select import open_engine
+from ttlstate.server.faults import crash_point
 from ttlstate.store import metric_names as M
 from ttlstate.store.state_store import StateStore, StoreStateError
 from ttlstate.ttl import ttl_value
@@ -236,11 +237,13 @@ class StoreProvider:
             local = os.path.join(self._staging, name)
             write_record_file(local, KIND_CHANGELOG, self.store_id, new_version, store.now_ms, records,
                               self.config.ttl.ttl_ms)
+            crash_point("commit-before-upload")  # tests only; inert unless TTLSTATE_FAULTS is set
             try:
                 self.checkpoint.publish(local, name)
             finally:
                 os.unlink(local)
             self._remember_published(name, new_version)
+            crash_point("commit-after-upload")
             try:
                 self._apply(records)
             except BaseException:

@@ -1,0 +1,48 @@
+"""Crash points for tests: kill this process with SIGKILL at a named point, once.
+
+It exists so that tests can crash a state server worker at moments no outside signal can hit
+reliably, e.g. in the middle of a commit: after the changelog was written locally but before
+it reached the checkpoint, or after it reached the checkpoint but before the shim got the
+reply. It is inert unless the environment variable `TTLSTATE_FAULTS` is set, and it is read
+once, when the worker imports this module.
+
+`TTLSTATE_FAULTS=point:marker[,point:marker...]`, e.g.
+`commit-after-upload:/tmp/x/after`. When execution reaches `crash_point("commit-after-upload")`
+and the marker file can be created (it does not exist yet), the marker is created and the
+process kills itself with SIGKILL: no cleanup, no reply, as in a real crash. A marker that
+already exists disarms the point, so a test arms it by deleting the marker, and the crash
+happens exactly once even across retries and restarted servers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+ENV = "TTLSTATE_FAULTS"
+POINTS = ("commit-before-upload", "commit-after-upload")
+
+
+def _parse(spec: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        point, sep, marker = item.partition(":")
+        if not sep or point not in POINTS or not marker:
+            raise ValueError(f"{ENV}: bad entry {item!r}; expected point:marker with point one of {POINTS}")
+        out[point] = marker
+    return out
+
+
+_ARMED = _parse(os.environ.get(ENV, ""))
+
+
+def crash_point(point: str) -> None:
+    """SIGKILL this process here if `point` is configured and its marker does not exist yet."""
+    marker = _ARMED.get(point)
+    if marker is None:
+        return
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return  # disarmed, or it already fired
+    os.kill(os.getpid(), signal.SIGKILL)
