@@ -141,10 +141,11 @@ def batch_times(run: Run) -> dict[int, int]:
     return out
 
 
-def our_server_processes() -> list[tuple[psutil.Process, list[str]]]:
-    """ttlstate server processes under this test process (not other runs on the machine)."""
+def our_server_processes(root_pid: int | None = None) -> list[tuple[psutil.Process, list[str]]]:
+    """ttlstate server processes under this test process, or under `root_pid` (not other runs
+    on the machine). Supervisors have `ttlstate.server` as an argument, workers `ttlstate.server.worker`."""
     found = []
-    for p in psutil.Process().children(recursive=True):
+    for p in psutil.Process(root_pid).children(recursive=True):
         try:
             cmd = p.cmdline()
         except psutil.Error:  # exited meanwhile, or a zombie

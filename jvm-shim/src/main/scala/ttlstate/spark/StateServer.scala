@@ -108,19 +108,33 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
   def destroy(): Unit = {
     pools.foreach { p => var c = p.poll(); while (c != null) { c.close(); c = p.poll() } }
     try stdin.close() catch { case _: IOException => }
-    if (!process.waitFor(10, TimeUnit.SECONDS)) process.destroyForcibly()
+    if (!process.waitFor(10, TimeUnit.SECONDS)) { process.destroyForcibly(); process.waitFor(10, TimeUnit.SECONDS) }
+    // A server that exits normally removes its root; one killed with -9 cannot (sockets and
+    // local stores, only a cache: the checkpoint has everything).
+    StateServer.deleteTree(root)
   }
 }
 
 /** One state server per executor JVM, started on first use (never in a constructor). */
 object StateServer {
   private val generations = new AtomicLong(0)
+  private val MaxWorkers = 1024 // as python/ttlstate/config/store_config.py
+
+  private[spark] def deleteTree(f: File): Unit = {
+    if (f.isDirectory && !Files.isSymbolicLink(f.toPath)) Option(f.listFiles()).foreach(_.foreach(deleteTree))
+    f.delete()
+  }
   @volatile private var current: RunningServer = _
 
   /** The running server, if any; never starts one (maintenance and close must not). */
   def running: Option[RunningServer] = Option(current).filter(_.alive)
 
   def get(python: String, workers: Int): RunningServer = synchronized {
+    // The server validates every key at OPEN, but it reads --workers before any OPEN.
+    if (workers < 0 || workers > MaxWorkers) {
+      throw new IllegalArgumentException(s"Invalid value '$workers' for conf '${ConfKeys.WORKERS}': " +
+        s"allowed an integer in [0, $MaxWorkers] (0 = one per executor core)")
+    }
     val s = current
     if (s != null && s.alive) s
     else {
