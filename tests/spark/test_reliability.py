@@ -5,6 +5,8 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import tempfile
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from tests.spark.harness import ROCKSDB, TTLSTATE, Run, our_server_processes, run_steps, session
+from tests.unit.test_conf import BAD
 from ttlstate.config import keys as K
 
 pytestmark = pytest.mark.spark
@@ -57,34 +60,98 @@ def test_local_state_deleted_between_batches_is_restored(spark: SparkSession) ->
     assert ours.outputs == theirs.outputs
 
 
-def test_damaged_changelog_fails_the_query_naming_file_version_and_store(spark: SparkSession) -> None:
-    run = run_steps(spark, TTLSTATE, agg, SCHEMA, STEPS[:3], output_mode="update")
-    changelog = os.path.join(run.checkpoint, "state", "0", "0", "2.changelog")
-    with open(changelog, "rb") as f:
+@pytest.fixture(scope="module")
+def checkpoint_to_damage(spark: SparkSession) -> Run:
+    """Three batches with snapshotInterval 2, run until maintenance wrote a snapshot of store 0/0
+    (of version 2 or 3; either way no later one can follow)."""
+    run = Run(spark, TTLSTATE, agg, SCHEMA, "update", {K.SNAPSHOT_INTERVAL.key: "2"})
+    run.start()
+    try:
+        for rows in STEPS[:3]:
+            run.step(rows)
+        deadline = time.monotonic() + 60  # maintenance runs every second (harness.session)
+        while not _snapshots(run) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        run.stop()
+    assert _snapshots(run), "maintenance wrote no snapshot"
+    return run
+
+
+def _store_dir(run: Run) -> str:
+    return os.path.join(run.checkpoint, "state", "0", "0")
+
+
+def _snapshots(run: Run) -> list[str]:
+    return sorted((f for f in os.listdir(_store_dir(run)) if f.endswith(".snapshot")),
+                  key=lambda f: int(f.split(".")[0]))
+
+
+def _truncate(path: str) -> None:
+    with open(path, "rb") as f:
         data = f.read()
-    with open(changelog, "wb") as f:
+    with open(path, "wb") as f:
         f.write(data[: len(data) // 2])
-    run.start()  # a restarted query: new providers, which load version 3 from the checkpoint
+
+
+def _flip_a_byte(path: str) -> None:
+    with open(path, "r+b") as f:
+        f.seek(os.path.getsize(path) // 2)
+        b = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([b[0] ^ 0xFF]))
+
+
+@pytest.mark.parametrize("damage", ["truncated-changelog", "missing-changelog", "corrupt-snapshot"])
+def test_damaged_checkpoint_fails_the_query_naming_file_version_and_store(
+        spark: SparkSession, checkpoint_to_damage: Run, damage: str) -> None:
+    """A copy of the checkpoint is damaged, and the query restarted on it: new providers load
+    version 3 from the checkpoint and must refuse, naming the file, never run on partial state."""
+    run = Run(spark, TTLSTATE, agg, SCHEMA, "update", root=checkpoint_to_damage.root)
+    run.checkpoint = os.path.join(tempfile.mkdtemp(prefix="ttlstate-it-"), "ck")  # the source log
+    shutil.copytree(checkpoint_to_damage.checkpoint, run.checkpoint)  # names files by absolute path
+    run.step_no = 3
+    store = _store_dir(run)
+    if damage == "corrupt-snapshot":
+        victim = _snapshots(run)[-1]  # the newest snapshot <= 3: the base of version 3
+        _flip_a_byte(os.path.join(store, victim))
+    else:
+        for name in _snapshots(run):  # without snapshots, version 3 is rebuilt from changelogs 1-3
+            os.unlink(os.path.join(store, name))
+        victim = "2.changelog"
+        (_truncate if damage == "truncated-changelog" else os.unlink)(os.path.join(store, victim))
+    run.start()
     try:
         with pytest.raises(StreamingQueryException) as e:
             run.step(STEPS[3])
     finally:
         run.stop()
     msg = str(e.value)
-    assert "2.changelog" in msg and "version 3" in msg and "operator 0, partition 0" in msg
+    assert victim in msg and "version 3" in msg and "operator 0, partition 0" in msg, msg
+    assert 3 not in run.outputs
 
 
-def test_bad_conf_value_fails_the_query_at_start(spark: SparkSession) -> None:
-    run = Run(spark, TTLSTATE, agg, SCHEMA, "update", {K.TTL.key: "soon"})
-    run.start()
-    try:
-        with pytest.raises(StreamingQueryException) as e:
+def test_every_bad_conf_value_fails_the_query_at_start(spark: SparkSession) -> None:
+    """Each validated key of ttlstate.config.keys, one tiny query each: the query fails in its
+    first batch with a message naming the key, the value and what is allowed. `workers` comes
+    first, with no server running: the shim reads it before it starts one."""
+    cases = {K.WORKERS.key: BAD[K.WORKERS]} | {k.key: v for k, v in BAD.items()}
+    cases[K.operator_ttl_key(0)] = "later"
+    spark._jvm.ttlstate.spark.StateServer.shutdown()  # type: ignore[union-attr]
+    wrong: dict[str, str] = {}
+    for key, value in cases.items():
+        run = Run(spark, TTLSTATE, agg, SCHEMA, "update", {key: value})
+        run.start()
+        try:
             run.step(STEPS[0])
-    finally:
-        run.stop()
-    msg = str(e.value)
-    assert K.TTL.key in msg and "'soon'" in msg and "allowed" in msg
-    assert run.outputs == {}
+            wrong[key] = f"no failure; outputs {run.outputs}"
+        except StreamingQueryException as e:
+            msg = str(e)
+            if not (key in msg and repr(value) in msg and "allowed" in msg) or run.outputs:
+                wrong[key] = msg[:400]
+        finally:
+            run.stop()
+    assert not wrong, wrong
 
 
 def test_two_stateful_queries_at_once(spark: SparkSession) -> None:
