@@ -9,7 +9,7 @@ NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
 DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
             pybind11
 
-.PHONY: setup run test bench bench-quick lint jar native clean
+.PHONY: setup run test test-long bench bench-quick lint jar native clean
 
 setup: $(STAMPS)/system $(STAMPS)/install $(JAR)
 
@@ -41,6 +41,10 @@ run: setup
 test: setup
 	$(PY) -m ruff check python tests benchmarks
 	$(PY) -m pytest -m "not long" tests
+
+# The long cases `make test` leaves out (e.g. 100 versions of a churning workload).
+test-long: setup
+	$(PY) -m pytest -m long tests
 
 bench: setup
 	$(PY) -m benchmarks.run_all
