@@ -28,7 +28,15 @@ import psutil
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from tests.spark.harness import ROCKSDB, TTLSTATE, Run, our_server_processes, run_steps, session
+from tests.spark.harness import (
+    ROCKSDB,
+    TTLSTATE,
+    Run,
+    our_server_processes,
+    run_steps,
+    session,
+    state_rows_per_batch,
+)
 from ttlstate.server import faults
 
 pytestmark = pytest.mark.spark
@@ -101,10 +109,16 @@ def build(kill: Callable[[], None] | None = None) -> Callable[[dict[str, DataFra
 
 
 @pytest.fixture(scope="module")
-def expected(spark: SparkSession) -> dict[int, list[tuple]]:
-    outputs = run_steps(spark, ROCKSDB, build(), SCHEMA, STEPS, output_mode="update").outputs
-    assert len(outputs) == len(STEPS)
-    return outputs
+def expected(spark: SparkSession) -> Run:
+    theirs = run_steps(spark, ROCKSDB, build(), SCHEMA, STEPS, output_mode="update")
+    assert len(theirs.outputs) == len(STEPS)
+    return theirs
+
+
+def _assert_same(ours: Run, theirs: Run) -> None:
+    """Exactly-once output, and no lost or duplicated state rows (numRowsTotal per batch)."""
+    assert ours.outputs == theirs.outputs
+    assert state_rows_per_batch(ours) == state_rows_per_batch(theirs)
 
 
 def _run_with_fault(spark: SparkSession, query: Callable, arm: Callable[[], None]
@@ -135,7 +149,7 @@ def _assert_replaced(before: dict[int, list[str]]) -> None:
 
 
 @pytest.mark.parametrize("victim", ["supervisor", "one-worker"])
-def test_kill_during_a_batch_gives_exactly_once_output(spark: SparkSession, expected: dict,
+def test_kill_during_a_batch_gives_exactly_once_output(spark: SparkSession, expected: Run,
                                                        victim: str) -> None:
     marker = os.path.join(tempfile.mkdtemp(), "killed")
     kill = functools.partial(kill_server_once, os.getpid(), marker, victim == "one-worker")
@@ -144,14 +158,14 @@ def test_kill_during_a_batch_gives_exactly_once_output(spark: SparkSession, expe
         killed = json.load(f)
     assert killed["killed"] and set(killed["killed"]) <= set(before), killed
     _assert_replaced(before)
-    assert ours.outputs == expected
+    _assert_same(ours, expected)
 
 
 @pytest.mark.parametrize("point", faults.POINTS)
 def test_worker_crash_during_commit_gives_exactly_once_output(spark: SparkSession, fault_dir: str,
-                                                              expected: dict, point: str) -> None:
+                                                              expected: Run, point: str) -> None:
     marker = os.path.join(fault_dir, point)
     ours, before = _run_with_fault(spark, build(), lambda: os.unlink(marker))
     assert os.path.exists(marker), f"the crash point {point} was never reached"
     _assert_replaced(before)
-    assert ours.outputs == expected
+    _assert_same(ours, expected)

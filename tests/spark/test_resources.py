@@ -4,7 +4,8 @@ process of ours after `spark.stop()` or after the driver's Python process is kil
 The churn: a deduplication with a watermark, every batch 40 new keys whose event time is
 10 s after the previous batch's, so each version puts 40 rows and evicts the previous 40.
 `make test` runs 15 versions; `make test-long` 100, comparing the server's RSS at version 30
-and version 100. Numbers are printed (`pytest -s` shows them).
+and version 100, and the killed driver (it starts a second JVM). Numbers are printed
+(`pytest -s` shows them).
 """
 
 from __future__ import annotations
@@ -183,6 +184,7 @@ def test_churn_keeps_memory_files_fds_and_processes_bounded(versions: int, measu
     assert not os.path.exists(root)
 
 
+@pytest.mark.long  # a second JVM: about half a minute here, more when the machine is busy
 def test_killed_driver_python_takes_jvm_and_state_server_with_it() -> None:
     """A child Python process runs a stateful query on ttlstate, then SIGKILLs itself: the JVM it
     launched exits (EOF on its stdin) and the state server follows; nothing of ours remains."""
