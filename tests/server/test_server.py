@@ -60,6 +60,31 @@ def test_store_round_trip_with_callbacks_and_ttl(server) -> None:  # noqa: ANN00
     assert c.get(h, b"a") is None
 
 
+def test_key_scan_and_lineage_for_the_shims_key_filter(server) -> None:  # noqa: ANN001
+    """OP_KEYS lists every stored key (expired ones too: a filter may hold more, never less);
+    the lineage stays while the local DB only advances by commits, and changes when rebuilt."""
+    _proc, sockets, tmp = server
+    c = Client(sockets[0])
+    c.hello()
+    h = c.open("keys", CONFS, INFO, os.path.join(tmp, "ck-keys"))
+    assert c.key_filter_allowed
+    lineage, n = c.load(h, 0, 1000)
+    assert n == 0 and c.keys(h) == []
+    many = [(b"k%05d" % i, b"v") for i in range(20_000)]  # several chunks
+    c.writes(h, many)
+    c.commit(h)
+    assert c.load(h, 1, 1050) == (lineage, 20_000)
+    c.writes(h, [(b"late", b"v")])
+    c.commit(h)
+    assert c.load(h, 2, 5000) == (lineage, 20_001)  # everything but "late" expired at 5000
+    assert c.keys(h) == sorted([k for k, _ in many] + [b"late"])
+    rebuilt, _ = c.load(h, 1, 5000)  # an older version: rebuilt from the checkpoint
+    assert rebuilt != lineage
+    per_record = dict(CONFS, **{K.INCREMENTAL_PER_RECORD.key: "true"})
+    c.open("keys-per-record", per_record, INFO, os.path.join(tmp, "ck-keys2"))
+    assert not c.key_filter_allowed
+
+
 def test_large_scan_streams_in_chunks(server) -> None:  # noqa: ANN001
     _proc, sockets, tmp = server
     c = Client(sockets[1])
@@ -100,7 +125,7 @@ def test_pipelined_write_error_surfaces_at_next_sync_call(server) -> None:  # no
 def test_other_protocol_version_is_refused(server) -> None:  # noqa: ANN001
     _proc, sockets, _tmp = server
     c = Client(sockets[0])
-    with pytest.raises(ServerError, match="speaks protocol 1") as e:
+    with pytest.raises(ServerError, match=f"speaks protocol {P.PROTOCOL_VERSION}") as e:
         c.hello(version=99)
     assert e.value.code == P.ERR_PROTOCOL_VERSION
 

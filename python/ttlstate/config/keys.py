@@ -101,6 +101,11 @@ WORKERS = ConfKey("workers", "0", "an integer >= 0 (0 = one per executor core)",
                   "with, else `spark.executor.cores`, else the processors the JVM sees).")
 WRITE_BATCH_SIZE = ConfKey("writeBatchBytes", "262144", "an integer >= 1024",
                            "Bytes of pipelined puts/removes the shim buffers before sending.")
+KEY_FILTER_MAX_KEYS = ConfKey("keyFilter.maxKeys", "1000000", "an integer >= 0 (0 = off)",
+                              "Stores with at most this many keys keep a Bloom filter of their keys "
+                              "in the executor JVM (about 2.5 bytes per key), so a read of a key the "
+                              "store does not have, such as every new key of a deduplication, needs "
+                              "no round trip to the state server.")
 OPERATOR_TTL = ConfKey("operator.<operatorId>.ttl", "(the global ttl)",
                        "off, or a duration", "TTL for one stateful operator, by operator id.")
 
@@ -108,7 +113,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON, WORKERS,
-    WRITE_BATCH_SIZE, OPERATOR_TTL,
+    WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, OPERATOR_TTL,
 )
 
 

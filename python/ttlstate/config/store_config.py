@@ -111,6 +111,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
     # Keys read only by the shim are still validated here, so every bad value fails alike.
     parse_int(K.WORKERS.key, get(K.WORKERS), minimum=0, maximum=1024)
     parse_int(K.WRITE_BATCH_SIZE.key, get(K.WRITE_BATCH_SIZE), minimum=1024, maximum=1 << 30)
+    parse_int(K.KEY_FILTER_MAX_KEYS.key, get(K.KEY_FILTER_MAX_KEYS), minimum=0, maximum=1 << 26)
     return StoreConfig(
         ttl=ttl,
         engine=parse_enum(K.ENGINE.key, get(K.ENGINE), EngineKind),

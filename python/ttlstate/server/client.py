@@ -94,13 +94,30 @@ class Client:
     def open(self, key: str, confs: dict[str, str], info: dict[str, object], checkpoint_dir: str) -> int:
         payload = P.Writer().str(key).str(json.dumps(confs)).str(json.dumps(info)).payload()
         r = self.call(P.OP_OPEN, payload)
-        handle, self.cacheable = r.u32(), bool(r.u8())
+        handle, self.cacheable, self.key_filter_allowed = r.u32(), bool(r.u8()), bool(r.u8())
         os.makedirs(checkpoint_dir, exist_ok=True)
         self.checkpoint_dirs[handle] = checkpoint_dir
         return handle
 
-    def load(self, h: int, version: int, now_ms: int, read_only: bool = False) -> None:
-        self.call(P.OP_LOAD, P.Writer().u32(h).i64(version).i64(now_ms).u8(int(read_only)).payload(), h)
+    def load(self, h: int, version: int, now_ms: int, read_only: bool = False) -> tuple[int, int]:
+        """Loads `version`; returns (lineage, number of keys in the local DB)."""
+        r = self.call(P.OP_LOAD, P.Writer().u32(h).i64(version).i64(now_ms).u8(int(read_only)).payload(), h)
+        return r.i64(), r.i64()
+
+    def keys(self, h: int) -> list[bytes]:
+        """Every key of the loaded version's local DB (OP_KEYS, then its chunks)."""
+        r = self.call(P.OP_KEYS, P.Writer().u32(h).payload(), h)
+        it_id = r.u32()
+        out: list[bytes] = []
+        while True:
+            done, n = r.u8(), r.u32()
+            for _ in range(n):
+                out.append(r.bytes())
+                if r.bytes_or_none() is not None:
+                    raise P.ProtocolError("OP_KEYS chunk carried a value")
+            if done:
+                return out
+            r = self.call(P.OP_ITER_NEXT, P.Writer().u32(h).u32(it_id).payload(), h)
 
     def get(self, h: int, key: bytes) -> bytes | None:
         return self.call(P.OP_GET, P.Writer().u32(h).bytes(key).payload(), h).bytes_or_none()

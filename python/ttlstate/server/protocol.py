@@ -16,16 +16,22 @@ from __future__ import annotations
 
 import struct
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
 # Requests (shim -> server)
 OP_HELLO = 1          # u32 magic, u32 version                          -> OK u32 version, str worker pid
-OP_OPEN = 2           # str provider key, str confs json, str info json  -> OK u32 handle, u8 cacheable
+OP_OPEN = 2           # str provider key, str confs json, str info json  -> OK u32 handle, u8 cacheable,
+#                                                                          u8 key filter allowed
 #   cacheable = 1: within one loaded version, a repeated read of a key the shim has read or
 #   written returns what the shim already knows (true unless expired values can be returned)
-OP_LOAD = 3           # u32 h, i64 version, i64 now ms, u8 read only     -> OK
+#   key filter allowed = 1: the shim may answer a point read "absent" without asking, when its
+#   filter of the store's keys says so (false when every access must reach the server, as with
+#   per-record incremental cleanup)
+OP_LOAD = 3           # u32 h, i64 version, i64 now ms, u8 read only     -> OK i64 lineage, i64 num keys
+#   lineage changes whenever the local DB was rebuilt rather than advanced by this handle's own
+#   commits; the shim's key filter is valid only for the lineage and version it was built for
 OP_UPGRADE = 4        # u32 h                                            -> OK
 OP_GET = 5            # u32 h, bytes key                                 -> OK bytes value (null: absent)
 OP_MULTI_GET = 6      # u32 h, u32 n, n x bytes key                      -> OK u32 n, n x bytes value
@@ -40,6 +46,9 @@ OP_METRICS = 14       # u32 h                                            -> OK m
 OP_SNAPSHOT = 15      # u32 h                                            -> OK
 OP_CLEANUP = 16       # u32 h, i32 min versions to retain                -> OK
 OP_CLOSE = 17         # u32 h                                            -> OK
+OP_KEYS = 18          # u32 h                                            -> OK u32 iter id, chunk
+#   every key in the loaded version's local DB (expired ones included), values null; continue
+#   with OP_ITER_NEXT / OP_ITER_CLOSE. Only what a filter of keys needs: no TTL, no side effects
 
 # Responses (server -> shim)
 RESP_OK = 64

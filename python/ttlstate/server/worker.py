@@ -133,7 +133,7 @@ class Connection(socketserver.StreamRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.pending_error: BaseException | None = None
-        self.iters: dict[int, Iterator[tuple[bytes, bytes]]] = {}
+        self.iters: dict[int, Iterator[tuple[bytes, bytes | None]]] = {}
         self.next_iter = 1
         self.greeted = False
 
@@ -220,12 +220,13 @@ class Connection(socketserver.StreamRequestHandler):
             raise RequestError(P.ERR_STATE, f"store handle {handle} has no loaded version")
         return store
 
-    def _chunk(self, it: Iterator[tuple[bytes, bytes]]) -> tuple[bool, list[tuple[bytes, bytes]]]:
-        out: list[tuple[bytes, bytes]] = []
+    def _chunk(self, it: Iterator[tuple[bytes, bytes | None]]
+               ) -> tuple[bool, list[tuple[bytes, bytes | None]]]:
+        out: list[tuple[bytes, bytes | None]] = []
         size = 0
         for key, value in it:
             out.append((key, value))
-            size += len(key) + len(value) + 8
+            size += len(key) + (len(value) if value is not None else 0) + 8
             if size >= P.ITER_CHUNK_BYTES:
                 return False, out
         return True, out
@@ -255,14 +256,16 @@ class Connection(socketserver.StreamRequestHandler):
             key, confs, info = r.str(), json.loads(r.str()), json.loads(r.str())
             handle = self.registry.open(key, confs, info)
             ttl = self.registry.get(handle).provider.config.ttl
-            return P.Writer().u32(handle).u8(int(not (ttl.enabled and ttl.return_expired))).payload()
+            per_record = ttl.enabled and ttl.incremental is not None and ttl.incremental.per_record
+            return (P.Writer().u32(handle).u8(int(not (ttl.enabled and ttl.return_expired)))
+                    .u8(int(not per_record)).payload())
         handle = r.u32()
         entry = self.registry.get(handle)
         if code == P.OP_LOAD:
             version, now, read_only = r.i64(), r.i64(), r.u8()
             self.iters.clear()
             entry.store = entry.provider.get_store(version, now_ms=now, read_only=bool(read_only))
-            return b""
+            return P.Writer().i64(entry.provider.lineage).i64(entry.provider.num_keys).payload()
         if code == P.OP_GET:
             return P.Writer().bytes(self._store(handle).get(r.bytes())).payload()
         if code == P.OP_MULTI_GET:
@@ -278,6 +281,12 @@ class Connection(socketserver.StreamRequestHandler):
             it_id = self.next_iter
             self.next_iter += 1
             self.iters[it_id] = store.iterator() if prefix is None else store.prefix_scan(prefix)
+            return self._chunk_payload(P.Writer().u32(it_id), it_id)
+        if code == P.OP_KEYS:
+            self._store(handle)  # a version must be loaded
+            it_id = self.next_iter
+            self.next_iter += 1
+            self.iters[it_id] = ((k, None) for k, _ in entry.provider.engine.iterate())
             return self._chunk_payload(P.Writer().u32(it_id), it_id)
         if code == P.OP_ITER_NEXT:
             it_id = r.u32()

@@ -28,6 +28,9 @@ BRIDGE_ROUND_TRIPS = MetricName("bridgeRoundTrips", "sum",
                                 "synchronous round trips between the JVM and the state server")
 BRIDGE_TIME_MS = MetricName("bridgeTimeMs", "timing",
                             "time spent waiting on the state server")
+KEY_FILTER_SKIPPED_READS = MetricName("keyFilterSkippedReads", "sum",
+                                      "reads of absent keys answered by the shim's key filter, "
+                                      "without a round trip")
 ROCKSDB_SST_BYTES = MetricName("rocksdbSstBytes", "size", "RocksDB live SST bytes on disk")
 COMMIT_TIME_MS = MetricName("storeCommitTimeMs", "timing",
                             "time ttlstate spent committing versions durably (Spark's commitTimeMs "
@@ -38,6 +41,6 @@ ENGINE_FALLBACK = MetricName("engineFallback", "sum",
 
 ALL_METRICS: tuple[MetricName, ...] = (
     TTL_EXPIRED_ON_READ, TTL_REMOVED_BY_FILTER, TTL_REMOVED_INCREMENTAL, TTL_DROPPED_FROM_SNAPSHOT,
-    BRIDGE_ROUND_TRIPS, BRIDGE_TIME_MS, ROCKSDB_SST_BYTES, COMMIT_TIME_MS, SNAPSHOT_TIME_MS,
-    ENGINE_FALLBACK,
+    BRIDGE_ROUND_TRIPS, BRIDGE_TIME_MS, KEY_FILTER_SKIPPED_READS, ROCKSDB_SST_BYTES, COMMIT_TIME_MS,
+    SNAPSHOT_TIME_MS, ENGINE_FALLBACK,
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import shutil
 import threading
 import time
@@ -68,6 +69,10 @@ class StoreProvider:
         self._cursor: bytes | None = None
         self._unreported: Counter[str] = Counter()
         self._filter_removed_counted = 0
+        # Changes whenever the local DB is rebuilt instead of advanced by a commit, so a cache
+        # of its keys held elsewhere (the shim's key filter) knows when it went stale. Random
+        # start: a restarted server never repeats an earlier provider's value.
+        self.lineage = secrets.randbits(62)
 
     # -- engine ---------------------------------------------------------------------------
     @property
@@ -100,6 +105,7 @@ class StoreProvider:
         self.num_keys = 0
 
     def _drop_local(self) -> None:
+        self.lineage += 1
         if self._engine is not None:
             try:
                 self._engine.close()
@@ -147,6 +153,7 @@ class StoreProvider:
         return sorted(self._remote)
 
     def _load(self, version: int) -> None:
+        self.lineage += 1
         local = self._local_version if self._engine is not None else None
         try:
             plan = plan_restore(self.store_id, self._listing(refresh=False), version, local)

@@ -9,10 +9,12 @@ object ConfKeys {
     "cleanup.incremental.size", "cleanup.incremental.perRecord", "cleanup.compactionFilter.enabled",
     "cleanup.compactionFilter.queryTimeAfterNumEntries", "cleanup.compactionFilter.periodicCompaction",
     "cleanup.compactionFilter.compactEvery", "engine", "snapshotInterval", "python", "workers",
-    "writeBatchBytes", "operator.<operatorId>.ttl")
+    "writeBatchBytes", "keyFilter.maxKeys", "operator.<operatorId>.ttl")
 
   val PYTHON: String = PREFIX + "python"
   val WORKERS: String = PREFIX + "workers"
   val WRITE_BATCH_BYTES: String = PREFIX + "writeBatchBytes"
   val DEFAULT_WRITE_BATCH_BYTES = 262144
+  val KEY_FILTER_MAX_KEYS: String = PREFIX + "keyFilter.maxKeys"
+  val DEFAULT_KEY_FILTER_MAX_KEYS = 1000000
 }

@@ -7,6 +7,7 @@ import org.apache.spark.sql.execution.streaming.state.{StateStoreCustomMetric, S
 object Metrics {
   val BRIDGE_ROUND_TRIPS = "bridgeRoundTrips"
   val BRIDGE_TIME_MS = "bridgeTimeMs"
+  val KEY_FILTER_SKIPPED_READS = "keyFilterSkippedReads"
 
   private val defs: Seq[(String, String, String)] = Seq(
     ("ttlExpiredOnRead", "sum", "entries hidden or dropped as expired on read"),
@@ -15,6 +16,7 @@ object Metrics {
     ("ttlDroppedFromSnapshot", "sum", "expired entries left out of snapshots"),
     (BRIDGE_ROUND_TRIPS, "sum", "synchronous round trips between the JVM and the state server"),
     (BRIDGE_TIME_MS, "timing", "time spent waiting on the state server"),
+    (KEY_FILTER_SKIPPED_READS, "sum", "reads of absent keys answered by the shim's key filter, without a round trip"),
     ("rocksdbSstBytes", "size", "RocksDB live SST bytes on disk"),
     ("storeCommitTimeMs", "timing",
       "time ttlstate spent committing versions durably (Spark's commitTimeMs includes it)"),

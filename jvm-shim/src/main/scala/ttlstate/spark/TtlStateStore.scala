@@ -20,7 +20,8 @@ final class TtlStateStore(
     private var readOnly: Boolean,
     codec: KeyCodec,
     numValueFields: Int,
-    files: CheckpointFiles) extends StateStore {
+    files: CheckpointFiles,
+    private[spark] val loaded: LoadedVersion) extends StateStore {
 
   private val writes = new PayloadWriter(1 << 16)
   private var pendingWrites = 0
@@ -35,9 +36,13 @@ final class TtlStateStore(
   private val known = new java.util.HashMap[java.nio.ByteBuffer, Array[Byte]]()
   private var knownBytes = 0L
   private val KnownLimit = 32L << 20
+  // Set by the provider after LOAD (and on upgrade); null: every read asks the server.
+  private[spark] var keyFilter: KeyFilter = null
+  private var readsSkipped = 0L
 
   override def id: StateStoreId = provider.stateStoreId
   def isOpen: Boolean = state == "open"
+  def isReadOnly: Boolean = readOnly
 
   private def requireOpen(): Unit =
     if (state != "open") throw new IllegalStateException(s"${provider.label} version $version is $state")
@@ -105,6 +110,7 @@ final class TtlStateStore(
     if (readOnly) {
       call("upgrade", request(Protocol.OP_UPGRADE).frame(Protocol.OP_UPGRADE))
       readOnly = false
+      if (keyFilter == null) provider.attachKeyFilter(this)
     }
     this
   }
@@ -116,6 +122,7 @@ final class TtlStateStore(
     val encoded = codec.encode(key)
     val lookup = java.nio.ByteBuffer.wrap(encoded)
     if (known.containsKey(lookup)) return valueRow(known.get(lookup))
+    if (keyFilter != null && !keyFilter.mightContain(encoded)) { readsSkipped += 1; return null }
     val value = call("get", request(Protocol.OP_GET).bytes(encoded).frame(Protocol.OP_GET)).bytesOrNull()
     remember(encoded, value)
     valueRow(value)
@@ -130,34 +137,52 @@ final class TtlStateStore(
     (0 until r.u32()).map(_ => valueRow(r.bytesOrNull())).iterator
   }
 
+  /** A chunked server-side iteration (OP_ITER or OP_KEYS, then OP_ITER_NEXT): each entry is
+   *  read from `reader` after `hasNext`, then `consumed()`. */
+  private final class Chunks(what: String, first: Array[Byte]) {
+    var reader: PayloadReader = call(what, first)
+    private val iterId = reader.u32()
+    private var done = false
+    private var remaining = 0
+    private def readHeader(): Unit = { done = reader.u8() == 1; remaining = reader.u32() }
+    readHeader()
+
+    def hasNext: Boolean = {
+      while (remaining == 0 && !done) {
+        reader = call(what, request(Protocol.OP_ITER_NEXT).u32(iterId).frame(Protocol.OP_ITER_NEXT))
+        readHeader()
+      }
+      remaining > 0
+    }
+    def consumed(): Unit = remaining -= 1
+    def close(): Unit = if (!done && state == "open") {
+      call(what, request(Protocol.OP_ITER_CLOSE).u32(iterId).frame(Protocol.OP_ITER_CLOSE))
+      done = true
+    }
+  }
+
+  /** Every key of the loaded version (expired ones too), streamed in chunks, into `f`. */
+  private[spark] def scanKeys(f: Array[Byte] => Unit): Unit = {
+    val it = new Chunks("keyFilter", request(Protocol.OP_KEYS).frame(Protocol.OP_KEYS))
+    while (it.hasNext) {
+      f(it.reader.bytesOrNull())
+      it.reader.bytesOrNull() // no value
+      it.consumed()
+    }
+  }
+
   private def scan(what: String, prefix: Array[Byte]): StateStoreIterator[UnsafeRowPair] = {
     requireOpen()
-    var r = call(what, request(Protocol.OP_ITER).bytes(prefix).frame(Protocol.OP_ITER))
-    val iterId = r.u32()
-    var done = false
-    var remaining = 0
-    def readHeader(): Unit = { done = r.u8() == 1; remaining = r.u32() }
-    readHeader()
+    val chunks = new Chunks(what, request(Protocol.OP_ITER).bytes(prefix).frame(Protocol.OP_ITER))
     val it = new Iterator[UnsafeRowPair] {
-      override def hasNext: Boolean = {
-        while (remaining == 0 && !done) {
-          r = call(what, request(Protocol.OP_ITER_NEXT).u32(iterId).frame(Protocol.OP_ITER_NEXT))
-          readHeader()
-        }
-        remaining > 0
-      }
+      override def hasNext: Boolean = chunks.hasNext
       override def next(): UnsafeRowPair = {
         if (!hasNext) throw new NoSuchElementException("end of ttlstate iterator")
-        remaining -= 1
-        new UnsafeRowPair(codec.decode(r.bytesOrNull()), valueRow(r.bytesOrNull()))
+        chunks.consumed()
+        new UnsafeRowPair(codec.decode(chunks.reader.bytesOrNull()), valueRow(chunks.reader.bytesOrNull()))
       }
     }
-    new StateStoreIterator(it, () => {
-      if (!done && state == "open") {
-        call(what, request(Protocol.OP_ITER_CLOSE).u32(iterId).frame(Protocol.OP_ITER_CLOSE))
-        done = true
-      }
-    })
+    new StateStoreIterator(it, () => chunks.close())
   }
 
   override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
@@ -179,6 +204,7 @@ final class TtlStateStore(
     val bytes = value.getBytes
     writes.u8(Protocol.WRITE_PUT).bytes(encoded).bytes(bytes)
     pendingWrites += 1
+    if (keyFilter != null) keyFilter.add(encoded)
     if (provider.readsCacheable) remember(encoded, java.util.Arrays.copyOf(bytes, bytes.length))
     if (writes.size >= provider.writeBatchBytes) flushWrites()
   }
@@ -202,6 +228,7 @@ final class TtlStateStore(
       val v = m.name match {
         case Metrics.BRIDGE_ROUND_TRIPS => roundTrips
         case Metrics.BRIDGE_TIME_MS => bridgeNanos / 1000000L
+        case Metrics.KEY_FILTER_SKIPPED_READS => readsSkipped
         case name => reported.getOrElse(name, 0L)
       }
       m -> v
@@ -219,6 +246,7 @@ final class TtlStateStore(
     val r = call("commit", request(Protocol.OP_COMMIT).frame(Protocol.OP_COMMIT))
     committedVersion = r.i64()
     lastMetrics = readMetrics(r)
+    if (keyFilter != null) provider.keyFilterCommitted(keyFilter, version, committedVersion)
     finish("committed")
     if (provider.commitValidation) {
       StateStore.reportCommitToCoordinator(committedVersion, provider.commitStateStoreId, provider.hadoop)

@@ -26,6 +26,9 @@ class TtlStateStoreProvider extends StateStoreProvider {
   private[spark] var writeBatchBytes: Int = ConfKeys.DEFAULT_WRITE_BATCH_BYTES
   @volatile private var opened: (Long, Int) = (-1L, -1)
   @volatile private[spark] var readsCacheable = false
+  @volatile private var keyFilterAllowed = false
+  private var keyFilterMaxKeys: Int = ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS
+  @volatile private var keyFilter: KeyFilter = null
 
   override def init(
       stateStoreId: StateStoreId,
@@ -58,6 +61,8 @@ class TtlStateStoreProvider extends StateStoreProvider {
     this.writeBatchBytes = confs.get(ConfKeys.WRITE_BATCH_BYTES)
       .flatMap(v => scala.util.Try(v.trim.toInt).toOption).filter(_ >= 1024)
       .getOrElse(ConfKeys.DEFAULT_WRITE_BATCH_BYTES)
+    this.keyFilterMaxKeys = confs.get(ConfKeys.KEY_FILTER_MAX_KEYS)
+      .flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS)
     val runId = Option(hadoopConf.get("sql.streaming.runId")).getOrElse(UUID.randomUUID().toString)
     this.providerKey = Seq(stateStoreId.checkpointRootLocation, stateStoreId.operatorId,
       stateStoreId.partitionId, stateStoreId.storeName, runId).mkString("|")
@@ -97,6 +102,7 @@ class TtlStateStoreProvider extends StateStoreProvider {
           val r = conn.call(w.frame(Protocol.OP_OPEN), files)
           opened = (server.generation, r.u32())
           readsCacheable = r.u8() == 1
+          keyFilterAllowed = r.u8() == 1
         }
         opened._2
       }
@@ -120,9 +126,13 @@ class TtlStateStoreProvider extends StateStoreProvider {
     try {
       withConnection(keep = true) { (conn, handle, worker) =>
         // On failure withConnection returns the connection to the pool (exactly once).
-        conn.call(new PayloadWriter().u32(handle).i64(version).i64(now).u8(if (readOnly) 1 else 0)
+        val r = conn.call(new PayloadWriter().u32(handle).i64(version).i64(now).u8(if (readOnly) 1 else 0)
           .frame(Protocol.OP_LOAD), files)
-        new TtlStateStore(this, conn, worker, handle, version, readOnly, codec, valueSchema.length, files)
+        val loaded = LoadedVersion(opened._1, handle, r.i64(), r.i64())
+        val store = new TtlStateStore(this, conn, worker, handle, version, readOnly, codec, valueSchema.length,
+          files, loaded)
+        attachKeyFilter(store)
+        store
       }
     } catch {
       case e: Throwable => throw errorFor("load", version, e)
@@ -142,6 +152,29 @@ class TtlStateStoreProvider extends StateStoreProvider {
       forceSnapshotOnCommit: Boolean): StateStore = readStore match {
     case s: TtlStateStore if s.version == version && s.isOpen => s.upgrade()
     case _ => getStore(version, uniqueId, forceSnapshotOnCommit, loadEmpty = false)
+  }
+
+  /** Gives `store` the key filter of its version: the kept one when it still describes exactly
+   *  this version of the server's lineage, else (write stores of small enough stores) a new one
+   *  filled by one scan of the keys. Read-only stores never pay for a scan: the state data source
+   *  reads once, and an operator's read store builds it when upgraded. */
+  private[spark] def attachKeyFilter(store: TtlStateStore): Unit = {
+    val l = store.loaded
+    val kept = keyFilter
+    if (kept != null && kept.matches(l.generation, l.handle, l.lineage, store.version)) {
+      store.keyFilter = kept
+    } else if (!store.isReadOnly && keyFilterAllowed && keyFilterMaxKeys > 0 && l.numKeys <= keyFilterMaxKeys) {
+      val fresh = KeyFilter.sized(l.generation, l.handle, l.lineage, l.numKeys)
+      store.scanKeys(fresh.add)
+      fresh.version = store.version
+      keyFilter = fresh
+      store.keyFilter = fresh
+    }
+  }
+
+  /** A commit through `f` from version `from` makes it the filter of version `to`. */
+  private[spark] def keyFilterCommitted(f: KeyFilter, from: Long, to: Long): Unit = synchronized {
+    if ((keyFilter eq f) && f.version == from) f.version = to
   }
 
   private[spark] def commitStateStoreId: StateStoreId = id
@@ -177,6 +210,9 @@ class TtlStateStoreProvider extends StateStoreProvider {
 
   override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = Metrics.all
 }
+
+/** What the server said when it loaded a version: which local DB (`lineage`) and its key count. */
+private[spark] final case class LoadedVersion(generation: Long, handle: Int, lineage: Long, numKeys: Long)
 
 /** Minimal JSON writing for the few strings the shim sends; Spark's schema JSON is passed as a string. */
 private[spark] object Json {
