@@ -60,7 +60,8 @@ def write_summary(report: dict[str, object], out_dir: str) -> str:
         lines += ["## Spark providers side by side", "",
                   "![providers](spark_providers.png)", ""]
         lines += _table(rows, ["workload", "provider", "rows", "seconds", "rows_per_s",  # type: ignore[arg-type]
-                               "ratio_to_rocksdb", "round_trips_per_input_row"]) + [""]
+                               "ratio_to_rocksdb", "round_trips_per_input_row",
+                               "reads_answered_by_key_filter"]) + [""]
     if "churn" in report:
         lines += ["## State size under churn, with and without TTL", "",
                   "![churn](churn/demo.png)", ""]

@@ -1,5 +1,8 @@
 """Spark's HDFS and RocksDB providers vs ttlstate (TTL off, TTL on), same data, one run.
 
+`ttlstate-ttl-on-no-keyfilter` is ttlstate with TTL on and the shim's key filter off
+(`keyFilter.maxKeys=0`): the before/after of that optimisation, measured in the same run.
+
 Workloads: `groupBy(key).count()` in update mode and `dropDuplicates(key)`, on a file source
 of `batches` JSON files (default 1M rows over 200k keys in 5 batches), 4 shuffle partitions,
 `local[2]`. Reports rows/s per provider and workload, the ratio to Spark's RocksDB provider,
@@ -18,11 +21,12 @@ import time
 from benchmarks.output import save
 from ttlstate.config import keys as K
 
-PROVIDERS = {
-    "hdfs": ("org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider", None),
-    "rocksdb": ("org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider", None),
-    "ttlstate-ttl-off": (K.PROVIDER_CLASS, "off"),
-    "ttlstate-ttl-on": (K.PROVIDER_CLASS, "1h"),
+PROVIDERS: dict[str, tuple[str, dict[str, str]]] = {
+    "hdfs": ("org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider", {}),
+    "rocksdb": ("org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider", {}),
+    "ttlstate-ttl-off": (K.PROVIDER_CLASS, {K.TTL.key: "off"}),
+    "ttlstate-ttl-on": (K.PROVIDER_CLASS, {K.TTL.key: "1h"}),
+    "ttlstate-ttl-on-no-keyfilter": (K.PROVIDER_CLASS, {K.TTL.key: "1h", K.KEY_FILTER_MAX_KEYS.key: "0"}),
 }
 WORKLOADS = ("aggregation", "dropDuplicates")
 
@@ -37,9 +41,12 @@ def write_input(directory: str, rows: int, keys: int, batches: int, seed: int = 
 
 
 def run_one(spark, provider: str, workload: str, input_dir: str, work: str) -> dict[str, object]:  # noqa: ANN001
-    cls, ttl = PROVIDERS[provider]
+    cls, confs = PROVIDERS[provider]
     spark.conf.set(K.PROVIDER_CLASS_KEY, cls)
-    spark.conf.set(K.TTL.key, ttl or "off")
+    for key in (K.TTL.key, K.KEY_FILTER_MAX_KEYS.key):
+        spark.conf.unset(key)
+    for key, value in confs.items():
+        spark.conf.set(key, value)
     src = spark.readStream.schema("key STRING, v LONG").option("maxFilesPerTrigger", 1).json(input_dir)
     if workload == "aggregation":
         df, mode = src.groupBy("key").count(), "update"
@@ -55,10 +62,12 @@ def run_one(spark, provider: str, workload: str, input_dir: str, work: str) -> d
     rows = sum(p["numInputRows"] for p in progresses)
     state_ops = 0
     round_trips = 0
+    skipped = 0
     for p in progresses:
         for op in p.get("stateOperators", []):
             state_ops += int(op.get("numRowsUpdated", 0)) + int(op.get("numRowsRemoved", 0))
             round_trips += int(op.get("customMetrics", {}).get("bridgeRoundTrips", 0))
+            skipped += int(op.get("customMetrics", {}).get("keyFilterSkippedReads", 0))
     out: dict[str, object] = {"provider": provider, "workload": workload, "rows": rows,
                               "seconds": round(elapsed, 3),
                               "rows_per_s": round(rows / elapsed, 1) if elapsed else None}
@@ -66,6 +75,7 @@ def run_one(spark, provider: str, workload: str, input_dir: str, work: str) -> d
         out["bridge_round_trips"] = round_trips
         out["round_trips_per_input_row"] = round(round_trips / rows, 4) if rows else None
         out["state_rows_updated"] = state_ops
+        out["reads_answered_by_key_filter"] = skipped
     return out
 
 
