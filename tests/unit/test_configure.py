@@ -48,3 +48,9 @@ def test_old_python_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(C, "MIN_PYTHON", (sys.version_info.major, sys.version_info.minor + 1))
     with pytest.raises(C.UnsupportedEnvironment, match="needs Python"):
         C.check_environment()
+
+
+def test_every_conf_key_has_a_configure_option() -> None:
+    by_option = set(C._OPTION_KEYS.values()) | {K.OPERATOR_TTL}  # operator_ttl={id: ttl}
+    assert by_option == set(K.ALL_KEYS)
+    assert all(name in C.configure.__doc__ for name in C._OPTION_KEYS)  # type: ignore[operator]
