@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
+from ttlstate import faults
 from ttlstate.config import keys as K
-from ttlstate.server import faults
 from ttlstate.server import protocol as P
 from ttlstate.server.client import Client, ServerError
 

@@ -2,7 +2,7 @@
 
 Mid-batch: the query's own Python function (applyInPandasWithState, which runs after the store
 was loaded and before it commits) kills -9 the state server's supervisor, or one worker, when
-it sees a trigger value, once. Mid-commit: `ttlstate.server.faults` makes a worker SIGKILL
+it sees a trigger value, once. Mid-commit: `ttlstate.faults` makes a worker SIGKILL
 itself inside the commit, before or after the changelog reached the checkpoint. In every case
 Spark retries the failed tasks, the shim starts a new server that reloads the stores from the
 checkpoint, and the per-batch output equals Spark's RocksDB provider's on the same input.
@@ -37,7 +37,7 @@ from tests.spark.harness import (
     session,
     state_rows_per_batch,
 )
-from ttlstate.server import faults
+from ttlstate import faults
 
 pytestmark = pytest.mark.spark
 

@@ -34,6 +34,11 @@ from ttlstate.store.state_store import StateStore, StoreMetrics, StoreStateError
 log = logging.getLogger("ttlstate.server")
 
 
+class JvmCheckpointIOError(OSError):
+    """The JVM could not do a checkpoint file operation (remote I/O failed, or the task was
+    interrupted because the query stopped): the request fails, but it is not our bug."""
+
+
 class RequestError(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
@@ -101,7 +106,7 @@ def _error_code(e: BaseException) -> int:
         return P.ERR_CONF
     if isinstance(e, VersionNotFound):
         return P.ERR_VERSION_NOT_FOUND
-    if isinstance(e, CheckpointError):
+    if isinstance(e, (CheckpointError, JvmCheckpointIOError)):
         return P.ERR_CHECKPOINT
     if isinstance(e, StoreStateError):
         return P.ERR_STATE
@@ -154,7 +159,7 @@ class Connection(socketserver.StreamRequestHandler):
             err_kind, message = r.u8(), r.str()
             if err_kind == P.CB_ERR_NOT_FOUND:
                 raise FileNotFoundError(message)
-            raise OSError(f"checkpoint I/O failed in the JVM: {message}")
+            raise JvmCheckpointIOError(f"checkpoint I/O failed in the JVM: {message}")
         raise P.ProtocolError(f"expected a callback result, got frame code {code}")
 
     def handle(self) -> None:

@@ -35,7 +35,7 @@ from ttlstate.config.keys import EngineKind, TimeSource
 from ttlstate.config.store_config import StoreConfig
 from ttlstate.engine.base import Engine, FilterSettings
 from ttlstate.engine.select import open_engine
-from ttlstate.server.faults import crash_point
+from ttlstate.faults import crash_point
 from ttlstate.store import metric_names as M
 from ttlstate.store.state_store import StateStore, StoreStateError
 from ttlstate.ttl import ttl_value
