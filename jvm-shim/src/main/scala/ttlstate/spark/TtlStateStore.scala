@@ -138,16 +138,32 @@ final class TtlStateStore(
   }
 
   /** A chunked server-side iteration (OP_ITER or OP_KEYS, then OP_ITER_NEXT): each entry is
-   *  read from `reader` after `hasNext`, then `consumed()`. */
+   *  read from `reader` after `hasNext`, then `consumed()`.
+   *
+   *  It starts lazily, at the first `hasNext`: Spark's deduplication creates an eviction
+   *  iterator every batch and, without a watermark, never reads it; starting eagerly would cost
+   *  a round trip and a first chunk of TTL-checked rows per partition and batch for nothing. A
+   *  scan's view must still be the store as of the `iterator()` call, so a write before the
+   *  first `hasNext` starts every unstarted scan first (`startScans`). */
   private final class Chunks(what: String, first: Array[Byte]) {
-    var reader: PayloadReader = call(what, first)
-    private val iterId = reader.u32()
+    var reader: PayloadReader = _
+    private var iterId = 0
+    private var started = false
     private var done = false
     private var remaining = 0
     private def readHeader(): Unit = { done = reader.u8() == 1; remaining = reader.u32() }
-    readHeader()
+    unstarted = this :: unstarted
+
+    def start(): Unit = if (!started) {
+      started = true
+      unstarted = unstarted.filterNot(_ eq this)
+      reader = call(what, first)
+      iterId = reader.u32()
+      readHeader()
+    }
 
     def hasNext: Boolean = {
+      start()
       while (remaining == 0 && !done) {
         reader = call(what, request(Protocol.OP_ITER_NEXT).u32(iterId).frame(Protocol.OP_ITER_NEXT))
         readHeader()
@@ -155,11 +171,19 @@ final class TtlStateStore(
       remaining > 0
     }
     def consumed(): Unit = remaining -= 1
-    def close(): Unit = if (!done && state == "open") {
-      call(what, request(Protocol.OP_ITER_CLOSE).u32(iterId).frame(Protocol.OP_ITER_CLOSE))
-      done = true
+    def close(): Unit = {
+      if (!started) { started = true; done = true; unstarted = unstarted.filterNot(_ eq this) }
+      if (!done && state == "open") {
+        call(what, request(Protocol.OP_ITER_CLOSE).u32(iterId).frame(Protocol.OP_ITER_CLOSE))
+        done = true
+      }
     }
   }
+
+  private var unstarted: List[Chunks] = Nil
+
+  /** Before a write: scans created earlier must not see it. */
+  private def startScans(): Unit = if (unstarted.nonEmpty) unstarted.reverse.foreach(_.start())
 
   /** Every key of the loaded version (expired ones too), streamed in chunks, into `f`. */
   private[spark] def scanKeys(f: Array[Byte] => Unit): Unit = {
@@ -199,6 +223,7 @@ final class TtlStateStore(
   override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
     requireWritable()
     checkCf(colFamilyName)
+    startScans()
     if (value == null) throw new IllegalArgumentException("Cannot put a null value")
     val encoded = codec.encode(key)
     val bytes = value.getBytes
@@ -212,6 +237,7 @@ final class TtlStateStore(
   override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
     requireWritable()
     checkCf(colFamilyName)
+    startScans()
     val encoded = codec.encode(key)
     writes.u8(Protocol.WRITE_REMOVE).bytes(encoded)
     pendingWrites += 1
