@@ -103,7 +103,7 @@ WRITE_BATCH_SIZE = ConfKey("writeBatchBytes", "262144", "an integer >= 1024",
                            "Bytes of pipelined puts/removes the shim buffers before sending.")
 KEY_FILTER_MAX_KEYS = ConfKey("keyFilter.maxKeys", "1000000", "an integer >= 0 (0 = off)",
                               "Stores with at most this many keys keep a Bloom filter of their keys "
-                              "in the executor JVM (about 2.5 bytes per key), so a read of a key the "
+                              "in the executor JVM (2.5 to 5 bytes per key), so a read of a key the "
                               "store does not have, such as every new key of a deduplication, needs "
                               "no round trip to the state server.")
 OPERATOR_TTL = ConfKey("operator.<operatorId>.ttl", "(the global ttl)",
