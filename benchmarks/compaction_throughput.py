@@ -29,9 +29,9 @@ def build_template(path: str, n: int, expired_fraction: float) -> int:
     payload = b"v" * 40
     nbytes = 0
     batch = []
-    for _ in range(n):
+    for i in range(n):  # distinct keys: every entry survives or is removed, none is overwritten
         ts = NOW - 2 * TTL if rnd.random() < expired_fraction else NOW
-        key = b"key-%010d" % rnd.randrange(1 << 40)
+        key = b"key-%010d" % i
         value = struct.pack(">q", ts) + payload
         nbytes += len(key) + len(value)
         batch.append((key, value))

@@ -35,7 +35,7 @@ def fail_once(marker: str, trigger: int):  # noqa: ANN201
             open(marker, "w").close()
             raise RuntimeError("injected task failure")
         return v
-    return F.udf(f, IntegerType())
+    return F.udf(f, IntegerType(), useArrow=False)
 
 
 @pytest.mark.parametrize("where", ["before-commit", "after-commit"])
