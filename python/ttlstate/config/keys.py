@@ -94,7 +94,9 @@ ENGINE = ConfKey("engine", EngineKind.NATIVE.value, _enum_allowed(EngineKind),
 SNAPSHOT_INTERVAL = ConfKey("snapshotInterval", "10", "an integer >= 1",
                             "Write a full snapshot every this many versions (changelogs between).")
 PYTHON = ConfKey("python", "", "a path to a Python interpreter with ttlstate installed",
-                 "Interpreter of the state server. Default: PYSPARK_PYTHON, then python3.")
+                 "Interpreter of the state server. Default: PYSPARK_PYTHON, then python3. "
+                 "Read when an executor starts its server (first use), so a later query in the same "
+                 "JVM with another value uses the running server.")
 WORKERS = ConfKey("workers", "0", "an integer >= 0 (0 = one per executor core)",
                   "Worker processes of the state server; stores are sharded over them. 0: the "
                   "executor's cores (local mode: its threads; otherwise the cores it was launched "
