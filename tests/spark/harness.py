@@ -88,13 +88,13 @@ class Run:
         self.query.processAllAvailable()
         # Progress is reported after the batch commits, so it can lag processAllAvailable().
         last = max(self.outputs, default=-1)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            for p in self.query.recentProgress:
+        query = self.query
+
+        def reported() -> bool:
+            for p in query.recentProgress:
                 self.progress_by_batch[p["batchId"]] = p
-            if max(self.progress_by_batch, default=-1) >= last:
-                break
-            time.sleep(0.05)
+            return max(self.progress_by_batch, default=-1) >= last
+        poll_until(reported, 30, every_s=0.05)
 
     @property
     def progress(self) -> list[dict]:
@@ -138,6 +138,29 @@ def batch_times(run: Run) -> dict[int, int]:
             with open(os.path.join(offsets, name)) as f:
                 f.readline()
                 out[int(name)] = json.loads(f.readline())["batchTimestampMs"]
+    return out
+
+
+def poll_until(done: Callable[[], bool], timeout_s: float = 30.0, every_s: float = 0.2) -> bool:
+    """Bounded polling, for what Spark and the server do asynchronously (maintenance, shutdown):
+    True as soon as `done()` is, False if it still is not after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every_s)
+    return True
+
+
+def running(procs: list[psutil.Process]) -> list[psutil.Process]:
+    """Those of `procs` still running (exited and zombie processes are not)."""
+    out = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
     return out
 
 

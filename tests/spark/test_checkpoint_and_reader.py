@@ -4,13 +4,12 @@ maintenance, a restore on a fresh executor (empty local state), and no server af
 from __future__ import annotations
 
 import os
-import time
 
 import psutil
 import pytest
 from pyspark.sql import functions as F
 
-from tests.spark.harness import TTLSTATE, Run, our_server_processes, run_steps, session
+from tests.spark.harness import TTLSTATE, Run, our_server_processes, poll_until, run_steps, session
 from ttlstate.config import keys as K
 
 pytestmark = pytest.mark.spark
@@ -41,10 +40,8 @@ def _inspect(argv: list[str]) -> dict:
 
 def _server_processes(wait_s: float = 15.0) -> list[psutil.Process]:
     """Servers still running after a bounded wait: spark.stop() ends them asynchronously."""
-    deadline = time.monotonic() + wait_s
-    while (procs := [p for p, _cmd in our_server_processes()]) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return procs
+    poll_until(lambda: not our_server_processes(), wait_s)
+    return [p for p, _cmd in our_server_processes()]
 
 
 def test_checkpoint_layout_reader_retention_restore_and_shutdown() -> None:
@@ -56,14 +53,12 @@ def test_checkpoint_layout_reader_retention_restore_and_shutdown() -> None:
                         confs=confs)
         store_dir = os.path.join(run.checkpoint, "state", "0", "0")
         # Maintenance runs every second in the background: wait (bounded) for a snapshot and cleanup.
-        deadline = time.monotonic() + 30
-        while True:
+        def listing() -> tuple[list[str], list[str], list[int]]:
             files = sorted(f for f in os.listdir(store_dir) if not f.startswith("."))
             ours = [f for f in files if f.endswith((".changelog", ".snapshot"))]
-            versions = sorted({int(f.split(".")[0]) for f in ours})
-            if versions[0] > 1 or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+            return files, ours, sorted({int(f.split(".")[0]) for f in ours})
+        poll_until(lambda: listing()[2][0] > 1, 30)
+        files, ours, versions = listing()
         assert any(f.endswith(".snapshot") for f in ours), files
         assert "_metadata" in files  # Spark's own files sit beside ours, untouched
         assert versions[-1] == 8 and versions[0] > 1, f"old versions were not cleaned: {files}"

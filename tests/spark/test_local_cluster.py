@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import signal
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -25,7 +24,16 @@ import psutil
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from tests.spark.harness import ROCKSDB, TTLSTATE, Run, our_server_processes, run_steps, session
+from tests.spark.harness import (
+    ROCKSDB,
+    TTLSTATE,
+    Run,
+    our_server_processes,
+    poll_until,
+    run_steps,
+    running,
+    session,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -58,18 +66,8 @@ def dedup_count(s: dict[str, DataFrame]) -> DataFrame:
 
 def wait_for(what: str, done: Callable[[], bool], timeout_s: float = 30.0) -> None:
     """Bounded polling: fails naming `what` if `done()` is still false after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while not done():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still waiting after {timeout_s:.0f} s for: {what}")
-        time.sleep(0.2)
-
-
-def gone(p: psutil.Process) -> bool:
-    try:
-        return not p.is_running() or p.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+    if not poll_until(done, timeout_s):
+        raise AssertionError(f"still waiting after {timeout_s:.0f} s for: {what}")
 
 
 def executor_jvms() -> dict[int, str]:
@@ -226,7 +224,7 @@ def test_store_moves_when_its_executor_jvm_is_killed(cluster: Cluster, reference
 
         os.kill(victim, signal.SIGKILL)
         wait_for(f"the state server of the killed executor JVM {victim} to exit",
-                 lambda: all(gone(p) for p in server_procs))
+                 lambda: not running(server_procs))
         assert not os.path.exists(root), f"the exited server left its root {root}"
         lost = jvms[victim]
         wait_for(f"the driver to drop executor {lost}", lambda: lost not in driver_executor_ids(spark),
@@ -252,4 +250,4 @@ def test_nothing_of_ours_outlives_spark_stop(spark: SparkSession) -> None:
     assert supervisors() and executor_jvms()
     spark.stop()
     wait_for("executor JVMs and state servers to exit after spark.stop()",
-             lambda: all(gone(p) for p in ours) and not our_server_processes() and not executor_jvms())
+             lambda: not running(ours) and not our_server_processes() and not executor_jvms())

@@ -6,7 +6,6 @@ import glob
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,7 +13,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from tests.spark.harness import ROCKSDB, TTLSTATE, Run, our_server_processes, run_steps, session
+from tests.spark.harness import ROCKSDB, TTLSTATE, Run, our_server_processes, poll_until, run_steps, session
 from tests.unit.test_conf import BAD
 from ttlstate.config import keys as K
 
@@ -69,9 +68,7 @@ def checkpoint_to_damage(spark: SparkSession) -> Run:
     try:
         for rows in STEPS[:3]:
             run.step(rows)
-        deadline = time.monotonic() + 60  # maintenance runs every second (harness.session)
-        while not _snapshots(run) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        poll_until(lambda: bool(_snapshots(run)), 60)  # maintenance runs every second (harness.session)
     finally:
         run.stop()
     assert _snapshots(run), "maintenance wrote no snapshot"

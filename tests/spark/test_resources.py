@@ -17,13 +17,12 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 
 import psutil
 import pytest
 from pyspark.sql import DataFrame
 
-from tests.spark.harness import TTLSTATE, Run, our_server_processes, session
+from tests.spark.harness import TTLSTATE, Run, our_server_processes, poll_until, running, session
 from ttlstate.checkpoint import names
 
 pytestmark = pytest.mark.spark
@@ -45,26 +44,6 @@ def dedup(s: dict[str, DataFrame]) -> DataFrame:
 def churn_step(i: int) -> list[dict]:
     ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(1_767_225_600 + 10 * i))
     return [{"k": f"s{i}-{j}", "ts": ts, "pad": "x" * 100} for j in range(KEYS_PER_STEP)]
-
-
-def _bounded_wait(done: Callable[[], bool], seconds: float = 60) -> bool:
-    deadline = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
-
-
-def _alive(procs: list[psutil.Process]) -> list[psutil.Process]:
-    out = []
-    for p in procs:
-        try:
-            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
-                out.append(p)
-        except psutil.NoSuchProcess:
-            pass
-    return out
 
 
 def _server() -> tuple[list[psutil.Process], str]:
@@ -141,7 +120,7 @@ def test_churn_keeps_memory_files_fds_and_processes_bounded(versions: int, measu
         warm.stop()
         server, root = _server()
         # Maintenance unloads and closes the stopped query's stores (bounded wait).
-        assert _bounded_wait(lambda: not _store_dirs(root)), _store_dirs(root)
+        assert poll_until(lambda: not _store_dirs(root), 60), _store_dirs(root)
         before = {"jvm_fds": jvm.num_fds(), "server_fds": _fds(server),
                   "processes": len(psutil.Process().children(recursive=True))}
 
@@ -157,14 +136,14 @@ def test_churn_keeps_memory_files_fds_and_processes_bounded(versions: int, measu
         assert len(run.outputs) == versions and all(len(o) == KEYS_PER_STEP for o in run.outputs.values())
         assert sum(op["numRowsTotal"] for op in run.progress[-1]["stateOperators"]) == KEYS_PER_STEP
         # (bounded wait: maintenance may be writing a snapshot through staging right now)
-        assert _bounded_wait(lambda: not _local_root_problems(root, 2), 30), _local_root_problems(root, 2)
+        assert poll_until(lambda: not _local_root_problems(root, 2), 30), _local_root_problems(root, 2)
         local_bytes = _bytes_under(root)
         store_dirs = [os.path.join(run.checkpoint, "state", "0", p) for p in ("0", "1")]
-        assert _bounded_wait(lambda: all(_retention_reached(d) for d in store_dirs)), \
+        assert poll_until(lambda: all(_retention_reached(d) for d in store_dirs), 60), \
             [sorted(os.listdir(d)) for d in store_dirs]
         kept = sorted(os.listdir(store_dirs[0]))
         run.stop()
-        assert _bounded_wait(lambda: not _store_dirs(root)), _store_dirs(root)
+        assert poll_until(lambda: not _store_dirs(root), 60), _store_dirs(root)
         after = {"jvm_fds": jvm.num_fds(), "server_fds": _fds(server),
                  "processes": len(psutil.Process().children(recursive=True))}
         print(f"\n{versions} versions in {elapsed:.0f} s; server RSS MB {rss}; local store bytes "
@@ -173,14 +152,14 @@ def test_churn_keeps_memory_files_fds_and_processes_bounded(versions: int, measu
 
         growth = rss[versions] - rss[measure_from]
         assert growth < 40, f"server RSS grew {growth:.1f} MB from version {measure_from} to {versions}"
-        assert _alive(server) == server, "the state server was restarted"
+        assert running(server) == server, "the state server was restarted"
         assert after["processes"] <= before["processes"], (before, after)
         # Slack for pooled connections and Spark's own files; a leak per version exceeds it.
         assert after["server_fds"] <= before["server_fds"] + 4, (before, after)
         assert after["jvm_fds"] <= before["jvm_fds"] + 8, (before, after)
     finally:
         spark.stop()
-    assert _bounded_wait(lambda: not _alive(server)), "a state server process outlived spark.stop()"
+    assert poll_until(lambda: not running(server), 60), "a state server process outlived spark.stop()"
     assert not os.path.exists(root)
 
 
@@ -202,5 +181,5 @@ def test_killed_driver_python_takes_jvm_and_state_server_with_it() -> None:
                 procs.append(p)  # (not a new process that got a freed pid)
         except psutil.Error:
             pass
-    assert _bounded_wait(lambda: not _alive(procs), 120), f"still running: {_alive(procs)}"
-    assert _bounded_wait(lambda: not os.path.exists(report["root"]), 10), report["root"]
+    assert poll_until(lambda: not running(procs), 120), f"still running: {running(procs)}"
+    assert poll_until(lambda: not os.path.exists(report["root"]), 10), report["root"]

@@ -69,9 +69,10 @@ class StoreProvider:
         self._cursor: bytes | None = None
         self._unreported: Counter[str] = Counter()
         self._filter_removed_counted = 0
-        # Changes whenever the local DB is rebuilt instead of advanced by a commit, so a cache
-        # of its keys held elsewhere (the shim's key filter) knows when it went stale. Random
-        # start: a restarted server never repeats an earlier provider's value.
+        # Changes at every `_load`, the only way to a version other than by this provider's own
+        # commits (a dropped local DB is always reloaded before it serves), so a cache of its
+        # keys held elsewhere (the shim's key filter) knows when it went stale. Random start: a
+        # restarted server never repeats an earlier provider's value.
         self.lineage = secrets.randbits(62)
 
     # -- engine ---------------------------------------------------------------------------
@@ -105,7 +106,6 @@ class StoreProvider:
         self.num_keys = 0
 
     def _drop_local(self) -> None:
-        self.lineage += 1
         if self._engine is not None:
             try:
                 self._engine.close()

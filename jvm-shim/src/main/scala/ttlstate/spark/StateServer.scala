@@ -8,6 +8,7 @@ import java.nio.file.attribute.PosixFilePermissions
 import java.util.concurrent.{ConcurrentLinkedQueue, TimeUnit}
 import java.util.concurrent.atomic.AtomicLong
 
+import org.apache.hadoop.fs.FileUtil
 import org.apache.spark.{SparkContext, SparkEnv}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerApplicationEnd}
 
@@ -111,7 +112,7 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
     if (!process.waitFor(10, TimeUnit.SECONDS)) { process.destroyForcibly(); process.waitFor(10, TimeUnit.SECONDS) }
     // A server that exits normally removes its root; one killed with -9 cannot (sockets and
     // local stores, only a cache: the checkpoint has everything).
-    StateServer.deleteTree(root)
+    FileUtil.fullyDelete(root) // does not follow symlinks
   }
 }
 
@@ -120,10 +121,6 @@ object StateServer {
   private val generations = new AtomicLong(0)
   private val MaxWorkers = 1024 // as python/ttlstate/config/store_config.py
 
-  private[spark] def deleteTree(f: File): Unit = {
-    if (f.isDirectory && !Files.isSymbolicLink(f.toPath)) Option(f.listFiles()).foreach(_.foreach(deleteTree))
-    f.delete()
-  }
   @volatile private var current: RunningServer = _
 
   /** The running server, if any; never starts one (maintenance and close must not). */
