@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
+from ttlstate.checkpoint.identity import store_label
 from ttlstate.config.parse import ConfError
 from ttlstate.config.store_config import store_config_from_confs
 from ttlstate.engine.select import EngineUnavailable
@@ -77,8 +78,12 @@ class Registry:
             handle = self._next
             self._next += 1
             local = os.path.join(self.root, f"{handle}-{re.sub(r'[^A-Za-z0-9_.-]', '_', key)[-80:]}")
-            provider = StoreProvider(str(info.get("storeId", key)), local, RemoteCheckpointLocation(),
-                                     config)
+            store_id = store_label(info.get("operatorId", "?"), info.get("partitionId", "?"),  # type: ignore[arg-type]
+                                   str(info.get("storeName", "default")))
+            query = info.get("queryId")
+            location = RemoteCheckpointLocation(str(info.get("checkpointDir", "")))
+            provider = StoreProvider(store_id, local, location, config,
+                                     query_id=str(query) if query else None)
             self._by_key[key] = handle
             self._entries[handle] = Entry(key, provider, local)
             return handle

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
+from ttlstate.checkpoint.identity import FileIdentity
 from ttlstate.checkpoint.location import CheckpointLocation
 from ttlstate.checkpoint.record_file import (
     KIND_CHANGELOG,
@@ -49,8 +50,9 @@ _APPLY_CHUNK = 10_000
 
 class StoreProvider:
     def __init__(self, store_id: str, local_dir: str, checkpoint: CheckpointLocation,
-                 config: StoreConfig, clock: Clock | None = None) -> None:
+                 config: StoreConfig, clock: Clock | None = None, query_id: str | None = None) -> None:
         self.store_id = store_id
+        self.query_id = query_id  # written into every file; a file of another query is refused
         self.config = config
         self.checkpoint = checkpoint
         self.clock = clock or WallClock()
@@ -159,16 +161,28 @@ class StoreProvider:
             plan = plan_restore(self.store_id, self._listing(refresh=False), version, local)
         except VersionNotFound:
             plan = plan_restore(self.store_id, self._listing(refresh=True), version, local)
+        wanted = ([(plan.snapshot, KIND_SNAPSHOT)] if plan.snapshot else []) + [
+            (name, KIND_CHANGELOG) for name in plan.changelogs]
+        fetched: list[tuple[str, str, RecordFileHeader]] = []
         try:
+            # Every file is fetched and verified (whole, and bound to this store and version)
+            # before one record is applied: a bad file anywhere in the plan changes nothing.
+            for name, kind in wanted:
+                fetched.append((name, *self._fetch_verified(name, kind, version)))
             if not plan.from_local:
                 self._open_empty()
-            if plan.snapshot is not None:
-                self._restore_snapshot(plan.snapshot, version)
-            for name in plan.changelogs:
-                self._replay_changelog(name, version)
+            for name, local_path, header in fetched:
+                if header.kind == KIND_SNAPSHOT:
+                    self._restore_snapshot(name, local_path, header, version)
+                else:
+                    self._replay_changelog(name, local_path, header, version)
         except BaseException:
             self._drop_local()  # never serve a partially loaded version
             raise
+        finally:
+            for _name, local_path, _header in fetched:
+                if os.path.exists(local_path):
+                    os.unlink(local_path)
         self._local_version = version
 
     def _fetch_verified(self, name: str, kind: bytes, version: int) -> tuple[str, RecordFileHeader]:
@@ -178,13 +192,21 @@ class StoreProvider:
         except FileNotFoundError:
             raise VersionNotFound(self.store_id, version, name, "is missing") from None
         try:
-            return local, verify_record_file(local, kind)
+            header = verify_record_file(local, kind)
         except RecordFileError as e:
             os.unlink(local)
             raise CheckpointError(self.store_id, version, name, str(e)) from None
+        parsed = names.parse(name)
+        expected = FileIdentity(self.store_id, kind, parsed.version if parsed else -1, self.query_id)
+        wrong = expected.mismatch(FileIdentity.of(header))
+        if wrong:
+            os.unlink(local)
+            raise CheckpointError(self.store_id, version, name,
+                                  f"({self.checkpoint.describe(name)}) {wrong}: it was copied or "
+                                  "moved here from another place; restore this store's own file")
+        return local, header
 
-    def _restore_snapshot(self, name: str, version: int) -> None:
-        local, header = self._fetch_verified(name, KIND_SNAPSHOT, version)
+    def _restore_snapshot(self, name: str, local: str, header: RecordFileHeader, version: int) -> None:
         try:
             batch: list[tuple[bytes, bytes | None]] = []
             for record in read_records(local, header):
@@ -197,17 +219,12 @@ class StoreProvider:
             self._batch_times[header.version] = header.batch_time_ms
         except RecordFileError as e:
             raise CheckpointError(self.store_id, version, name, str(e)) from None
-        finally:
-            os.unlink(local)
 
-    def _replay_changelog(self, name: str, version: int) -> None:
-        local, header = self._fetch_verified(name, KIND_CHANGELOG, version)
+    def _replay_changelog(self, name: str, local: str, header: RecordFileHeader, version: int) -> None:
         try:
             records = list(read_records(local, header))
         except RecordFileError as e:
             raise CheckpointError(self.store_id, version, name, str(e)) from None
-        finally:
-            os.unlink(local)
         self._apply(records)
         self._batch_times[header.version] = header.batch_time_ms
 
@@ -243,7 +260,7 @@ class StoreProvider:
             name = names.changelog_name(new_version)
             local = os.path.join(self._staging, name)
             write_record_file(local, KIND_CHANGELOG, self.store_id, new_version, store.now_ms, records,
-                              self.config.ttl.ttl_ms)
+                              self.config.ttl.ttl_ms, self.query_id)
             crash_point("commit-before-upload")  # tests only; inert unless TTLSTATE_FAULTS is set
             try:
                 self.checkpoint.publish(local, name)
@@ -339,7 +356,7 @@ class StoreProvider:
             dropped = Counter[str]()
             write_record_file(local, KIND_SNAPSHOT, self.store_id, version,
                               self._batch_times.get(version), self._snapshot_entries(version, dropped),
-                              self.config.ttl.ttl_ms)
+                              self.config.ttl.ttl_ms, self.query_id)
             try:
                 self.checkpoint.publish(local, name)
             finally:
