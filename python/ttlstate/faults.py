@@ -1,4 +1,6 @@
 """Crash points for tests: kill this process with SIGKILL at a named point, once.
+(And, in-process only, `on_point`: run a test's function there, e.g. to act while a snapshot
+is being written.)
 
 It exists so that tests can crash a state server worker at moments no outside signal can hit
 reliably, e.g. in the middle of a commit: after the changelog was written locally but before
@@ -18,9 +20,10 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 
 ENV = "TTLSTATE_FAULTS"
-POINTS = ("commit-before-upload", "commit-after-upload")
+POINTS = ("commit-before-upload", "commit-after-upload", "snapshot-before-write")
 
 
 def _parse(spec: str) -> dict[str, str]:
@@ -34,10 +37,24 @@ def _parse(spec: str) -> dict[str, str]:
 
 
 _ARMED = _parse(os.environ.get(ENV, ""))
+_HOOKS: dict[str, Callable[[], None]] = {}
+
+
+def on_point(point: str, fn: Callable[[], None] | None) -> None:
+    """In-process tests: call `fn` whenever execution reaches `point` (None: stop)."""
+    if point not in POINTS:
+        raise ValueError(f"unknown point {point!r}; known: {POINTS}")
+    if fn is None:
+        _HOOKS.pop(point, None)
+    else:
+        _HOOKS[point] = fn
 
 
 def crash_point(point: str) -> None:
     """SIGKILL this process here if `point` is configured and its marker does not exist yet."""
+    hook = _HOOKS.get(point)
+    if hook is not None:
+        hook()
     marker = _ARMED.get(point)
     if marker is None:
         return

@@ -108,6 +108,15 @@ KEY_FILTER_MAX_KEYS = ConfKey("keyFilter.maxKeys", "1000000", "an integer >= 0 (
                               "in the executor JVM (2.5 to 5 bytes per key), so a read of a key the "
                               "store does not have, such as every new key of a deduplication, needs "
                               "no round trip to the state server.")
+MEMORY_MAX_BYTES = ConfKey("memory.maxBytes", "256m", "a size such as 256m or 1g, at least 16m",
+                          "Memory of RocksDB per state server worker process (native engine): one "
+                          "block cache shared by all of the worker's stores, which memtables are "
+                          "charged to as well (RocksDB's WriteBufferManager), as Spark's "
+                          "`boundedMemoryUsage`. The executor's total is this times the workers. "
+                          "Read when a worker opens its first store.")
+MEMORY_WRITE_BUFFER_RATIO = ConfKey("memory.writeBufferRatio", "0.5", "a number in (0, 1)",
+                                    "Share of `memory.maxBytes` that memtables (writes not yet "
+                                    "flushed) may use; past it RocksDB flushes the largest.")
 OPERATOR_TTL = ConfKey("operator.<operatorId>.ttl", "(the global ttl)",
                        "off, or a duration", "TTL for one stateful operator, by operator id.")
 
@@ -115,7 +124,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON, WORKERS,
-    WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, OPERATOR_TTL,
+    WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, MEMORY_MAX_BYTES, MEMORY_WRITE_BUFFER_RATIO, OPERATOR_TTL,
 )
 
 
