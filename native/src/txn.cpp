@@ -65,9 +65,11 @@ std::optional<std::string> Txn::DbGet(std::string_view key) {
   return value;
 }
 
-std::optional<std::string> Txn::Visible(std::string_view key, std::string_view stored, bool refresh) {
-  if (!rules_.enabled) return std::string(TtlUserBytes(stored));
+std::optional<std::string> Txn::Visible(std::string_view key, std::string_view stored, bool refresh,
+                                        int64_t* ts_out) {
   const int64_t ts = TtlTimestamp(stored);
+  if (ts_out != nullptr) *ts_out = ts;
+  if (!rules_.enabled) return std::string(TtlUserBytes(stored));
   if (IsExpired(ts, rules_.ttl, now_)) {
     ++counters_.expired_on_read;
     std::optional<std::string> out;
@@ -78,16 +80,18 @@ std::optional<std::string> Txn::Visible(std::string_view key, std::string_view s
   std::string user(TtlUserBytes(stored));
   if (refresh && rules_.update_on_read && writable_ && ts != now_) {
     WritePending(key, Op::kPut, EncodeTtlValue(now_, user));
+    if (ts_out != nullptr) *ts_out = now_;
   }
   return user;
 }
 
-std::optional<std::string> Txn::ReadOne(std::string_view key) {
+std::optional<std::string> Txn::ReadOne(std::string_view key, int64_t* ts) {
+  if (ts != nullptr) *ts = 0;
   const auto it = pending_.find(std::string(key));
   if (it != pending_.end() && it->second.op != Op::kNone) {
     if (it->second.op == Op::kDelete) return std::nullopt;
     const std::string stored = it->second.stored;  // Visible may replace the entry
-    return Visible(key, stored, true);
+    return Visible(key, stored, true, ts);
   }
   if (it != pending_.end() && it->second.in_db == 0) return std::nullopt;
   auto stored = DbGet(key);
@@ -99,7 +103,28 @@ std::optional<std::string> Txn::ReadOne(std::string_view key) {
     }
   }
   if (!stored) return std::nullopt;
-  return Visible(key, *stored, true);
+  auto out = Visible(key, *stored, true, ts);
+  if (!out && ts != nullptr) *ts = 0;
+  return out;
+}
+
+std::optional<std::string> Txn::GetEntry(std::string_view key, int64_t* ts) {
+  CheckOpen();
+  if (rules_.incremental_per_record && writable_) IncrementalStep();
+  return ReadOne(key, ts);
+}
+
+void Txn::RemoveIfExpired(std::string_view key) {
+  CheckWritable();
+  if (!rules_.enabled) return;
+  const auto it = pending_.find(std::string(key));
+  if (it != pending_.end() && it->second.op != Op::kNone) return;  // written in this batch
+  const auto stored = DbGet(key);
+  if (stored && IsExpired(TtlTimestamp(*stored), rules_.ttl, now_)) {
+    ++counters_.expired_on_read;
+    WritePending(key, Op::kDelete, std::string());
+    pending_.find(std::string(key))->second.in_db = 1;
+  }
 }
 
 std::optional<std::string> Txn::Get(std::string_view key) {

@@ -69,6 +69,12 @@ class Txn : public std::enable_shared_from_this<Txn> {
 
   // Reads: the user bytes (the TtlValue's timestamp stripped), or nothing.
   std::optional<std::string> Get(std::string_view key);
+  // Get, and the entry's last-access time after the read (0 if absent): what the shim's
+  // cross-batch cache keeps to apply TTL itself in later batches.
+  std::optional<std::string> GetEntry(std::string_view key, int64_t* ts);
+  // The shim's cache found `key` expired: delete it if it is stored and expired now, counted
+  // as expired on read.
+  void RemoveIfExpired(std::string_view key);
   std::vector<std::optional<std::string>> MultiGet(const std::vector<std::string_view>& keys);
   // `known_absent`: the caller proved the key is not in the committed DB (the shim's key
   // filter), so the commit needs no read to keep the key count exact.
@@ -97,7 +103,8 @@ class Txn : public std::enable_shared_from_this<Txn> {
   std::string state() const;
 
   // Used by scans: TTL applied to one stored value (may delete it in this transaction).
-  std::optional<std::string> Visible(std::string_view key, std::string_view stored, bool refresh);
+  std::optional<std::string> Visible(std::string_view key, std::string_view stored, bool refresh,
+                                     int64_t* ts = nullptr);
 
  private:
   enum class Op : uint8_t { kNone, kPut, kDelete };
@@ -108,7 +115,7 @@ class Txn : public std::enable_shared_from_this<Txn> {
   };
 
   void WritePending(std::string_view key, Op op, std::string stored);
-  std::optional<std::string> ReadOne(std::string_view key);
+  std::optional<std::string> ReadOne(std::string_view key, int64_t* ts = nullptr);
   std::optional<std::string> DbGet(std::string_view key);
 
   std::shared_ptr<DbCore> core_;

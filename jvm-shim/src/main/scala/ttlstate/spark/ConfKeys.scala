@@ -10,7 +10,7 @@ object ConfKeys {
     "cleanup.compactionFilter.queryTimeAfterNumEntries", "cleanup.compactionFilter.periodicCompaction",
     "cleanup.compactionFilter.compactEvery", "engine", "snapshotInterval", "python", "workers",
     "writeBatchBytes", "keyFilter.maxKeys", "memory.maxBytes", "memory.writeBufferRatio",
-    "operator.<operatorId>.ttl")
+    "cache.maxBytes", "operator.<operatorId>.ttl")
 
   val PYTHON: String = PREFIX + "python"
   val WORKERS: String = PREFIX + "workers"
@@ -18,4 +18,21 @@ object ConfKeys {
   val DEFAULT_WRITE_BATCH_BYTES = 262144
   val KEY_FILTER_MAX_KEYS: String = PREFIX + "keyFilter.maxKeys"
   val DEFAULT_KEY_FILTER_MAX_KEYS = 1000000
+  val CACHE_MAX_BYTES: String = PREFIX + "cache.maxBytes"
+  val DEFAULT_CACHE_MAX_BYTES: Long = 64L << 20
+
+  private val Size = "(?i)\\s*(\\d+)\\s*(b|k|kb|m|mb|g|gb)?\\s*".r
+
+  /** A size in Spark's binary units ("64m", "1g", bytes); the server validates the same key. */
+  def sizeBytes(v: String): Option[Long] = v match {
+    case Size(n, unit) =>
+      val mult = Option(unit).map(_.toLowerCase.take(1)) match {
+        case Some("k") => 1L << 10
+        case Some("m") => 1L << 20
+        case Some("g") => 1L << 30
+        case _ => 1L
+      }
+      scala.util.Try(math.multiplyExact(n.toLong, mult)).toOption
+    case _ => None
+  }
 }
