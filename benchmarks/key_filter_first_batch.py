@@ -27,6 +27,10 @@ def write_input(directory: str, rows: int) -> None:
         f.writelines(f'{{"key":"k{i}","v":{i}}}\n' for i in range(rows))
 
 
+def _metric(ops: list[dict], name: str) -> int:
+    return sum(int(op["customMetrics"].get(name, 0)) for op in ops)
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=2_000_000)
@@ -58,12 +62,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
             q.awaitTermination()
             elapsed = time.perf_counter() - started
             ops = [op for p in q.recentProgress for op in p.get("stateOperators", [])]
-            metric = lambda m: sum(int(op["customMetrics"].get(m, 0)) for op in ops)  # noqa: E731
             r: dict[str, object] = {
                 "variant": name, "rows": sum(p["numInputRows"] for p in q.recentProgress),
                 "batches": len(q.recentProgress), "seconds": round(elapsed, 1),
-                "bridge_round_trips": metric("bridgeRoundTrips"),
-                "key_filter_skipped_reads": metric("keyFilterSkippedReads"),
+                "bridge_round_trips": _metric(ops, "bridgeRoundTrips"),
+                "key_filter_skipped_reads": _metric(ops, "keyFilterSkippedReads"),
                 "state_rows": sum(int(op["numRowsTotal"]) for op in ops)}
             print(r, flush=True)
             results.append(r)

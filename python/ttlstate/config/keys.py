@@ -108,6 +108,12 @@ KEY_FILTER_MAX_KEYS = ConfKey("keyFilter.maxKeys", "1000000", "an integer >= 0 (
                               "in the executor JVM (2.5 to 5 bytes per key), so a read of a key the "
                               "store does not have, such as every new key of a deduplication, needs "
                               "no round trip to the state server.")
+REQUEST_TIMEOUT = ConfKey("requestTimeout", "5m", "a duration of at least 1s: 30s, 5m, 1h",
+                          "How long the shim waits for the state server with no sign of progress "
+                          "before it gives up: no answer, no checkpoint callback, and a worker "
+                          "process that uses no CPU (or is stopped). The server is then killed and "
+                          "the task fails naming it; Spark's retry starts a new server. A slow but "
+                          "working server (e.g. a long snapshot) is waited for.")
 OPERATOR_TTL = ConfKey("operator.<operatorId>.ttl", "(the global ttl)",
                        "off, or a duration", "TTL for one stateful operator, by operator id.")
 
@@ -115,7 +121,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON, WORKERS,
-    WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, OPERATOR_TTL,
+    WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, REQUEST_TIMEOUT, OPERATOR_TTL,
 )
 
 
