@@ -26,12 +26,16 @@ HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvi
 TTLSTATE = K.PROVIDER_CLASS
 
 
-def session(master: str = "local[2]", **ttl_options: object) -> SparkSession:
+def session(master: str = "local[2]", confs: dict[str, str] | None = None,
+            **ttl_options: object) -> SparkSession:
+    """A test session on ttlstate (`configure(**ttl_options)`), with extra Spark `confs`."""
     builder = (SparkSession.builder.master(master).appName("ttlstate-tests")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.streaming.stateStore.maintenanceInterval", "1s")
                .config("spark.sql.session.timeZone", "UTC"))
+    for key, value in (confs or {}).items():
+        builder = builder.config(key, value)
     os.environ["PYSPARK_PYTHON"] = sys.executable  # Python UDF workers: this venv (pandas)
     spark = ttlstate.configure(builder, **ttl_options).getOrCreate()  # type: ignore[arg-type]
     spark.sparkContext.setLogLevel("ERROR")

@@ -10,7 +10,8 @@ import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, ConcurrentLin
 import java.util.concurrent.atomic.AtomicLong
 
 import scala.jdk.CollectionConverters._
-import scala.util.{Random, Try}
+import scala.annotation.tailrec
+import scala.util.{Failure, Random, Success, Try}
 
 import org.apache.hadoop.fs.FileUtil
 import org.apache.spark.{SparkConf, SparkContext, SparkEnv}
@@ -159,12 +160,11 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
    *  close every connection, so each blocked task fails now with this reason. */
   private[spark] def killUnresponsive(worker: Int, timeoutNanos: Long, waitedNanos: Long, why: String): Unit = {
     if (killedBecause == null) {
-      killedBecause = s"ttlstate state server (pid $pid) did not answer: its ${workerLabel(worker)} " +
-        s"did not answer a request within the deadline of ${Watchdog.millis(timeoutNanos)} " +
-        s"(${ConfKeys.REQUEST_TIMEOUT}; waited ${Watchdog.millis(waitedNanos)}) and showed no sign of work: " +
-        s"$why. ttlstate killed that server; Spark's retry of the task starts a new one, which reloads " +
-        "the store from the checkpoint."
-      Watchdog.log.warn(killedBecause)
+      killedBecause = s"ttlstate state server (pid $pid), ${workerLabel(worker)}, did not answer a request " +
+        s"within the deadline of ${Watchdog.millis(timeoutNanos)} (${ConfKeys.REQUEST_TIMEOUT}; waited " +
+        s"${Watchdog.millis(waitedNanos)}) and showed no sign of work: $why. ttlstate killed the server; " +
+        "Spark's retry of the task starts a new one, which reloads the store from the checkpoint."
+      StateServer.log.warn(killedBecause)
     }
     dead = true
     (tree ++ process.descendants().iterator().asScala).foreach(_.destroyForcibly())
@@ -178,7 +178,12 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
     dead = true
     pools.foreach { p => var c = p.poll(); while (c != null) { c.close(); c = p.poll() } }
     try stdin.close() catch { case _: IOException => }
-    if (!process.waitFor(10, TimeUnit.SECONDS)) { process.destroyForcibly(); process.waitFor(10, TimeUnit.SECONDS) }
+    // A stopped supervisor never reads its EOF: no point waiting for it.
+    val stopped = ProcSample.of(pid).exists(_.stopped)
+    if (stopped || !process.waitFor(10, TimeUnit.SECONDS)) {
+      process.destroyForcibly()
+      process.waitFor(10, TimeUnit.SECONDS)
+    }
     workers.flatten.filter(_.isAlive).foreach { h =>
       h.destroyForcibly()
       Try(h.onExit().get(10, TimeUnit.SECONDS))
@@ -192,6 +197,7 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
 
 /** One state server per executor JVM, started on first use (never in a constructor). */
 object StateServer {
+  private[spark] val log: org.slf4j.Logger = org.slf4j.LoggerFactory.getLogger("ttlstate.spark.StateServer")
   private val generations = new AtomicLong(0)
   private val MaxWorkers = 1024 // as python/ttlstate/config/store_config.py
 
@@ -225,21 +231,25 @@ object StateServer {
    *  skipped, as Spark's block manager does; none usable is an error, never a silent fallback. */
   private def localRoot(): File = {
     val conf = Option(SparkEnv.get).map(_.conf).getOrElse(new SparkConf(false))
-    val dirs = SparkLocalDirs.configured(conf).map(_.trim).filter(_.nonEmpty)
+    val dirs = SparkLocalDirs.configured(conf).map(_.trim).filter(_.nonEmpty).toList
     val start = if (dirs.isEmpty) 0 else Random.nextInt(dirs.size)
-    val tried = (dirs.drop(start) ++ dirs.take(start)).iterator.map { d =>
-      d -> Try {
-        val dir = new File(d)
-        if (!dir.isDirectory && !dir.mkdirs() && !dir.isDirectory) throw new IOException("cannot create it")
-        privateDir(dir.toPath, "ttlstate-")
+    def createIn(d: String): File = {
+      val dir = new File(d)
+      if (!dir.isDirectory && !dir.mkdirs() && !dir.isDirectory) throw new IOException("cannot create it")
+      privateDir(dir.toPath, "ttlstate-")
+    }
+    @tailrec def first(rest: List[String], failed: List[String]): File = rest match {
+      case d :: more => Try(createIn(d)) match {
+        case Success(root) => root
+        case Failure(e) =>
+          StateServer.log.warn(s"ttlstate: skipping Spark local dir $d for the state server: $e")
+          first(more, s"$d ($e)" :: failed)
       }
+      case Nil => throw new IllegalStateException("ttlstate: cannot create the state server's directory in " +
+        "any of Spark's local dirs (spark.local.dir, SPARK_LOCAL_DIRS or the cluster manager's): " +
+        failed.reverse.mkString("; "))
     }
-    val attempts = scala.collection.mutable.ArrayBuffer[(String, Try[File])]()
-    tried.find { t => attempts += t; t._2.isSuccess }.map(_._2.get).getOrElse {
-      throw new IllegalStateException("ttlstate: cannot create the state server's directory in any of Spark's " +
-        "local dirs (spark.local.dir, SPARK_LOCAL_DIRS or the cluster manager's): " +
-        attempts.map { case (d, t) => s"$d: ${t.failed.map(_.toString).getOrElse("")}" }.mkString("; "))
-    }
+    first(dirs.drop(start) ++ dirs.take(start), Nil)
   }
 
   private def privateDir(parent: java.nio.file.Path, prefix: String): File =
@@ -254,7 +264,9 @@ object StateServer {
     if (fits(root.getAbsolutePath)) None
     else {
       val base = Option(System.getProperty("java.io.tmpdir")).filter(fits).getOrElse("/tmp")
-      Some(privateDir(java.nio.file.Paths.get(base), "ttls-"))
+      val dir = privateDir(java.nio.file.Paths.get(base), "ttls-")
+      StateServer.log.info(s"ttlstate: $root is too deep for Unix socket paths; the sockets go to $dir")
+      Some(dir)
     }
   }
 

@@ -96,7 +96,7 @@ private[spark] final class Watchdog(server: RunningServer) extends Runnable {
     val tickNanos = Watchdog.tickNanos(conns.map(_.timeoutNanos))
     Thread.sleep(tickNanos / 1000000L)
     try check(conns, System.nanoTime(), tickNanos)
-    catch { case NonFatal(e) => Watchdog.log.warn("ttlstate: state server watchdog check failed", e) }
+    catch { case NonFatal(e) => StateServer.log.warn("ttlstate: state server watchdog check failed", e) }
   }
 
   private def check(conns: Seq[ServerConnection], now: Long, tickNanos: Long): Unit = {
@@ -120,8 +120,6 @@ private[spark] final class Watchdog(server: RunningServer) extends Runnable {
 }
 
 private[spark] object Watchdog {
-  val log: org.slf4j.Logger = org.slf4j.LoggerFactory.getLogger("ttlstate.spark.Watchdog")
-
   /** A quarter of the shortest deadline, within [50 ms, 1 s]. */
   def tickNanos(timeouts: Seq[Long]): Long =
     math.min(1000000000L, math.max(50000000L, timeouts.minOption.getOrElse(Long.MaxValue) / 4))
