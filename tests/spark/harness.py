@@ -80,6 +80,11 @@ class Run:
 
     def step(self, rows: dict[str, list[dict]] | list[dict]) -> None:
         """Write one file per source (a list means the only source), then process it all."""
+        self.feed(rows)
+        self.settle()
+
+    def feed(self, rows: dict[str, list[dict]] | list[dict]) -> None:
+        """Write one file per source; the query picks it up on its own (see `settle`)."""
         by_source = rows if isinstance(rows, dict) else {next(iter(self.schemas)): rows}
         for name, items in by_source.items():
             path = os.path.join(self.root, name, f"step-{self.step_no:04d}.json")
@@ -88,6 +93,9 @@ class Run:
                 f.writelines(json.dumps(r) + "\n" for r in items)
             os.replace(hidden, path)
         self.step_no += 1
+
+    def settle(self) -> None:
+        """Wait until everything fed is processed and its progress reported."""
         assert self.query is not None
         self.query.processAllAvailable()
         # Progress is reported after the batch commits, so it can lag processAllAvailable().

@@ -105,9 +105,10 @@ WRITE_BATCH_SIZE = ConfKey("writeBatchBytes", "262144", "an integer >= 1024",
                            "Bytes of pipelined puts/removes the shim buffers before sending.")
 KEY_FILTER_MAX_KEYS = ConfKey("keyFilter.maxKeys", "1000000", "an integer >= 0 (0 = off)",
                               "Stores with at most this many keys keep a Bloom filter of their keys "
-                              "in the executor JVM (2.5 to 5 bytes per key), so a read of a key the "
-                              "store does not have, such as every new key of a deduplication, needs "
-                              "no round trip to the state server.")
+                              "in the executor JVM, so a read of a key the store does not have, such "
+                              "as every new key of a deduplication, needs no round trip to the state "
+                              "server. It grows with the store up to this many keys (about 4 bytes "
+                              "per key: at most about 4 MB per store with the default).")
 REQUEST_TIMEOUT = ConfKey("requestTimeout", "5m", "a duration of at least 1s: 30s, 5m, 1h",
                           "How long the shim waits for the state server with no sign of progress "
                           "before it gives up: no answer, no checkpoint callback, and a worker "
