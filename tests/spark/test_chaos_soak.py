@@ -5,8 +5,10 @@ aggregation (windows close and leave the state as the watermark passes them) and
 deduplication with a watermark. A fault thread, driven by a seeded RNG, injects a bounded plan
 of faults at random moments shortly after a batch's input appears: kill -9 of a random worker,
 kill -9 of the supervisor, SIGSTOP of a random worker for less than the deadline (it must be
-waited for), SIGSTOP of a worker until the shim's watchdog kills it (bounded), and SIGSTOP of
-the supervisor for a while. Every batch's output and state row count must equal Spark's
+waited for), SIGSTOP of a worker until the shim's watchdog kills it (bounded), SIGSTOP of the
+supervisor for a while, and two combinations: a stopped worker whose supervisor is killed (it
+never reads its EOF: the shim must kill it) and a stopped supervisor whose worker is killed (it
+never notices: the shim must kill it). Every batch's output and state row count must equal Spark's
 RocksDB provider's run of the same input, every planned fault must have been injected, and
 at the end no process of ours (also none reparented away from this test) and no directory of
 ours is left. `pytest -s` prints the counts.
@@ -36,8 +38,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.long]
 SEED = 11_2026
 BATCHES = 32
 DEADLINE_S = 3
-KINDS = ("kill-worker", "kill-supervisor", "stop-worker-short", "stop-worker-until-killed", "stop-supervisor")
-PER_KIND = 5            # 25 faults over batches 1..31
+KINDS = ("kill-worker", "kill-supervisor", "stop-worker-short", "stop-worker-until-killed", "stop-supervisor",
+         "stop-worker-kill-supervisor", "stop-supervisor-kill-worker")
+PER_KIND = 4            # 28 faults over batches 1..31
 LONG_STOP_CAP_S = 60    # a stopped worker nobody asks is resumed after this
 SCHEMAS = {"agg": "k STRING, v INT, ts TIMESTAMP", "dedup": "k STRING, ts TIMESTAMP"}
 CONFS = {"spark.sql.streaming.noDataMicroBatches.enabled": "false",  # one batch per input file
@@ -128,44 +131,72 @@ class Chaos:
             self.thread.join(LONG_STOP_CAP_S + 60)
             assert not self.thread.is_alive(), "the fault thread did not finish"
 
-    def _victim(self, kind: str) -> psutil.Process | None:
-        found: list[psutil.Process] = []
+    def _server(self) -> tuple[psutil.Process, list[psutil.Process]] | None:
+        """The running server's supervisor and workers (bounded wait: after a fault, the next
+        task starts a new server)."""
+        found: list[tuple[psutil.Process, list[psutil.Process]]] = []
 
         def pick() -> bool:
-            sups, workers = self.servers()
-            found[:] = sups if kind.endswith("supervisor") else workers
-            return bool(found) and (not kind.endswith("supervisor") or len(sups) == 1)
-        if not poll_until(pick, 60, every_s=0.05):
-            return None
-        return found[self.rnd.randrange(len(found))]
+            sups, _ = self.servers()
+            found.clear()
+            try:
+                if len(sups) == 1:
+                    found.append((sups[0], sorted(sups[0].children(), key=lambda p: p.pid)))
+            except psutil.Error:
+                found.clear()
+            return bool(found and found[0][1])
+        return found[0] if poll_until(pick, 60, every_s=0.05) else None
+
+    def _until_gone(self, victim: psutil.Process, outcome: str) -> None:
+        """Leaves `victim` stopped until the shim kills it (bounded), then records the outcome."""
+        if poll_until(lambda: not running([victim]), LONG_STOP_CAP_S, every_s=0.1):
+            self.outcomes[outcome] += 1
+        else:
+            self.outcomes[f"not killed within {LONG_STOP_CAP_S}s: {outcome}"] += 1
 
     def _run(self, fault: Fault) -> None:
         try:
             time.sleep(fault.delay_s)  # a random point of the batch (the fault plan's, seeded)
-            victim = self._victim(fault.kind)
-            if victim is None:
-                self.errors.append(f"batch {fault.batch}: no victim for {fault.kind}")
+            server = self._server()
+            if server is None:
+                self.errors.append(f"batch {fault.batch}: no server to inject {fault.kind} into")
                 return
+            supervisor, workers = server
+            serving = [w for w in workers if _serves_connections(w)] or workers
+            worker = serving[self.rnd.randrange(len(serving))]
             self.injected[fault.kind] += 1
-            if fault.kind.startswith("kill"):
-                victim.send_signal(signal.SIGKILL)
-                return
-            victim.send_signal(signal.SIGSTOP)
-            if fault.kind == "stop-worker-until-killed":
-                killed = poll_until(lambda: not running([victim]), LONG_STOP_CAP_S, every_s=0.1)
-                self.outcomes["stopped worker killed by the watchdog" if killed
-                              else "stopped worker resumed after the cap (nobody asked it)"] += 1
-            else:
+            kind = fault.kind
+            if kind == "kill-worker":
+                worker.send_signal(signal.SIGKILL)
+            elif kind == "kill-supervisor":
+                supervisor.send_signal(signal.SIGKILL)
+            elif kind in ("stop-worker-short", "stop-supervisor"):
+                victim = worker if kind == "stop-worker-short" else supervisor
+                victim.send_signal(signal.SIGSTOP)
                 time.sleep(fault.stop_s)
-            alive = bool(running([victim]))
-            if alive:
-                victim.send_signal(signal.SIGCONT)
-            if fault.kind == "stop-worker-short":
-                self.outcomes["short worker stop resumed alive" if alive else "short worker stop: gone"] += 1
+                alive = bool(running([victim]))
+                if alive:
+                    victim.send_signal(signal.SIGCONT)
+                self.outcomes[f"{kind}: resumed alive" if alive else f"{kind}: gone before resumed"] += 1
+            elif kind == "stop-worker-until-killed":
+                worker.send_signal(signal.SIGSTOP)
+                self._until_gone(worker, "stopped worker killed by the watchdog")
+            elif kind == "stop-worker-kill-supervisor":
+                worker.send_signal(signal.SIGSTOP)
+                supervisor.send_signal(signal.SIGKILL)
+                self._until_gone(worker, "stopped worker of a killed supervisor killed by the shim")
+            elif kind == "stop-supervisor-kill-worker":
+                supervisor.send_signal(signal.SIGSTOP)
+                worker.send_signal(signal.SIGKILL)
+                self._until_gone(supervisor, "stopped supervisor of a dead worker killed by the shim")
+            else:
+                raise AssertionError(kind)
         except psutil.NoSuchProcess:
             self.outcomes[f"{fault.kind}: victim exited before the signal"] += 1
         except Exception as e:  # noqa: BLE001 (reported by the test)
             self.errors.append(f"batch {fault.batch}: {fault.kind}: {e!r}")
+        finally:
+            self.resume_all()  # whatever is still stopped (a capped wait) goes on
 
     def resume_all(self) -> None:
         for p in self.seen.values():
@@ -174,6 +205,15 @@ class Chaos:
                     p.send_signal(signal.SIGCONT)
             except psutil.Error:
                 pass
+
+
+def _serves_connections(worker: psutil.Process) -> bool:
+    """Whether the JVM holds a connection to this worker (besides its listening socket), i.e.
+    it serves stores, which every batch loads: a fault there is met by the next batch."""
+    try:
+        return len(worker.net_connections(kind="unix")) > 1
+    except psutil.Error:
+        return False
 
 
 @pytest.fixture(scope="module")
@@ -230,8 +270,11 @@ def test_chaos_soak_matches_rocksdb_and_leaves_nothing_behind(spark: SparkSessio
           f"{len(chaos.supervisors)}")
     assert not chaos.errors, chaos.errors
     assert chaos.injected == Counter({k: PER_KIND for k in KINDS}), chaos.injected
-    assert chaos.outcomes["short worker stop resumed alive"] == PER_KIND, chaos.outcomes
-    assert chaos.outcomes["stopped worker killed by the watchdog"] >= 1, chaos.outcomes
+    outcomes = chaos.outcomes
+    assert outcomes["stop-worker-short: resumed alive"] == PER_KIND, outcomes  # waited for, not killed
+    assert outcomes["stopped worker killed by the watchdog"] == PER_KIND, outcomes
+    assert outcomes["stopped worker of a killed supervisor killed by the shim"] == PER_KIND, outcomes
+    assert outcomes["stopped supervisor of a dead worker killed by the shim"] == PER_KIND, outcomes
     for mine, rocks in zip(ours, theirs, strict=True):
         assert sorted(mine.outputs) == list(range(BATCHES))
         assert mine.outputs == rocks.outputs

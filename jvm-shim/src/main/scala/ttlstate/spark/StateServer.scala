@@ -127,6 +127,7 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
 
   def pid: Long = process.pid()
   def alive: Boolean = !dead && process.isAlive
+  def isDead: Boolean = dead
   def markDead(): Unit = { dead = true; destroy() }
 
   private[spark] def track(c: ServerConnection): Unit = connections.add(c)
@@ -184,10 +185,9 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
       process.destroyForcibly()
       process.waitFor(10, TimeUnit.SECONDS)
     }
-    workers.flatten.filter(_.isAlive).foreach { h =>
-      h.destroyForcibly()
-      Try(h.onExit().get(10, TimeUnit.SECONDS))
-    }
+    // Whatever of it is left: a stopped worker never reads its EOF, and one whose supervisor was
+    // killed is no longer its child, but its command line still names our root.
+    StateServer.kill(workers.flatten ++ StateServer.processesUnder(root))
     // A server that exits normally removes its root; one killed with -9 cannot (sockets and
     // local stores, only a cache: the checkpoint has everything).
     (root +: socketDir.toSeq).foreach(FileUtil.fullyDelete) // does not follow symlinks
@@ -270,6 +270,22 @@ object StateServer {
     }
   }
 
+  /** Every process whose command line names `root` or a path under it: a server's supervisor
+   *  and workers, also workers reparented after their supervisor died. */
+  private[spark] def processesUnder(root: File): Seq[ProcessHandle] = {
+    val path = root.getAbsolutePath
+    ProcessHandle.allProcesses().iterator().asScala.filter { h =>
+      h.info().arguments().map[Boolean](_.exists(a => a == path || a.startsWith(path + File.separator))).orElse(false)
+    }.toSeq
+  }
+
+  /** SIGKILL (which also ends stopped processes), then wait a bounded time for each to exit. */
+  private[spark] def kill(processes: Seq[ProcessHandle]): Unit = {
+    val alive = processes.filter(_.isAlive)
+    alive.foreach(_.destroyForcibly())
+    alive.foreach(h => Try(h.onExit().get(10, TimeUnit.SECONDS)))
+  }
+
   private val LocalMaster = """local(?:\[(\*|\d+)(?:,\d+)?\])?""".r
 
   /** The cores of this executor, the default number of workers (`...ttlstate.workers` = 0).
@@ -310,17 +326,14 @@ object StateServer {
           s"ttlstate: cannot start the state server with interpreter '$python' (${e.getMessage}). Set " +
             s"${ConfKeys.PYTHON} or PYSPARK_PYTHON to a Python with ttlstate installed.", e)
     }
-    val line = try awaitReady(process, timeoutNanos) catch {
-      case e: Throwable =>
-        (process.descendants().iterator().asScala.toSeq :+ process.toHandle).foreach(_.destroyForcibly())
-        process.waitFor(10, TimeUnit.SECONDS)
-        removeDirs()
-        throw e
-    }
-    if (line == null || !line.startsWith("READY ")) {
-      process.destroy()
-      process.waitFor(10, TimeUnit.SECONDS)
+    // A server that did not start: it and its workers (also ones already orphaned) go.
+    def abandon(): Unit = {
+      kill(process.toHandle +: processesUnder(root))
       removeDirs()
+    }
+    val line = try awaitReady(process, timeoutNanos) catch { case e: Throwable => abandon(); throw e }
+    if (line == null || !line.startsWith("READY ")) {
+      abandon()
       throw new IllegalStateException(
         s"ttlstate: the state server did not start (interpreter '$python', exit " +
           s"${if (process.isAlive) "n/a" else process.exitValue().toString}). Is ttlstate installed for that " +
