@@ -11,7 +11,9 @@ from setuptools import setup
 ext_modules = []
 sources = sorted(glob.glob("native/src/*.cpp"))
 if os.environ.get("TTLSTATE_NO_NATIVE") != "1" and sources:
-    from pybind11.setup_helpers import Pybind11Extension
+    from pybind11.setup_helpers import ParallelCompile, Pybind11Extension
+
+    ParallelCompile("TTLSTATE_BUILD_JOBS", default=0).install()  # one compiler per core
 
     ext_modules = [
         Pybind11Extension(
@@ -20,7 +22,7 @@ if os.environ.get("TTLSTATE_NO_NATIVE") != "1" and sources:
             include_dirs=["native/include"],
             cxx_std=17,
             extra_compile_args=["-Wall", "-Wextra", "-O2"],
-            libraries=["rocksdb"],
+            libraries=["rocksdb", "zstd", "z"],  # zstd and zlib: the record files' codec
         )
     ]
 

@@ -13,7 +13,13 @@
 #include <vector>
 
 #include "ttlstate/compaction_filter.h"
+#include "ttlstate/connection.h"
 #include "ttlstate/db.h"
+#include "ttlstate/errors.h"
+#include "ttlstate/protocol.h"
+#include "ttlstate/record_file.h"
+#include "ttlstate/ttl_value.h"
+#include "ttlstate/txn.h"
 
 namespace py = pybind11;
 using ttlstate::Db;
@@ -71,6 +77,64 @@ std::optional<std::string> OptionalBytes(const py::handle& h) {
   return h.cast<std::string>();
 }
 
+std::string_view View(const py::bytes& b) {
+  char* data = nullptr;
+  Py_ssize_t size = 0;
+  if (PyBytes_AsStringAndSize(b.ptr(), &data, &size) != 0) throw py::error_already_set();
+  return std::string_view(data, static_cast<size_t>(size));
+}
+
+// Txn::End takes a state name with static storage.
+const char* EndState(const std::string& state) {
+  static const char* const kStates[] = {"aborted", "released", "superseded", "closed", "committed"};
+  for (const char* s : kStates) {
+    if (state == s) return s;
+  }
+  throw std::invalid_argument("unknown end state " + state);
+}
+
+py::tuple ScanChunk(ttlstate::Scan& scan, size_t max_bytes) {
+  std::vector<std::pair<std::string, std::optional<std::string>>> entries;
+  bool done = false;
+  {
+    py::gil_scoped_release release;
+    done = scan.Next(max_bytes, [&](std::string_view key, const std::string* value) {
+      entries.emplace_back(std::string(key), value ? std::optional<std::string>(*value) : std::nullopt);
+    });
+  }
+  py::list out(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    out[i] = py::make_tuple(py::bytes(entries[i].first), BytesOrNone(entries[i].second));
+  }
+  return py::make_tuple(done, out);
+}
+
+py::dict ProtocolConstants() {
+  namespace p = ttlstate::protocol;
+  py::dict d;
+  d["MAX_FRAME"] = p::kMaxFrame;
+  d["OP_LOAD"] = p::kOpLoad;
+  d["OP_GET"] = p::kOpGet;
+  d["OP_MULTI_GET"] = p::kOpMultiGet;
+  d["OP_WRITES"] = p::kOpWrites;
+  d["OP_ITER"] = p::kOpIter;
+  d["OP_ITER_NEXT"] = p::kOpIterNext;
+  d["OP_ITER_CLOSE"] = p::kOpIterClose;
+  d["OP_CLOSE"] = p::kOpClose;
+  d["OP_KEYS"] = p::kOpKeys;
+  d["RESP_OK"] = p::kRespOk;
+  d["RESP_ERROR"] = p::kRespError;
+  d["WRITE_PUT"] = p::kWritePut;
+  d["WRITE_REMOVE"] = p::kWriteRemove;
+  d["WRITE_PUT_NEW"] = p::kWritePutNew;
+  d["ITER_CHUNK_BYTES"] = p::kIterChunkBytes;
+  d["ERR_INTERNAL"] = p::kErrInternal;
+  d["ERR_BAD_REQUEST"] = p::kErrBadRequest;
+  d["ERR_STATE"] = p::kErrState;
+  d["ERR_ENGINE"] = p::kErrEngine;
+  return d;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -85,6 +149,136 @@ PYBIND11_MODULE(_native, m) {
   m.attr("REMOVE") = static_cast<int>(rocksdb::CompactionFilter::Decision::kRemove);
   m.attr("CHANGE_VALUE") = static_cast<int>(rocksdb::CompactionFilter::Decision::kChangeValue);
   m.attr("INVALID_OFFSET") = ttlstate::kInvalidOffset;
+  m.attr("RECORD_FORMAT_VERSION") = ttlstate::kRecordFormatVersion;
+  m.def("protocol_constants", &ProtocolConstants, "The wire constants the native data plane uses.");
+  m.def("encode_ttl_value", [](int64_t ts, const py::bytes& user) {
+    return py::bytes(ttlstate::EncodeTtlValue(ts, View(user)));
+  }, "The native TtlValue codec, for the cross-language test.");
+  m.def("is_expired", &ttlstate::IsExpired, py::arg("ts"), py::arg("ttl"), py::arg("now"),
+        "The native expiry rule (the one the filter and the read path use), for the cross-check.");
+  m.def("configure_memory", [](size_t total_bytes, double write_buffer_ratio) {
+    ttlstate::ConfigureMemory({total_bytes, write_buffer_ratio});
+  }, py::arg("total_bytes"), py::arg("write_buffer_ratio"),
+        "The process-wide block cache and write-buffer budget of every DB opened afterwards.");
+  m.def("memory_usage", []() {
+    py::dict d;
+    const auto budget = ttlstate::CurrentMemory();
+    d["budget_bytes"] = budget.total_bytes;
+    d["write_buffer_ratio"] = budget.write_buffer_ratio;
+    d["block_cache_bytes"] = ttlstate::SharedBlockCacheUsage();
+    d["write_buffer_bytes"] = ttlstate::SharedWriteBufferUsage();
+    return d;
+  });
+
+  py::register_exception<ttlstate::StateError>(m, "StateError", PyExc_RuntimeError);
+  py::register_exception<ttlstate::PeerGone>(m, "PeerGone", PyExc_ConnectionError);
+
+  py::class_<ttlstate::CleanupCursor, std::shared_ptr<ttlstate::CleanupCursor>>(m, "CleanupCursor")
+      .def(py::init<>())
+      .def_property_readonly("next", [](const ttlstate::CleanupCursor& c) { return BytesOrNone(c.next); });
+
+  py::class_<ttlstate::Scan>(m, "Scan")
+      .def("next_chunk", &ScanChunk, py::arg("max_bytes") = 1 << 16,
+           "(done, [(key, value or None)...]) of about max_bytes");
+
+  py::class_<ttlstate::Txn, std::shared_ptr<ttlstate::Txn>>(m, "Txn")
+      .def("get", [](ttlstate::Txn& t, const py::bytes& key) {
+        std::optional<std::string> v;
+        {
+          const auto k = View(key);
+          py::gil_scoped_release release;
+          v = t.Get(k);
+        }
+        return BytesOrNone(v);
+      })
+      .def("multi_get", [](ttlstate::Txn& t, const std::vector<std::string>& keys) {
+        std::vector<std::optional<std::string>> values;
+        {
+          py::gil_scoped_release release;
+          values = t.MultiGet(std::vector<std::string_view>(keys.begin(), keys.end()));
+        }
+        py::list out(values.size());
+        for (size_t i = 0; i < values.size(); ++i) out[i] = BytesOrNone(values[i]);
+        return out;
+      })
+      .def("put", [](ttlstate::Txn& t, const py::bytes& key, const py::bytes& value, bool known_absent) {
+        t.Put(View(key), View(value), known_absent);
+      }, py::arg("key"), py::arg("value"), py::arg("known_absent") = false)
+      .def("remove", [](ttlstate::Txn& t, const py::bytes& key) { t.Remove(View(key)); })
+      .def("scan", [](ttlstate::Txn& t, std::optional<std::string> lower, std::optional<std::string> upper) {
+        py::gil_scoped_release release;
+        return t.NewScan(std::move(lower), std::move(upper));
+      }, py::arg("lower") = py::none(), py::arg("upper") = py::none())
+      .def("key_scan", [](ttlstate::Txn& t) {
+        py::gil_scoped_release release;
+        return t.NewKeyScan();
+      })
+      .def("make_writable", &ttlstate::Txn::MakeWritable)
+      .def("check_writable", &ttlstate::Txn::CheckWritable)
+      .def("incremental_step", [](ttlstate::Txn& t) {
+        py::gil_scoped_release release;
+        t.IncrementalStep();
+      })
+      .def("write_changelog", [](ttlstate::Txn& t, const std::string& path, const std::string& header_json) {
+        py::gil_scoped_release release;
+        return t.WriteChangelog(path, header_json);
+      })
+      .def("apply", [](ttlstate::Txn& t) {
+        py::gil_scoped_release release;
+        return t.Apply();
+      }, "Apply the pending writes atomically; the change in the number of keys.")
+      .def("end", [](ttlstate::Txn& t, const std::string& state) { t.End(EndState(state)); })
+      .def_property_readonly("state", &ttlstate::Txn::state)
+      .def_property_readonly("version", &ttlstate::Txn::version)
+      .def_property_readonly("now", &ttlstate::Txn::now)
+      .def_property_readonly("writable", &ttlstate::Txn::writable)
+      .def_property_readonly("pending_writes", &ttlstate::Txn::pending_writes)
+      .def_property_readonly("expired_on_read", [](const ttlstate::Txn& t) { return t.counters().expired_on_read; })
+      .def_property_readonly("removed_incremental",
+                             [](const ttlstate::Txn& t) { return t.counters().removed_incremental; })
+      .def_property_readonly("pending_bytes", [](const ttlstate::Txn& t) { return t.counters().pending_bytes; });
+
+  py::class_<ttlstate::DbSnapshot>(m, "Snapshot")
+      .def("write_record_file", [](ttlstate::DbSnapshot& s, const std::string& path, const std::string& header_json,
+                                   bool drop_expired, int64_t ttl, int64_t now) {
+        py::gil_scoped_release release;
+        return s.WriteRecordFile(path, header_json, drop_expired, ttl, now);
+      }, py::arg("path"), py::arg("header_json"), py::arg("drop_expired"), py::arg("ttl"), py::arg("now"),
+           "Write the pinned view as a snapshot record file; (records written, expired ones dropped).");
+
+  py::class_<ttlstate::Connection>(m, "Connection")
+      .def(py::init<int>(), py::arg("fd"))
+      .def("serve", [](ttlstate::Connection& c, py::object handler) {
+        ttlstate::Connection::Forward forward = [&handler](uint8_t code, std::string payload)
+            -> ttlstate::Connection::Reply {
+          py::gil_scoped_acquire acquire;
+          py::object reply = handler(code, py::bytes(payload));
+          if (reply.is_none()) return std::nullopt;
+          auto t = reply.cast<py::tuple>();
+          return std::make_pair(t[0].cast<uint8_t>(), t[1].cast<std::string>());
+        };
+        py::gil_scoped_release release;
+        c.Serve(forward);
+      }, "Serve frames until the peer closes; `handler(code, payload)` answers the control plane.")
+      .def("read_frame", [](ttlstate::Connection& c) -> py::object {
+        uint8_t code = 0;
+        std::string payload;
+        bool got = false;
+        {
+          py::gil_scoped_release release;
+          got = c.ReadFrame(&code, &payload);
+        }
+        if (!got) return py::none();
+        return py::make_tuple(code, py::bytes(payload));
+      })
+      .def("send", [](ttlstate::Connection& c, uint8_t code, const py::bytes& payload) {
+        const auto v = View(payload);
+        py::gil_scoped_release release;
+        c.Send(code, v);
+      })
+      .def("bind", &ttlstate::Connection::Bind)
+      .def("unbind", &ttlstate::Connection::Unbind)
+      .def_property_readonly("native_requests", &ttlstate::Connection::native_requests);
 
   py::class_<FilterHarness>(m, "FilterHarness")
       .def(py::init<>())
@@ -184,6 +378,33 @@ PYBIND11_MODULE(_native, m) {
         return db.CountKeys();
       })
       .def("set_time", &Db::SetTime)
+      .def("begin", [](Db& db, const std::string& label, int64_t version, int64_t now, bool writable, bool ttl_enabled,
+                       int64_t ttl, bool update_on_read, bool return_expired, int64_t incremental_size,
+                       bool incremental_per_record, std::shared_ptr<ttlstate::CleanupCursor> cursor) {
+        ttlstate::TtlRules rules;
+        rules.enabled = ttl_enabled;
+        rules.ttl = ttl;
+        rules.update_on_read = update_on_read;
+        rules.return_expired = return_expired;
+        rules.incremental_size = incremental_size;
+        rules.incremental_per_record = incremental_per_record;
+        return std::make_shared<ttlstate::Txn>(db.core(), label, version, now, writable, rules, std::move(cursor));
+      }, py::arg("label"), py::arg("version"), py::arg("now"), py::arg("writable"), py::arg("ttl_enabled"),
+         py::arg("ttl"), py::arg("update_on_read"), py::arg("return_expired"), py::arg("incremental_size"),
+         py::arg("incremental_per_record"), py::arg("cursor"),
+         "A transaction over one loaded version: the native data plane of one StateStore.")
+      .def("snapshot", [](Db& db) {
+        py::gil_scoped_release release;
+        return db.NewSnapshot();
+      }, "A pinned consistent view, to write a snapshot file from without holding the store.")
+      .def("ingest_snapshot_file", [](Db& db, const std::string& path, const std::string& sst_path) {
+        py::gil_scoped_release release;
+        return db.IngestSnapshotFile(path, sst_path);
+      })
+      .def("apply_changelog_file", [](Db& db, const std::string& path) {
+        py::gil_scoped_release release;
+        return db.ApplyChangelogFile(path);
+      })
       .def_property_readonly("has_filter", &Db::HasFilter)
       .def("filter_metrics", [](Db& db) {
         const auto& c = db.Counters();

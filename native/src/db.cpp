@@ -1,18 +1,26 @@
 #include "ttlstate/db.h"
 
 #include <stdexcept>
+#include <unordered_map>
 
+#include "rocksdb/cache.h"
+#include "rocksdb/filter_policy.h"
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/options.h"
+#include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
 #include "rocksdb/write_batch.h"
+#include "rocksdb/write_buffer_manager.h"
+#include "ttlstate/record_file.h"
+#include "ttlstate/ttl_value.h"
 
 namespace ttlstate {
-namespace {
 
-void Check(const rocksdb::Status& s, const char* what) {
+void CheckStatus(const rocksdb::Status& s, const char* what) {
   if (!s.ok()) throw std::runtime_error(std::string("rocksdb ") + what + ": " + s.ToString());
 }
+
+namespace {
 
 // List values grow by merge: ttlstate's length-prefixed elements concatenate as they are;
 // Flink-layout fixed elements are joined with ','.
@@ -35,7 +43,69 @@ class ListAppendOperator : public rocksdb::AssociativeMergeOperator {
   std::string delimiter_;
 };
 
+// RocksDB's info LOG, one open file per DB, is not worth a descriptor per store when a worker
+// holds hundreds of stores; errors still surface as statuses.
+class NullLogger : public rocksdb::Logger {
+ public:
+  NullLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::HEADER_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* /*format*/, va_list /*ap*/) override {}
+};
+
+struct SharedMemory {
+  std::mutex mu;
+  MemoryBudget budget{256ull << 20, 0.5};
+  std::shared_ptr<rocksdb::Cache> cache;
+  std::shared_ptr<rocksdb::WriteBufferManager> write_buffers;
+
+  void EnsureCreated() {  // requires mu
+    if (cache) return;
+    cache = rocksdb::NewLRUCache(budget.total_bytes, -1, false, 0.1);
+    write_buffers = std::make_shared<rocksdb::WriteBufferManager>(
+        static_cast<size_t>(budget.total_bytes * budget.write_buffer_ratio), cache);
+  }
+};
+
+SharedMemory& Memory() {
+  static SharedMemory memory;
+  return memory;
+}
+
+constexpr size_t kApplyChunkBytes = 32u << 20;
+
 }  // namespace
+
+void ConfigureMemory(const MemoryBudget& budget) {
+  if (budget.total_bytes < (16u << 20)) throw std::invalid_argument("memory budget below 16 MiB");
+  if (!(budget.write_buffer_ratio > 0.0 && budget.write_buffer_ratio < 1.0)) {
+    throw std::invalid_argument("write buffer ratio must be in (0, 1)");
+  }
+  auto& m = Memory();
+  std::lock_guard<std::mutex> lock(m.mu);
+  m.budget = budget;
+  if (m.cache) {
+    m.cache->SetCapacity(budget.total_bytes);
+    m.write_buffers->SetBufferSize(static_cast<size_t>(budget.total_bytes * budget.write_buffer_ratio));
+  }
+}
+
+MemoryBudget CurrentMemory() {
+  auto& m = Memory();
+  std::lock_guard<std::mutex> lock(m.mu);
+  return m.budget;
+}
+
+uint64_t SharedBlockCacheUsage() {
+  auto& m = Memory();
+  std::lock_guard<std::mutex> lock(m.mu);
+  return m.cache ? m.cache->GetUsage() : 0;
+}
+
+uint64_t SharedWriteBufferUsage() {
+  auto& m = Memory();
+  std::lock_guard<std::mutex> lock(m.mu);
+  return m.write_buffers ? m.write_buffers->memory_usage() : 0;
+}
 
 std::unique_ptr<FilterConfig> MakeFilterConfig(StateType state_type, size_t timestamp_offset, int64_t ttl,
                                                int64_t query_time_after_num_entries,
@@ -54,8 +124,69 @@ std::unique_ptr<FilterConfig> MakeFilterConfig(StateType state_type, size_t time
   return config;
 }
 
+rocksdb::DB* DbCore::Handle() const {
+  if (!db) throw std::runtime_error("rocksdb: database is closed");
+  return db.get();
+}
+
+void DbCore::Register(DbResource* r) {
+  std::lock_guard<std::mutex> lock(resources_mu);
+  resources.insert(r);
+}
+
+void DbCore::Unregister(DbResource* r) {
+  std::lock_guard<std::mutex> lock(resources_mu);
+  resources.erase(r);
+}
+
+DbSnapshot::DbSnapshot(std::shared_ptr<DbCore> core) : core_(std::move(core)) {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
+  snapshot_ = core_->Handle()->GetSnapshot();
+  core_->Register(this);
+}
+
+DbSnapshot::~DbSnapshot() {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
+  core_->Unregister(this);
+  if (snapshot_ != nullptr && core_->db) core_->db->ReleaseSnapshot(snapshot_);
+}
+
+void DbSnapshot::Invalidate() {
+  if (snapshot_ != nullptr && core_->db) core_->db->ReleaseSnapshot(snapshot_);
+  snapshot_ = nullptr;
+}
+
+std::pair<uint64_t, uint64_t> DbSnapshot::WriteRecordFile(const std::string& path, const std::string& header_json,
+                                                          bool drop_expired, int64_t ttl, int64_t now) {
+  const rocksdb::Snapshot* snap = nullptr;
+  {
+    std::shared_lock<std::shared_mutex> lock(core_->mu);
+    if (snapshot_ == nullptr) throw std::runtime_error("rocksdb: snapshot used after its database was closed");
+    snap = snapshot_;
+  }
+  Iterator it(core_, std::nullopt, std::nullopt, snap);
+  RecordFileWriter out(path, kKindSnapshot, header_json);
+  uint64_t dropped = 0;
+  size_t chunk = 0;
+  bool more = true;
+  while (more) {
+    chunk = 0;
+    more = it.Visit([&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
+      const std::string_view v(value.data(), value.size());
+      if (drop_expired && IsExpired(TtlTimestamp(v), ttl, now)) {
+        ++dropped;
+      } else {
+        out.Put(std::string_view(key.data(), key.size()), v);
+      }
+      chunk += key.size() + value.size();
+      return chunk < (1u << 20);  // release the lock between chunks: a close may go first
+    });
+  }
+  return {out.Finish(), dropped};
+}
+
 Iterator::Iterator(std::shared_ptr<DbCore> core, std::optional<std::string> lower,
-                   std::optional<std::string> upper)
+                   std::optional<std::string> upper, const rocksdb::Snapshot* snapshot)
     : core_(std::move(core)), lower_(std::move(lower)), upper_(std::move(upper)) {
   rocksdb::ReadOptions ro;
   if (lower_) {
@@ -66,60 +197,75 @@ Iterator::Iterator(std::shared_ptr<DbCore> core, std::optional<std::string> lowe
     upper_slice_ = rocksdb::Slice(*upper_);
     ro.iterate_upper_bound = &upper_slice_;
   }
-  std::unique_lock<std::shared_mutex> lock(core_->mu);
-  if (!core_->db) throw std::runtime_error("rocksdb: database is closed");
-  it_.reset(core_->db->NewIterator(ro));  // pins an implicit snapshot: a point-in-time view
+  ro.snapshot = snapshot;
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
+  it_.reset(core_->Handle()->NewIterator(ro));  // pins an implicit snapshot: a point-in-time view
   if (lower_) it_->Seek(lower_slice_); else it_->SeekToFirst();
-  core_->iterators.insert(this);
+  core_->Register(this);
 }
 
 Iterator::~Iterator() {
-  std::unique_lock<std::shared_mutex> lock(core_->mu);
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
+  core_->Unregister(this);
   it_.reset();
-  core_->iterators.erase(this);
 }
 
+void Iterator::ThrowClosed() { throw std::runtime_error("rocksdb: iterator used after its database was closed"); }
+
 std::vector<Entry> Iterator::NextChunk(size_t max_bytes) {
-  std::shared_lock<std::shared_mutex> lock(core_->mu);
-  if (!it_) throw std::runtime_error("rocksdb: iterator used after its database was closed");
   std::vector<Entry> out;
   size_t bytes = 0;
-  while (it_->Valid() && (out.empty() || bytes < max_bytes)) {
-    out.emplace_back(it_->key().ToString(), it_->value().ToString());
-    bytes += it_->key().size() + it_->value().size();
-    it_->Next();
-  }
-  Check(it_->status(), "iterate");
+  Visit([&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
+    out.emplace_back(key.ToString(), value.ToString());
+    bytes += key.size() + value.size();
+    return bytes < max_bytes;
+  });
   return out;
 }
 
 Db::Db(const std::string& path, const DbOptions& o) {
   // Options, explicitly: leveled compaction on block-based tables (so periodic compaction
-  // and the filter behave as documented for Flink), lz4 for blocks, a modest write buffer.
-  rocksdb::Options options;
-  options.create_if_missing = true;
-  options.compaction_style = rocksdb::kCompactionStyleLevel;
-  options.compression = rocksdb::kLZ4Compression;
-  options.write_buffer_size = 32 << 20;
-  options.max_background_jobs = 2;
-  options.max_open_files = -1;
+  // and the filter behave as documented for Flink), lz4 for blocks, Bloom filters so a read
+  // of an absent key rarely touches a data block, the process-wide block cache and
+  // write-buffer budget, a bounded number of open files per DB.
+  auto& memory = Memory();
+  std::shared_ptr<rocksdb::Cache> cache;
+  {
+    std::lock_guard<std::mutex> lock(memory.mu);
+    memory.EnsureCreated();
+    cache = memory.cache;
+    options_.write_buffer_manager = memory.write_buffers;
+  }
+  options_.create_if_missing = true;
+  options_.compaction_style = rocksdb::kCompactionStyleLevel;
+  options_.compression = rocksdb::kLZ4Compression;
+  options_.write_buffer_size = 32 << 20;
+  options_.max_write_buffer_number = 3;
+  options_.max_background_jobs = 2;
+  options_.max_open_files = 64;
+  options_.info_log = std::make_shared<NullLogger>();
+  options_.keep_log_file_num = 1;
   rocksdb::BlockBasedTableOptions table;
   table.block_size = 16 * 1024;
-  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  table.block_cache = cache;
+  table.cache_index_and_filter_blocks = true;
+  table.pin_l0_filter_and_index_blocks_in_cache = true;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  options_.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   if (o.state_type == StateType::kList) {
-    options.merge_operator = std::make_shared<ListAppendOperator>(o.variable_length_list ? "" : ",");
+    options_.merge_operator = std::make_shared<ListAppendOperator>(o.variable_length_list ? "" : ",");
   }
   if (o.wall_clock) time_->UseWallClock();
   if (o.ttl > 0) {
     auto holder = std::make_shared<ConfigHolder>();
     holder->Configure(MakeFilterConfig(o.state_type, o.timestamp_offset, o.ttl, o.query_time_after_num_entries,
                                        o.fixed_element_length, o.variable_length_list));
-    options.compaction_filter_factory = std::make_shared<TtlCompactionFilterFactory>(holder, time_, counters_);
-    options.periodic_compaction_seconds = o.periodic_compaction_seconds;  // 0 = off
+    options_.compaction_filter_factory = std::make_shared<TtlCompactionFilterFactory>(holder, time_, counters_);
+    options_.periodic_compaction_seconds = o.periodic_compaction_seconds;  // 0 = off
     has_filter_ = true;
   }
   rocksdb::DB* raw = nullptr;
-  Check(rocksdb::DB::Open(options, path, &raw), "open");
+  CheckStatus(rocksdb::DB::Open(options_, path, &raw), "open");
   core_->db.reset(raw);
 }
 
@@ -127,24 +273,22 @@ Db::~Db() { Close(); }
 
 void Db::Close() {
   std::unique_lock<std::shared_mutex> lock(core_->mu);
-  for (Iterator* it : core_->iterators) it->Invalidate();
+  {
+    std::lock_guard<std::mutex> resources(core_->resources_mu);
+    for (DbResource* r : core_->resources) r->Invalidate();
+  }
   if (core_->db) {
     core_->db->Close().PermitUncheckedError();
     core_->db.reset();
   }
 }
 
-rocksdb::DB* Db::Handle() {
-  if (!core_->db) throw std::runtime_error("rocksdb: database is closed");
-  return core_->db.get();
-}
-
 std::optional<std::string> Db::Get(const std::string& key) {
   std::shared_lock<std::shared_mutex> lock(core_->mu);
   std::string value;
-  const auto s = Handle()->Get(rocksdb::ReadOptions(), key, &value);
+  const auto s = core_->Handle()->Get(rocksdb::ReadOptions(), key, &value);
   if (s.IsNotFound()) return std::nullopt;
-  Check(s, "get");
+  CheckStatus(s, "get");
   return value;
 }
 
@@ -152,11 +296,11 @@ std::vector<std::optional<std::string>> Db::MultiGet(const std::vector<std::stri
   std::shared_lock<std::shared_mutex> lock(core_->mu);
   std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
   std::vector<std::string> values;
-  const auto statuses = Handle()->MultiGet(rocksdb::ReadOptions(), slices, &values);
+  const auto statuses = core_->Handle()->MultiGet(rocksdb::ReadOptions(), slices, &values);
   std::vector<std::optional<std::string>> out(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     if (statuses[i].IsNotFound()) continue;
-    Check(statuses[i], "multi_get");
+    CheckStatus(statuses[i], "multi_get");
     out[i] = std::move(values[i]);
   }
   return out;
@@ -165,50 +309,127 @@ std::vector<std::optional<std::string>> Db::MultiGet(const std::vector<std::stri
 void Db::Write(const std::vector<std::pair<std::string, std::optional<std::string>>>& ops) {
   rocksdb::WriteBatch batch;
   for (const auto& [key, value] : ops) {
-    if (value) Check(batch.Put(key, *value), "put"); else Check(batch.Delete(key), "delete");
+    if (value) CheckStatus(batch.Put(key, *value), "put"); else CheckStatus(batch.Delete(key), "delete");
   }
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;  // the local DB is a cache; durability comes from the checkpoint
   std::shared_lock<std::shared_mutex> lock(core_->mu);
-  Check(Handle()->Write(wo, &batch), "write");
+  CheckStatus(core_->Handle()->Write(wo, &batch), "write");
 }
 
 void Db::Merge(const std::string& key, const std::string& value) {
   std::shared_lock<std::shared_mutex> lock(core_->mu);
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;
-  Check(Handle()->Merge(wo, key, value), "merge");
+  CheckStatus(core_->Handle()->Merge(wo, key, value), "merge");
 }
 
 std::unique_ptr<Iterator> Db::NewIterator(std::optional<std::string> lower, std::optional<std::string> upper) {
   return std::make_unique<Iterator>(core_, std::move(lower), std::move(upper));
 }
 
+std::unique_ptr<DbSnapshot> Db::NewSnapshot() { return std::make_unique<DbSnapshot>(core_); }
+
+uint64_t Db::IngestSnapshotFile(const std::string& path, const std::string& sst_path) {
+  RecordFileReader in(path);
+  uint8_t op = 0;
+  std::string_view key;
+  std::string_view value;
+  uint64_t count = 0;
+  {
+    rocksdb::SstFileWriter sst(rocksdb::EnvOptions(), options_);
+    CheckStatus(sst.Open(sst_path), "sst open");
+    std::string previous;
+    while (in.Next(&op, &key, &value)) {
+      if (op != kRecordPut) throw std::runtime_error("checkpoint file " + path + " is corrupt (a delete in a snapshot)");
+      if (count > 0 && std::string_view(previous) >= key) {
+        throw std::runtime_error("checkpoint file " + path + " is corrupt (snapshot keys out of order)");
+      }
+      CheckStatus(sst.Put(rocksdb::Slice(key.data(), key.size()), rocksdb::Slice(value.data(), value.size())),
+                  "sst put");
+      previous.assign(key.data(), key.size());
+      ++count;
+    }
+    if (count == 0) return 0;  // an empty SST cannot be finished; the DB stays empty
+    CheckStatus(sst.Finish(), "sst finish");
+  }
+  rocksdb::IngestExternalFileOptions ingest;
+  ingest.move_files = true;
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
+  CheckStatus(core_->Handle()->IngestExternalFile({sst_path}, ingest), "ingest");
+  return count;
+}
+
+std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path) {
+  RecordFileReader in(path);
+  uint8_t op = 0;
+  std::string_view key;
+  std::string_view value;
+  uint64_t count = 0;
+  int64_t delta = 0;
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  rocksdb::WriteBatch batch;
+  std::unordered_map<std::string, bool> in_batch;  // key -> exists after the batch so far
+  auto flush = [&]() {
+    std::shared_lock<std::shared_mutex> lock(core_->mu);
+    CheckStatus(core_->Handle()->Write(wo, &batch), "write");
+    batch.Clear();
+    in_batch.clear();
+  };
+  std::string existing;
+  while (in.Next(&op, &key, &value)) {
+    std::string k(key);
+    bool existed = false;
+    const auto seen = in_batch.find(k);
+    if (seen != in_batch.end()) {
+      existed = seen->second;
+    } else {
+      std::shared_lock<std::shared_mutex> lock(core_->mu);
+      const auto s = core_->Handle()->Get(rocksdb::ReadOptions(), k, &existing);
+      if (!s.IsNotFound()) CheckStatus(s, "get");
+      existed = s.ok();
+    }
+    if (op == kRecordPut) {
+      CheckStatus(batch.Put(k, rocksdb::Slice(value.data(), value.size())), "put");
+      if (!existed) ++delta;
+    } else {
+      CheckStatus(batch.Delete(k), "delete");
+      if (existed) --delta;
+    }
+    in_batch[std::move(k)] = op == kRecordPut;
+    ++count;
+    if (batch.GetDataSize() >= kApplyChunkBytes) flush();
+  }
+  if (batch.Count() > 0) flush();
+  return {count, delta};
+}
+
 void Db::CompactAll() {
   std::shared_lock<std::shared_mutex> lock(core_->mu);
   rocksdb::CompactRangeOptions cro;
   cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-  Check(Handle()->CompactRange(cro, nullptr, nullptr), "compact_range");
+  CheckStatus(core_->Handle()->CompactRange(cro, nullptr, nullptr), "compact_range");
 }
 
 void Db::Flush() {
   std::shared_lock<std::shared_mutex> lock(core_->mu);
-  Check(Handle()->Flush(rocksdb::FlushOptions()), "flush");
+  CheckStatus(core_->Handle()->Flush(rocksdb::FlushOptions()), "flush");
 }
 
 uint64_t Db::IntProperty(const std::string& name) {
   std::shared_lock<std::shared_mutex> lock(core_->mu);
   uint64_t v = 0;
-  if (!Handle()->GetIntProperty(name, &v)) throw std::runtime_error("rocksdb: unknown property " + name);
+  if (!core_->Handle()->GetIntProperty(name, &v)) throw std::runtime_error("rocksdb: unknown property " + name);
   return v;
 }
 
 uint64_t Db::CountKeys() {
   std::shared_lock<std::shared_mutex> lock(core_->mu);
-  std::unique_ptr<rocksdb::Iterator> it(Handle()->NewIterator(rocksdb::ReadOptions()));
+  std::unique_ptr<rocksdb::Iterator> it(core_->Handle()->NewIterator(rocksdb::ReadOptions()));
   uint64_t n = 0;
   for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
-  Check(it->status(), "count");
+  CheckStatus(it->status(), "count");
   return n;
 }
 

@@ -1,4 +1,6 @@
 """Crash points for tests: kill this process with SIGKILL at a named point, once (or stall there).
+(And, in-process only, `on_point`: run a test's function there, e.g. to act while a snapshot
+is being written.)
 
 It exists so that tests can crash a state server worker at moments no outside signal can hit
 reliably, e.g. in the middle of a commit: after the changelog was written locally but before
@@ -25,10 +27,11 @@ import os
 import re
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 ENV = "TTLSTATE_FAULTS"
-POINTS = ("commit-before-upload", "commit-after-upload")
+POINTS = ("commit-before-upload", "commit-after-upload", "snapshot-before-write")
 
 
 _ACTION = re.compile(r"^(busy|idle)=(\d+)$")
@@ -55,10 +58,24 @@ def _parse(spec: str) -> dict[str, Fault]:
 
 
 _ARMED = _parse(os.environ.get(ENV, ""))
+_HOOKS: dict[str, Callable[[], None]] = {}
+
+
+def on_point(point: str, fn: Callable[[], None] | None) -> None:
+    """In-process tests: call `fn` whenever execution reaches `point` (None: stop)."""
+    if point not in POINTS:
+        raise ValueError(f"unknown point {point!r}; known: {POINTS}")
+    if fn is None:
+        _HOOKS.pop(point, None)
+    else:
+        _HOOKS[point] = fn
 
 
 def crash_point(point: str) -> None:
     """SIGKILL this process here (or stall) if `point` is configured and its marker does not exist yet."""
+    hook = _HOOKS.get(point)
+    if hook is not None:
+        hook()
     fault = _ARMED.get(point)
     if fault is None:
         return

@@ -19,6 +19,12 @@ from ttlstate.server import protocol as P
 from ttlstate.server.client import Client, ServerError
 
 CONFS = {K.ENGINE.key: "rocksdict", K.TTL.key: "100ms"}
+
+
+@pytest.fixture(params=["native", "rocksdict"])
+def confs(request) -> dict[str, str]:  # noqa: ANN001
+    """The data path on both data planes: native answers per-entry requests without Python."""
+    return {K.ENGINE.key: request.param, K.TTL.key: "100ms"}
 INFO = {"operatorId": 0, "partitionId": 0, "storeName": "default", "storeId": "op=0,part=0"}
 
 
@@ -43,11 +49,11 @@ def _children(proc: subprocess.Popen) -> list[psutil.Process]:
     return psutil.Process(proc.pid).children(recursive=True)
 
 
-def test_store_round_trip_with_callbacks_and_ttl(server) -> None:  # noqa: ANN001
+def test_store_round_trip_with_callbacks_and_ttl(server, confs) -> None:  # noqa: ANN001
     _proc, sockets, tmp = server
     c = Client(sockets[0])
     assert c.hello() == P.PROTOCOL_VERSION
-    h = c.open("k1", CONFS, INFO, os.path.join(tmp, "ck"))
+    h = c.open("k1", confs, INFO, os.path.join(tmp, "ck"))
     c.load(h, 0, 1000)
     c.writes(h, [(b"a", b"1"), (b"b", b"2"), (b"c", b"3"), (b"b", None)])
     assert c.get(h, b"a") == b"1" and c.get(h, b"b") is None
@@ -60,13 +66,13 @@ def test_store_round_trip_with_callbacks_and_ttl(server) -> None:  # noqa: ANN00
     assert c.get(h, b"a") is None
 
 
-def test_key_scan_and_lineage_for_the_shims_key_filter(server) -> None:  # noqa: ANN001
+def test_key_scan_and_lineage_for_the_shims_key_filter(server, confs) -> None:  # noqa: ANN001
     """OP_KEYS lists every stored key (expired ones too: a filter may hold more, never less);
     the lineage stays while the local DB only advances by commits, and changes when rebuilt."""
     _proc, sockets, tmp = server
     c = Client(sockets[0])
     c.hello()
-    h = c.open("keys", CONFS, INFO, os.path.join(tmp, "ck-keys"))
+    h = c.open("keys", confs, INFO, os.path.join(tmp, "ck-keys"))
     assert c.key_filter_allowed
     lineage, n = c.load(h, 0, 1000)
     assert n == 0 and c.keys(h) == []
@@ -80,12 +86,12 @@ def test_key_scan_and_lineage_for_the_shims_key_filter(server) -> None:  # noqa:
     assert c.keys(h) == sorted([k for k, _ in many] + [b"late"])
     rebuilt, _ = c.load(h, 1, 5000)  # an older version: rebuilt from the checkpoint
     assert rebuilt != lineage
-    per_record = dict(CONFS, **{K.INCREMENTAL_PER_RECORD.key: "true"})
+    per_record = dict(confs, **{K.INCREMENTAL_PER_RECORD.key: "true"})
     c.open("keys-per-record", per_record, INFO, os.path.join(tmp, "ck-keys2"))
     assert not c.key_filter_allowed
 
 
-def test_large_scan_streams_in_chunks(server) -> None:  # noqa: ANN001
+def test_large_scan_streams_in_chunks(server, confs) -> None:  # noqa: ANN001
     _proc, sockets, tmp = server
     c = Client(sockets[1])
     c.hello()
@@ -98,11 +104,11 @@ def test_large_scan_streams_in_chunks(server) -> None:  # noqa: ANN001
     assert c.round_trips - before > 1  # 1.5 MB does not fit one chunk
 
 
-def test_errors_name_store_and_version(server) -> None:  # noqa: ANN001
+def test_errors_name_store_and_version(server, confs) -> None:  # noqa: ANN001
     _proc, sockets, tmp = server
     c = Client(sockets[0])
     c.hello()
-    h = c.open("k3", CONFS, INFO, os.path.join(tmp, "ck3"))
+    h = c.open("k3", confs, INFO, os.path.join(tmp, "ck3"))
     with pytest.raises(ServerError, match="op=0,part=0.*version 4.*does not exist") as e:
         c.load(h, 4, 0)
     assert e.value.code == P.ERR_VERSION_NOT_FOUND
@@ -111,11 +117,11 @@ def test_errors_name_store_and_version(server) -> None:  # noqa: ANN001
     assert bad_conf.value.code == P.ERR_CONF and K.TTL.key in bad_conf.value.message
 
 
-def test_pipelined_write_error_surfaces_at_next_sync_call(server) -> None:  # noqa: ANN001
+def test_pipelined_write_error_surfaces_at_next_sync_call(server, confs) -> None:  # noqa: ANN001
     _proc, sockets, tmp = server
     c = Client(sockets[0])
     c.hello()
-    h = c.open("k5", CONFS, INFO, os.path.join(tmp, "ck5"))
+    h = c.open("k5", confs, INFO, os.path.join(tmp, "ck5"))
     c.load(h, 0, 0, read_only=True)
     c.writes(h, [(b"x", b"1")])  # a put on a read-only store: no reply now
     with pytest.raises(ServerError, match="earlier pipelined write failed.*read-only"):
@@ -168,7 +174,7 @@ def test_supervisor_exits_when_a_worker_dies(tmp_path) -> None:  # noqa: ANN001
     assert not alive
 
 
-def test_multi_megabyte_keys_and_values_cross_the_bridge(server) -> None:  # noqa: ANN001
+def test_multi_megabyte_keys_and_values_cross_the_bridge(server, confs) -> None:  # noqa: ANN001
     _proc, sockets, tmp = server
     c = Client(sockets[0])
     c.hello()

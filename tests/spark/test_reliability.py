@@ -15,6 +15,9 @@ from pyspark.sql import functions as F
 
 from tests.spark.harness import ROCKSDB, TTLSTATE, Run, our_server_processes, poll_until, run_steps, session
 from tests.unit.test_conf import BAD
+from ttlstate.checkpoint.record_file import KIND_CHANGELOG, verify_record_file
+from ttlstate.cli.inspect_checkpoint import main as inspect_main
+from ttlstate.cli.inspect_checkpoint import query_id_of
 from ttlstate.config import keys as K
 
 pytestmark = pytest.mark.spark
@@ -99,7 +102,8 @@ def _flip_a_byte(path: str) -> None:
         f.write(bytes([b[0] ^ 0xFF]))
 
 
-@pytest.mark.parametrize("damage", ["truncated-changelog", "missing-changelog", "corrupt-snapshot"])
+@pytest.mark.parametrize("damage", ["truncated-changelog", "missing-changelog", "corrupt-snapshot",
+                                    "other-partitions-changelog", "older-versions-changelog"])
 def test_damaged_checkpoint_fails_the_query_naming_file_version_and_store(
         spark: SparkSession, checkpoint_to_damage: Run, damage: str) -> None:
     """A copy of the checkpoint is damaged, and the query restarted on it: new providers load
@@ -115,8 +119,14 @@ def test_damaged_checkpoint_fails_the_query_naming_file_version_and_store(
     else:
         for name in _snapshots(run):  # without snapshots, version 3 is rebuilt from changelogs 1-3
             os.unlink(os.path.join(store, name))
-        victim = "2.changelog"
-        (_truncate if damage == "truncated-changelog" else os.unlink)(os.path.join(store, victim))
+        if damage.endswith("s-changelog"):  # a valid file, but another store's or version's
+            victim = "3.changelog"
+            source = (os.path.join(run.checkpoint, "state", "0", "1", victim)
+                      if damage.startswith("other-partition") else os.path.join(store, "2.changelog"))
+            shutil.copy(source, os.path.join(store, victim))
+        else:
+            victim = "2.changelog"
+            (_truncate if damage == "truncated-changelog" else os.unlink)(os.path.join(store, victim))
     run.start()
     try:
         with pytest.raises(StreamingQueryException) as e:
@@ -126,6 +136,13 @@ def test_damaged_checkpoint_fails_the_query_naming_file_version_and_store(
     msg = str(e.value)
     assert victim in msg and "version 3" in msg and "operator 0, partition 0" in msg, msg
     assert 3 not in run.outputs
+    if damage.endswith("s-changelog"):  # names what the file is and what was expected
+        claimed = "store op=0,part=1,store=default" if damage.startswith("other") else "version 2 of store"
+        assert claimed in msg and "changelog of version 3 of store op=0,part=0" in msg, msg
+        assert inspect_main([run.checkpoint]) == 1  # inspect lists it as misplaced
+        # Files carry the query's id (from <checkpoint>/metadata), so another query's file is refused too.
+        header = verify_record_file(os.path.join(store, "1.changelog"), KIND_CHANGELOG)
+        assert header.query_id is not None and header.query_id == query_id_of(run.checkpoint)
 
 
 def test_every_bad_conf_value_fails_the_query_at_start(spark: SparkSession) -> None:

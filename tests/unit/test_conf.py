@@ -15,7 +15,8 @@ BAD = {
     K.FILTER_ENABLED: "yesno", K.FILTER_QUERY_TIME_AFTER: "many", K.FILTER_PERIODIC_COMPACTION: "1x",
     K.FILTER_COMPACT_EVERY: "-3",
     K.ENGINE: "leveldb", K.SNAPSHOT_INTERVAL: "0", K.WORKERS: "-2", K.WRITE_BATCH_SIZE: "10",
-    K.KEY_FILTER_MAX_KEYS: "lots", K.REQUEST_TIMEOUT: "500ms",
+    K.KEY_FILTER_MAX_KEYS: "lots", K.MEMORY_MAX_BYTES: "1m", K.MEMORY_WRITE_BUFFER_RATIO: "1.5",
+    K.REQUEST_TIMEOUT: "500ms",
 }
 
 
@@ -30,6 +31,12 @@ def test_bad_values_name_key_value_and_allowed(key: K.ConfKey) -> None:
 def test_every_validated_key_has_a_bad_value_case() -> None:
     not_validated = {K.PYTHON, K.OPERATOR_TTL}  # free-form path; pattern key tested below
     assert set(K.ALL_KEYS) - not_validated == set(BAD)
+
+
+@pytest.mark.parametrize(("text", "n"), [("64m", 64 << 20), ("2g", 2 << 30), ("20000000", 20_000_000),
+                                        (" 512 MB ", 512 << 20)])
+def test_sizes(text: str, n: int) -> None:
+    assert store_config_from_confs({K.MEMORY_MAX_BYTES.key: text}).memory.max_bytes == n
 
 
 @pytest.mark.parametrize(("text", "ms"), [

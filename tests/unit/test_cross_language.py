@@ -29,6 +29,16 @@ def test_protocol_constants_match(scala: dict) -> None:
     assert scala["protocol"] == P.constants()
 
 
+def test_native_protocol_constants_match() -> None:
+    """The native data plane parses and answers frames itself: its constants are Python's."""
+    from ttlstate import _native
+    from ttlstate.checkpoint.record_file import FORMAT_VERSION
+
+    native = _native.protocol_constants()
+    assert native and native == {k: P.constants()[k] for k in native}
+    assert _native.RECORD_FORMAT_VERSION == FORMAT_VERSION
+
+
 def test_conf_keys_match(scala: dict) -> None:
     assert scala["confPrefix"] == K.PREFIX
     assert scala["confSuffixes"] == [k.suffix for k in K.ALL_KEYS]

@@ -1,12 +1,14 @@
-// A RocksDB instance with the TTL compaction filter: what the Python engine needs, no more.
+// A RocksDB instance with the TTL compaction filter, and the engine-level operations the data
+// plane needs: point reads, atomic batches, range iteration, consistent snapshots written as
+// record files, bulk-loaded restores and natively applied changelogs.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,28 +31,90 @@ struct DbOptions {
   bool wall_clock = false;
 };
 
-using Entry = std::pair<std::string, std::string>;
-class Iterator;
+// One block cache and one write-buffer budget for every DB of the process (a state server
+// worker), as Spark's RocksDB provider bounds memory per executor: memtables are charged to
+// the cache, so their sum plus cached blocks stays under `total_bytes`.
+struct MemoryBudget {
+  size_t total_bytes;
+  double write_buffer_ratio;
+};
+// Applies to DBs opened afterwards; the first call (or the default) fixes the shared objects.
+void ConfigureMemory(const MemoryBudget& budget);
+MemoryBudget CurrentMemory();
+uint64_t SharedBlockCacheUsage();
+uint64_t SharedWriteBufferUsage();
 
-// What a Db and its iterators share: closing the DB first invalidates every live iterator,
-// so a Python iterator that outlives `close()` fails cleanly instead of crashing RocksDB.
-struct DbCore {
-  std::shared_mutex mu;  // shared: operations; exclusive: close and iterator (un)registration
-  std::unique_ptr<rocksdb::DB> db;
-  std::set<Iterator*> iterators;
+using Entry = std::pair<std::string, std::string>;
+
+// Something a Db must invalidate before it closes (iterators, snapshots).
+class DbResource {
+ public:
+  virtual ~DbResource() = default;
+  virtual void Invalidate() = 0;  // called by Db::Close with DbCore::mu held exclusively
 };
 
-class Iterator {
+// What a Db and its iterators and snapshots share: closing the DB first invalidates each of
+// them, so one that outlives `close()` fails cleanly instead of crashing RocksDB.
+struct DbCore {
+  std::shared_mutex mu;  // shared: every use of `db`; exclusive: close
+  std::unique_ptr<rocksdb::DB> db;
+  std::mutex resources_mu;
+  std::set<DbResource*> resources;
+  rocksdb::DB* Handle() const;  // requires mu held; throws if closed
+  void Register(DbResource* r);
+  void Unregister(DbResource* r);
+};
+
+void CheckStatus(const rocksdb::Status& s, const char* what);
+
+// A pinned, consistent view of the DB (RocksDB snapshot).
+class DbSnapshot : public DbResource {
  public:
-  Iterator(std::shared_ptr<DbCore> core, std::optional<std::string> lower, std::optional<std::string> upper);
-  ~Iterator();
+  explicit DbSnapshot(std::shared_ptr<DbCore> core);
+  ~DbSnapshot() override;
+  DbSnapshot(const DbSnapshot&) = delete;
+  DbSnapshot& operator=(const DbSnapshot&) = delete;
+  void Invalidate() override;
+  const rocksdb::Snapshot* get() const { return snapshot_; }
+  const std::shared_ptr<DbCore>& core() const { return core_; }
+  // Writes the view as a snapshot record file (sorted puts), leaving out entries expired at
+  // `now` when `drop_expired`. Holds no lock longer than one chunk. Returns (written, dropped).
+  std::pair<uint64_t, uint64_t> WriteRecordFile(const std::string& path, const std::string& header_json,
+                                                bool drop_expired, int64_t ttl, int64_t now);
+
+ private:
+  std::shared_ptr<DbCore> core_;
+  const rocksdb::Snapshot* snapshot_ = nullptr;
+};
+
+// Ascending entries of [lower, upper) as of its creation (or of `snapshot`).
+class Iterator : public DbResource {
+ public:
+  Iterator(std::shared_ptr<DbCore> core, std::optional<std::string> lower, std::optional<std::string> upper,
+           const rocksdb::Snapshot* snapshot = nullptr);
+  ~Iterator() override;
   Iterator(const Iterator&) = delete;
   Iterator& operator=(const Iterator&) = delete;
   // Up to `max_bytes` of entries (at least one if any remain); empty when exhausted.
   std::vector<Entry> NextChunk(size_t max_bytes);
-  void Invalidate() { it_.reset(); }  // called by Db::Close with core->mu held
+  // Calls visit(key, value) per entry, holding the DB's shared lock, until visit returns false
+  // (that entry counts as consumed) or the range ends. True if entries remain.
+  template <typename Visitor>
+  bool Visit(Visitor&& visit) {
+    std::shared_lock<std::shared_mutex> lock(core_->mu);
+    if (!it_) ThrowClosed();
+    while (it_->Valid()) {
+      const bool go_on = visit(it_->key(), it_->value());
+      it_->Next();
+      if (!go_on) break;
+    }
+    CheckStatus(it_->status(), "iterate");
+    return it_->Valid();
+  }
+  void Invalidate() override { it_.reset(); }
 
  private:
+  [[noreturn]] static void ThrowClosed();
   std::shared_ptr<DbCore> core_;
   std::optional<std::string> lower_;
   std::optional<std::string> upper_;
@@ -72,6 +136,12 @@ class Db {
   void Write(const std::vector<std::pair<std::string, std::optional<std::string>>>& ops);
   void Merge(const std::string& key, const std::string& value);
   std::unique_ptr<Iterator> NewIterator(std::optional<std::string> lower, std::optional<std::string> upper);
+  std::unique_ptr<DbSnapshot> NewSnapshot();
+  // Restores: a snapshot record file (sorted puts) bulk-loaded through an SST file into this
+  // (empty) DB; returns the records loaded. A changelog applied in atomic chunks; returns
+  // (records, change in the number of keys).
+  uint64_t IngestSnapshotFile(const std::string& path, const std::string& sst_path);
+  std::pair<uint64_t, int64_t> ApplyChangelogFile(const std::string& path);
   void CompactAll();
   void Flush();
   uint64_t IntProperty(const std::string& name);
@@ -79,13 +149,14 @@ class Db {
   void SetTime(int64_t now_ms) { time_->Set(now_ms); }
   const FilterCounters& Counters() const { return *counters_; }
   bool HasFilter() const { return has_filter_; }
+  const std::shared_ptr<DbCore>& core() const { return core_; }
   void Close();
 
  private:
-  rocksdb::DB* Handle();  // requires core_->mu held (shared or exclusive)
   std::shared_ptr<TimeSource> time_ = std::make_shared<TimeSource>();
   std::shared_ptr<FilterCounters> counters_ = std::make_shared<FilterCounters>();
   std::shared_ptr<DbCore> core_ = std::make_shared<DbCore>();
+  rocksdb::Options options_;
   bool has_filter_ = false;
 };
 

@@ -24,6 +24,9 @@ class CheckpointLocation(Protocol):
 
     def delete(self, names: list[str]) -> None: ...
 
+    def describe(self, name: str) -> str:
+        """The file's full path or URI, for error messages."""
+
 
 class LocalCheckpointLocation:
     def __init__(self, directory: str) -> None:
@@ -52,6 +55,9 @@ class LocalCheckpointLocation:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
+
+    def describe(self, name: str) -> str:
+        return os.path.abspath(os.path.join(self.directory, name))
 
     def delete(self, names: list[str]) -> None:
         for name in names:

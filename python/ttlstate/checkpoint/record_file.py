@@ -7,8 +7,11 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
     format    u16 BE    FORMAT_VERSION
     hdr_len   u32 BE    then hdr_len bytes of UTF-8 JSON:
                         {"store": id, "version": v, "batchTimeMs": t or null,
-                         "ttlMs": ttl or null, "codec": "zstd"}
-                        (ttlMs records the TTL in force, for `ttlstate inspect`)
+                         "ttlMs": ttl or null, "codec": "zstd", "query": id or null}
+                        (ttlMs records the TTL in force, for `ttlstate inspect`; store,
+                        version and query bind the file to its place: see identity.py.
+                        Readers ignore keys they do not know, so a key may be added
+                        without a format change)
     body      zstd frame of records; a record is
                         op u8 (1 put, 2 delete) | key_len u32 BE | key
                         | (put only) value_len u32 BE | value
@@ -58,6 +61,7 @@ class RecordFileHeader:
     batch_time_ms: int | None
     record_count: int
     ttl_ms: int | None = None
+    query_id: str | None = None
 
 
 class _CrcWriter:
@@ -74,10 +78,10 @@ class _CrcWriter:
 
 def write_record_file(path: str, kind: bytes, store_id: str, version: int,
                       batch_time_ms: int | None,
-                      records: Iterable[tuple[bytes, bytes | None]], ttl_ms: int | None = None) -> int:
+                      records: Iterable[tuple[bytes, bytes | None]], ttl_ms: int | None = None,
+                      query_id: str | None = None) -> int:
     """Write records ((key, value) puts, (key, None) deletes); returns the record count."""
-    header = json.dumps({"store": store_id, "version": version, "batchTimeMs": batch_time_ms,
-                         "ttlMs": ttl_ms, "codec": "zstd"}).encode()
+    header = header_json(store_id, version, batch_time_ms, ttl_ms, query_id)
     count = 0
     with open(path, "wb") as raw:
         out = _CrcWriter(raw)
@@ -106,6 +110,16 @@ def write_record_file(path: str, kind: bytes, store_id: str, version: int,
         raw.flush()
         os.fsync(raw.fileno())
     return count
+
+
+def header_json(store_id: str, version: int, batch_time_ms: int | None, ttl_ms: int | None,
+                query_id: str | None) -> bytes:
+    """The header's JSON (the native writer is handed these bytes, so the layout lives here)."""
+    meta: dict[str, object] = {"store": store_id, "version": version, "batchTimeMs": batch_time_ms,
+                               "ttlMs": ttl_ms, "codec": "zstd"}
+    if query_id is not None:
+        meta["query"] = query_id
+    return json.dumps(meta).encode()
 
 
 def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
@@ -145,7 +159,7 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
     try:
         meta = json.loads(head[_PREFIX.size:])
         return RecordFileHeader(kind, str(meta["store"]), int(meta["version"]),
-                                meta.get("batchTimeMs"), count, meta.get("ttlMs"))
+                                meta.get("batchTimeMs"), count, meta.get("ttlMs"), meta.get("query"))
     except (ValueError, KeyError, TypeError) as e:
         raise RecordFileError(f"has a bad header ({e})") from None
 

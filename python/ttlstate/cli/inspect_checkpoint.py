@@ -16,8 +16,15 @@ import time
 from dataclasses import asdict, dataclass
 
 from ttlstate.checkpoint import names
+from ttlstate.checkpoint.errors import CheckpointError
+from ttlstate.checkpoint.identity import FileIdentity, store_label
 from ttlstate.checkpoint.location import LocalCheckpointLocation
-from ttlstate.checkpoint.record_file import KIND_CHANGELOG, KIND_SNAPSHOT, verify_record_file
+from ttlstate.checkpoint.record_file import (
+    KIND_CHANGELOG,
+    KIND_SNAPSHOT,
+    RecordFileError,
+    verify_record_file,
+)
 from ttlstate.config.keys import EngineKind
 from ttlstate.config.store_config import StoreConfig, TtlConfig
 from ttlstate.store.provider import StoreProvider
@@ -40,11 +47,12 @@ class StoreReport:
     changelogs: list[int]
     bytes: int
     latest_version: int
-    rows: int
+    rows: int | None
     expired_rows: int | None
     ttl_ms: int | None
     oldest_access_ms: int | None
     newest_access_ms: int | None
+    problems: list[str]  # misplaced or damaged files, or why the latest version cannot be rebuilt
 
 
 def find_store_dirs(checkpoint: str) -> list[tuple[str, str, str, str]]:
@@ -75,29 +83,58 @@ def find_store_dirs(checkpoint: str) -> list[tuple[str, str, str, str]]:
     return sorted(found)
 
 
-def _ttl_from_files(directory: str, files: list[names.CheckpointFile]) -> int | None:
-    for f in reversed(files):
-        header = verify_record_file(os.path.join(directory, f.name),
-                                    KIND_SNAPSHOT if f.kind == names.SNAPSHOT else KIND_CHANGELOG)
-        return header.ttl_ms
-    return None
+def query_id_of(checkpoint: str) -> str | None:
+    """The query id Spark keeps in `<checkpoint>/metadata` (None if there is none)."""
+    if os.path.basename(os.path.normpath(checkpoint)) == "state":
+        checkpoint = os.path.dirname(os.path.normpath(checkpoint))
+    try:
+        with open(os.path.join(checkpoint, "metadata")) as f:
+            return str(json.loads(f.readline())["id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def check_files(directory: str, files: list[names.CheckpointFile], store_id: str,
+                query_id: str | None) -> tuple[list[str], int | None]:
+    """Problems of each file (damaged, or another store's, query's or version's) and the TTL
+    recorded in the newest good file."""
+    problems: list[str] = []
+    ttl: int | None = None
+    for f in files:
+        kind = KIND_SNAPSHOT if f.kind == names.SNAPSHOT else KIND_CHANGELOG
+        path = os.path.join(directory, f.name)
+        try:
+            header = verify_record_file(path, kind)
+        except RecordFileError as e:
+            problems.append(f"{path} {e}")
+            continue
+        wrong = FileIdentity(store_id, kind, f.version, query_id).mismatch(FileIdentity.of(header))
+        if wrong:
+            problems.append(f"{path} is misplaced: it {wrong}")
+        else:
+            ttl = header.ttl_ms
+    return problems, ttl
 
 
 def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
-                  ttl_ms: int | None) -> StoreReport:
+                  ttl_ms: int | None, query_id: str | None = None) -> StoreReport:
     files = names.parse_all(os.listdir(directory))
     latest = max(f.version for f in files)
-    ttl = ttl_ms if ttl_ms is not None else _ttl_from_files(directory, files)
+    store_id = store_label(op, part, store)
+    problems, recorded_ttl = check_files(directory, files, store_id, query_id)
+    ttl = ttl_ms if ttl_ms is not None else recorded_ttl
+    rows: int | None = None
+    expired = 0
+    oldest = newest = None
     tmp = tempfile.mkdtemp(prefix="ttlstate-inspect-")
     try:
         # TTL off for the rebuild: we want every stored row, and count expiry ourselves.
         cfg = StoreConfig(ttl=TtlConfig(), engine=EngineKind.ROCKSDICT)
-        p = StoreProvider(f"{op}/{part}/{store}", tmp, LocalCheckpointLocation(directory), cfg,
-                          ManualClock(at_ms))
+        p = StoreProvider(store_id, tmp, LocalCheckpointLocation(directory), cfg,
+                          ManualClock(at_ms), query_id=query_id)
         try:
             p.get_store(latest, read_only=True).release()
-            rows = expired = 0
-            oldest = newest = None
+            rows = 0
             for _key, raw in p.engine.iterate():
                 rows += 1
                 ts = ttl_value.timestamp(raw)
@@ -105,6 +142,8 @@ def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
                 newest = ts if newest is None else max(newest, ts)
                 if ttl is not None and is_expired(ts, ttl, at_ms):
                     expired += 1
+        except CheckpointError as e:
+            problems.append(f"version {latest} cannot be rebuilt: {e}")
         finally:
             p.close()
     finally:
@@ -114,7 +153,8 @@ def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
         [f.version for f in files if f.kind == names.SNAPSHOT],
         [f.version for f in files if f.kind == names.CHANGELOG],
         sum(os.path.getsize(os.path.join(directory, f.name)) for f in files),
-        latest, rows, expired if ttl is not None else None, ttl, oldest, newest)
+        latest, rows, expired if ttl is not None and rows is not None else None, ttl, oldest, newest,
+        problems)
 
 
 def _ranges(vs: list[int]) -> str:
@@ -137,11 +177,16 @@ def render(reports: list[StoreReport]) -> str:
     lines = [head]
     for r in reports:
         expired = "-" if r.expired_rows is None else str(r.expired_rows)
+        rows = "?" if r.rows is None else str(r.rows)
         lines.append(f"{r.operator:>3} {r.partition:>4} {r.store:<26} {_ranges(r.versions):<12} "
-                     f"{_ranges(r.snapshots):<10} {r.rows:>8} {expired:>8} {r.bytes:>10}")
-    total_rows = sum(r.rows for r in reports)
+                     f"{_ranges(r.snapshots):<10} {rows:>8} {expired:>8} {r.bytes:>10}")
+    total_rows = sum(r.rows or 0 for r in reports)
     total_bytes = sum(r.bytes for r in reports)
     lines.append(f"{len(reports)} stores, {total_rows} rows, {total_bytes} bytes")
+    problems = [p for r in reports for p in r.problems]
+    if problems:
+        lines.append(f"{len(problems)} problem(s):")
+        lines += [f"  {p}" for p in problems]
     return "\n".join(lines)
 
 
@@ -167,10 +212,11 @@ def main(argv: list[str] | None = None) -> int:
         stores = find_store_dirs(args.checkpoint)
     except NotATtlstateCheckpoint as e:
         ap.exit(2, f"ttlstate inspect: {e}\n")
-    reports = [inspect_store(op, part, store, d, at, ttl_ms) for op, part, store, d in stores]
+    query = query_id_of(args.checkpoint)
+    reports = [inspect_store(op, part, store, d, at, ttl_ms, query) for op, part, store, d in stores]
     if args.json:
         print(json.dumps({"checkpoint": os.path.abspath(args.checkpoint), "atMs": at,
                           "stores": [asdict(r) for r in reports]}, indent=1))
     else:
         print(render(reports))
-    return 0
+    return 1 if any(r.problems for r in reports) else 0

@@ -109,6 +109,15 @@ KEY_FILTER_MAX_KEYS = ConfKey("keyFilter.maxKeys", "1000000", "an integer >= 0 (
                               "as every new key of a deduplication, needs no round trip to the state "
                               "server. It grows with the store up to this many keys (about 4 bytes "
                               "per key: at most about 4 MB per store with the default).")
+MEMORY_MAX_BYTES = ConfKey("memory.maxBytes", "256m", "a size such as 256m or 1g, at least 16m",
+                          "Memory of RocksDB per state server worker process (native engine): one "
+                          "block cache shared by all of the worker's stores, which memtables are "
+                          "charged to as well (RocksDB's WriteBufferManager), as Spark's "
+                          "`boundedMemoryUsage`. The executor's total is this times the workers. "
+                          "Read when a worker opens its first store.")
+MEMORY_WRITE_BUFFER_RATIO = ConfKey("memory.writeBufferRatio", "0.5", "a number in (0, 1)",
+                                    "Share of `memory.maxBytes` that memtables (writes not yet "
+                                    "flushed) may use; past it RocksDB flushes the largest.")
 REQUEST_TIMEOUT = ConfKey("requestTimeout", "5m", "a duration of at least 1s: 30s, 5m, 1h",
                           "How long the shim waits for the state server with no sign of progress "
                           "before it gives up: no answer, no checkpoint callback, and a worker "
@@ -122,7 +131,8 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON, WORKERS,
-    WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, REQUEST_TIMEOUT, OPERATOR_TTL,
+    WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, MEMORY_MAX_BYTES, MEMORY_WRITE_BUFFER_RATIO, REQUEST_TIMEOUT,
+    OPERATOR_TTL,
 )
 
 

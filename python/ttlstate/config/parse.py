@@ -52,6 +52,34 @@ def parse_duration_ms(key: str, value: str, *, allow_zero: bool = False) -> int:
     return min(ms, INT64_MAX)
 
 
+_UNIT_BYTES = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+               "g": 1 << 30, "gb": 1 << 30}
+
+
+def parse_bytes(key: str, value: str, *, minimum: int) -> int:
+    """Parse `256m` / `1g` / `65536` (Spark's binary units) into bytes, at least `minimum`."""
+    allowed = (f"a size such as 64m, 512m, 2g (units b, k, m, g; a bare number is bytes), "
+               f"at least {minimum}")
+    m = _DURATION_RE.match(str(value).lower())
+    if not m or m.group(2) not in _UNIT_BYTES:
+        raise ConfError(key, value, allowed)
+    n = int(m.group(1)) * _UNIT_BYTES[m.group(2)]
+    if not minimum <= n <= INT64_MAX:
+        raise ConfError(key, value, allowed)
+    return n
+
+
+def parse_fraction(key: str, value: str) -> float:
+    """A number strictly between 0 and 1."""
+    try:
+        f = float(str(value).strip())
+    except ValueError:
+        f = -1.0
+    if not 0.0 < f < 1.0:
+        raise ConfError(key, value, "a number strictly between 0 and 1, such as 0.5")
+    return f
+
+
 def parse_bool(key: str, value: str) -> bool:
     v = str(value).strip().lower()
     if v in ("true", "1", "yes", "on"):

@@ -10,8 +10,10 @@ from ttlstate.config.keys import EngineKind, StateVisibility, TimeSource, Update
 from ttlstate.config.parse import (
     ConfError,
     parse_bool,
+    parse_bytes,
     parse_duration_ms,
     parse_enum,
+    parse_fraction,
     parse_int,
 )
 
@@ -62,10 +64,19 @@ class TtlConfig:
 
 
 @dataclass(frozen=True)
+class MemoryConfig:
+    """RocksDB memory of one worker process (all its stores), native engine."""
+
+    max_bytes: int = 256 << 20
+    write_buffer_ratio: float = 0.5
+
+
+@dataclass(frozen=True)
 class StoreConfig:
     ttl: TtlConfig = field(default_factory=TtlConfig)
     engine: EngineKind = EngineKind.NATIVE
     snapshot_interval: int = 10
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
 
 
 def _parse_ttl(key: str, value: str) -> int | None:
@@ -120,6 +131,9 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
         ttl=ttl,
         engine=parse_enum(K.ENGINE.key, get(K.ENGINE), EngineKind),
         snapshot_interval=parse_int(K.SNAPSHOT_INTERVAL.key, get(K.SNAPSHOT_INTERVAL), minimum=1),
+        memory=MemoryConfig(
+            parse_bytes(K.MEMORY_MAX_BYTES.key, get(K.MEMORY_MAX_BYTES), minimum=16 << 20),
+            parse_fraction(K.MEMORY_WRITE_BUFFER_RATIO.key, get(K.MEMORY_WRITE_BUFFER_RATIO))),
     )
 
 

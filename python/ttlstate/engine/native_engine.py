@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable, Iterator
 
 from ttlstate import _native
+from ttlstate.config.store_config import TtlConfig
 from ttlstate.engine.base import Engine, FilterSettings
 
 _CHUNK_BYTES = 1 << 16
@@ -18,6 +19,7 @@ _CHUNK_BYTES = 1 << 16
 
 class NativeEngine(Engine):
     kind = "native"
+    native_data_plane = True
 
     def __init__(self, path: str, filter_settings: FilterSettings | None) -> None:
         os.makedirs(path, exist_ok=True)
@@ -44,6 +46,26 @@ class NativeEngine(Engine):
                 upper: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         it = self._db.iterator(lower, upper)  # created now: the view is fixed at this call
         return _entries(it)
+
+    # -- the native data plane: per-entry work never runs in Python ---------------------------
+    def begin(self, label: str, version: int, now_ms: int, writable: bool, ttl: TtlConfig,
+              cursor: _native.CleanupCursor) -> _native.Txn:
+        """A transaction over the loaded version: pending writes, TTL reads, scans, commit."""
+        inc = ttl.incremental
+        return self._db.begin(label, version, now_ms, writable, ttl.enabled, ttl.ttl_ms or 0,
+                              ttl.update_on_read, ttl.return_expired, inc.size if inc else 0,
+                              bool(inc and inc.per_record), cursor)
+
+    def snapshot(self) -> _native.Snapshot:
+        """A pinned consistent view; writing it needs no lock on the store."""
+        return self._db.snapshot()
+
+    def ingest_snapshot_file(self, path: str, sst_path: str) -> int:
+        return int(self._db.ingest_snapshot_file(path, sst_path))
+
+    def apply_changelog_file(self, path: str) -> tuple[int, int]:
+        count, delta = self._db.apply_changelog_file(path)
+        return int(count), int(delta)
 
     def compact(self) -> None:
         self._db.compact()

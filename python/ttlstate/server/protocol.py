@@ -9,7 +9,7 @@ error in them is kept and returned by the next synchronous request on that conne
 
 Payload primitives: i64/i32/u32/u8 big-endian; bytes = i32 length (-1: null) + data;
 str = bytes as UTF-8. A `tests/unit/test_cross_language.py` test checks every constant here
-against the shim's.
+against the shim's, and those the native data plane uses (native/include/ttlstate/protocol.h).
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ CB_ERR_IO = 2
 # Writes inside OP_WRITES
 WRITE_PUT = 1
 WRITE_REMOVE = 2
+WRITE_PUT_NEW = 3     # a put of a key the shim's key filter proved absent from the committed
+#                       store (no false negatives): the commit needs no read to count it
 
 # Iterator chunk: u8 done, u32 n, n x (bytes key, bytes value). Chunks hold about this much.
 ITER_CHUNK_BYTES = 256 * 1024

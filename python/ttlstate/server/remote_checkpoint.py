@@ -32,6 +32,12 @@ def _channel() -> CallbackChannel:
 
 
 class RemoteCheckpointLocation:
+    def __init__(self, directory: str = "") -> None:
+        self.directory = directory  # the store's checkpoint directory URI, for messages only
+
+    def describe(self, name: str) -> str:
+        return f"{self.directory.rstrip('/')}/{name}" if self.directory else name
+
     def list_files(self) -> list[str]:
         r = _channel().callback(P.CB_LIST, b"")
         return [r.str() for _ in range(r.u32())]

@@ -19,17 +19,26 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
+from ttlstate.checkpoint.identity import store_label
+from ttlstate.config import keys as K
 from ttlstate.config.parse import ConfError
-from ttlstate.config.store_config import store_config_from_confs
+from ttlstate.config.store_config import MemoryConfig, store_config_from_confs
 from ttlstate.engine.select import EngineUnavailable
 from ttlstate.server import protocol as P
 from ttlstate.server.remote_checkpoint import RemoteCheckpointLocation, set_current_channel
 from ttlstate.server.ttl_scope import ttl_applies
 from ttlstate.store.provider import StoreProvider
 from ttlstate.store.state_store import StateStore, StoreMetrics, StoreStateError
+
+try:
+    from ttlstate import _native
+    from ttlstate.store.native_state_store import NativeStateStore
+except ImportError:  # the portable build: the Python loop and data plane serve everything
+    _native = None  # type: ignore[assignment]
+    NativeStateStore = None  # type: ignore[assignment,misc]
 
 log = logging.getLogger("ttlstate.server")
 
@@ -50,7 +59,7 @@ class Entry:
     key: str
     provider: StoreProvider
     local_dir: str
-    store: StateStore | None = None
+    store: StateStore | NativeStateStore | None = None
 
 
 class Registry:
@@ -62,6 +71,7 @@ class Registry:
         self._by_key: dict[str, int] = {}
         self._entries: dict[int, Entry] = {}
         self._next = 1
+        self._memory: MemoryConfig | None = None
 
     def open(self, key: str, confs: dict[str, str], info: dict[str, object]) -> int:
         with self._lock:
@@ -70,18 +80,33 @@ class Registry:
                 return handle
             operator_id = int(info.get("operatorId", -1))  # type: ignore[arg-type]
             config = store_config_from_confs(confs, operator_id)
+            self._apply_memory(config.memory)
             if not ttl_applies(str(info.get("storeName", "default")), str(info.get("keySchema", "")),
                                str(info.get("valueSchema", ""))):
-                config = type(config)(ttl=config.ttl.disabled(), engine=config.engine,
-                                      snapshot_interval=config.snapshot_interval)
+                config = replace(config, ttl=config.ttl.disabled())
             handle = self._next
             self._next += 1
             local = os.path.join(self.root, f"{handle}-{re.sub(r'[^A-Za-z0-9_.-]', '_', key)[-80:]}")
-            provider = StoreProvider(str(info.get("storeId", key)), local, RemoteCheckpointLocation(),
-                                     config)
+            store_id = store_label(info.get("operatorId", "?"), info.get("partitionId", "?"),  # type: ignore[arg-type]
+                                   str(info.get("storeName", "default")))
+            query = info.get("queryId")
+            location = RemoteCheckpointLocation(str(info.get("checkpointDir", "")))
+            provider = StoreProvider(store_id, local, location, config,
+                                     query_id=str(query) if query else None)
             self._by_key[key] = handle
             self._entries[handle] = Entry(key, provider, local)
             return handle
+
+    def _apply_memory(self, memory: MemoryConfig) -> None:
+        """One block cache and write-buffer budget for all of this worker's stores."""
+        if _native is None or self._memory == memory:
+            return
+        if self._memory is not None:
+            log.warning("ttlstate server: %s changed to %d bytes (ratio %s); the worker's shared "
+                        "RocksDB memory is resized", K.MEMORY_MAX_BYTES.key, memory.max_bytes,
+                        memory.write_buffer_ratio)
+        _native.configure_memory(memory.max_bytes, memory.write_buffer_ratio)
+        self._memory = memory
 
     def get(self, handle: int) -> Entry:
         entry = self._entries.get(handle)
@@ -117,6 +142,11 @@ def _error_code(e: BaseException) -> int:
     return P.ERR_INTERNAL
 
 
+def _error_payload(e: BaseException) -> bytes:
+    """A failed pipelined write, owed to the next synchronous request of the connection."""
+    return P.Writer().u16(_error_code(e)).str(f"an earlier pipelined write failed: {e}").payload()
+
+
 def _metrics_payload(w: P.Writer, m: StoreMetrics) -> P.Writer:
     w.i64(m.num_keys).i64(m.memory_bytes).u32(len(m.custom))
     for name, value in m.custom.items():
@@ -130,7 +160,13 @@ _NULL_RESPONSE = _OK_BYTES.pack(5, P.RESP_OK, -1)
 
 
 class Connection(socketserver.StreamRequestHandler):
-    """One shim connection: a loop of frames, answered in order."""
+    """One shim connection: a loop of frames, answered in order.
+
+    With the native extension, the loop itself is native (`_native.Connection`): it answers the
+    per-entry requests of stores on the native data plane without entering Python, and calls
+    `_forward` for everything else (the control plane, and stores of the portable engine).
+    Without it, `_serve_python` is the same loop in Python.
+    """
 
     rbufsize = 1 << 16
     registry: Registry
@@ -141,14 +177,23 @@ class Connection(socketserver.StreamRequestHandler):
         self.iters: dict[int, Iterator[tuple[bytes, bytes | None]]] = {}
         self.next_iter = 1
         self.greeted = False
+        self.native = _native.Connection(self.request.fileno()) if _native is not None else None
 
     def send(self, code: int, payload: bytes = b"") -> None:
+        if self.native is not None:
+            self.native.send(code, payload)
+            return
         self.wfile.write(P.frame(code, payload))
         self.wfile.flush()
 
+    def _read_frame(self) -> tuple[int, bytes] | None:
+        if self.native is not None:
+            return self.native.read_frame()
+        return P.read_frame(self.rfile)
+
     def callback(self, kind: int, payload: bytes) -> P.Reader:
         self.send(P.RESP_CALLBACK, bytes((kind,)) + payload)
-        got = P.read_frame(self.rfile)
+        got = self._read_frame()
         if got is None:
             raise P.ProtocolError("shim closed the connection during a callback")
         code, body = got
@@ -165,31 +210,56 @@ class Connection(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         set_current_channel(self)
         try:
-            while True:
-                got = P.read_frame(self.rfile)
-                if got is None:
-                    return
-                code, payload = got
-                if code == P.OP_WRITES:
-                    self._writes(P.Reader(payload))
-                    continue
-                try:
-                    if code == P.OP_GET and self.pending_error is None:
-                        self.request.sendall(self._fast_get(payload))
-                        continue
-                    if self.pending_error is not None:
-                        e, self.pending_error = self.pending_error, None
-                        raise RequestError(_error_code(e), f"an earlier pipelined write failed: {e}")
-                    self.send(P.RESP_OK, self.dispatch(code, P.Reader(payload)))
-                except (BrokenPipeError, ConnectionResetError):
-                    return
-                except Exception as e:  # every failure becomes an error frame, never a hang
-                    if _error_code(e) == P.ERR_INTERNAL:
-                        log.error("ttlstate server: request %d failed\n%s", code, traceback.format_exc())
-                    message = str(e) or type(e).__name__
-                    self.send(P.RESP_ERROR, P.Writer().u16(_error_code(e)).str(message).payload())
+            if self.native is not None:
+                self.native.serve(self._forward)
+            else:
+                self._serve_python()
         finally:
             set_current_channel(None)
+
+    def _forward(self, code: int, payload: bytes) -> tuple[int, bytes] | None:
+        """What the native loop does not answer itself. None: a pipelined frame, no reply."""
+        if code == P.OP_WRITES:
+            self._writes(P.Reader(payload))
+            if self.pending_error is None:
+                return None
+            e, self.pending_error = self.pending_error, None
+            return P.RESP_ERROR, _error_payload(e)
+        return self._answer(code, payload)
+
+    def _answer(self, code: int, payload: bytes) -> tuple[int, bytes]:
+        try:
+            return P.RESP_OK, self.dispatch(code, P.Reader(payload))
+        except Exception as e:  # every failure becomes an error frame, never a hang
+            if _error_code(e) == P.ERR_INTERNAL and not isinstance(e, ConnectionError):
+                log.error("ttlstate server: request %d failed\n%s", code, traceback.format_exc())
+            return P.RESP_ERROR, P.Writer().u16(_error_code(e)).str(str(e) or type(e).__name__).payload()
+
+    def _serve_python(self) -> None:
+        while True:
+            got = P.read_frame(self.rfile)
+            if got is None:
+                return
+            code, payload = got
+            if code == P.OP_WRITES:
+                self._writes(P.Reader(payload))
+                continue
+            try:
+                if code == P.OP_GET and self.pending_error is None:
+                    try:
+                        self.request.sendall(self._fast_get(payload))
+                    except (BrokenPipeError, ConnectionResetError):
+                        raise
+                    except Exception as e:
+                        self.send(P.RESP_ERROR, P.Writer().u16(_error_code(e)).str(str(e)).payload())
+                    continue
+                if self.pending_error is not None:
+                    e, self.pending_error = self.pending_error, None
+                    self.send(P.RESP_ERROR, _error_payload(e))
+                    continue
+                self.send(*self._answer(code, payload))
+            except (BrokenPipeError, ConnectionResetError):
+                return
 
     def _fast_get(self, payload: bytes) -> bytes:
         """The hot path (one per dedup row): no Reader/Writer objects, one response buffer."""
@@ -210,7 +280,7 @@ class Connection(socketserver.StreamRequestHandler):
             for _ in range(r.u32()):
                 kind = r.u8()
                 key = r.bytes()
-                if kind == P.WRITE_PUT:
+                if kind in (P.WRITE_PUT, P.WRITE_PUT_NEW):
                     store.put(key, r.bytes())
                 elif kind == P.WRITE_REMOVE:
                     store.remove(key)
@@ -219,7 +289,7 @@ class Connection(socketserver.StreamRequestHandler):
         except Exception as e:
             self.pending_error = e
 
-    def _store(self, handle: int) -> StateStore:
+    def _store(self, handle: int) -> StateStore | NativeStateStore:
         store = self.registry.get(handle).store
         if store is None:
             raise RequestError(P.ERR_STATE, f"store handle {handle} has no loaded version")
@@ -270,6 +340,8 @@ class Connection(socketserver.StreamRequestHandler):
             version, now, read_only = r.i64(), r.i64(), r.u8()
             self.iters.clear()
             entry.store = entry.provider.get_store(version, now_ms=now, read_only=bool(read_only))
+            if self.native is not None and isinstance(entry.store, NativeStateStore):
+                self.native.bind(handle, entry.store.txn)  # its per-entry requests stay native
             return P.Writer().i64(entry.provider.lineage).i64(entry.provider.num_keys).payload()
         if code == P.OP_GET:
             return P.Writer().bytes(self._store(handle).get(r.bytes())).payload()

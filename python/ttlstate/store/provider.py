@@ -1,5 +1,10 @@
 """A store's versions: the local RocksDB cache, the checkpoint files, and maintenance.
 
+This is the control plane of a store: which files rebuild which version, when to snapshot,
+what to delete. The per-entry work (a batch's reads and writes, the changelog, applying it,
+writing a snapshot, restoring one) runs natively when the engine offers the native data plane
+(`engine.native_data_plane`), and in the Python reference implementation otherwise.
+
 The local engine holds exactly one committed version (`local_version`); every other version
 is rebuilt from the checkpoint (newest snapshot <= v, then changelogs), so a store that moves
 to another executor, or whose local directory vanished, loses nothing. Each commit writes the
@@ -17,15 +22,18 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
+from ttlstate.checkpoint.identity import FileIdentity
 from ttlstate.checkpoint.location import CheckpointLocation
 from ttlstate.checkpoint.record_file import (
     KIND_CHANGELOG,
     KIND_SNAPSHOT,
     RecordFileError,
     RecordFileHeader,
+    header_json,
     read_records,
     verify_record_file,
     write_record_file,
@@ -38,6 +46,11 @@ from ttlstate.engine.select import open_engine
 from ttlstate.faults import crash_point
 from ttlstate.store import metric_names as M
 from ttlstate.store.state_store import StateStore, StoreStateError
+
+if TYPE_CHECKING:
+    from ttlstate.store.native_state_store import NativeStateStore
+
+    AnyStore = StateStore | NativeStateStore
 from ttlstate.ttl import ttl_value
 from ttlstate.ttl.clock import Clock, WallClock
 from ttlstate.ttl.expiry import is_expired
@@ -49,8 +62,9 @@ _APPLY_CHUNK = 10_000
 
 class StoreProvider:
     def __init__(self, store_id: str, local_dir: str, checkpoint: CheckpointLocation,
-                 config: StoreConfig, clock: Clock | None = None) -> None:
+                 config: StoreConfig, clock: Clock | None = None, query_id: str | None = None) -> None:
         self.store_id = store_id
+        self.query_id = query_id  # written into every file; a file of another query is refused
         self.config = config
         self.checkpoint = checkpoint
         self.clock = clock or WallClock()
@@ -66,7 +80,9 @@ class StoreProvider:
         self._stamp = 0
         self._closed = False
         self.num_keys = 0
-        self._cursor: bytes | None = None
+        self._cursor: bytes | None = None  # incremental cleanup, Python data plane
+        self._native_cursor: object | None = None  # the same, native data plane
+        self._native_store: NativeStateStore | None = None
         self._unreported: Counter[str] = Counter()
         self._filter_removed_counted = 0
         # Changes at every `_load`, the only way to a version other than by this provider's own
@@ -139,9 +155,24 @@ class StoreProvider:
             now = self._now(now_ms)
             self.engine.set_time(now)
             self._stamp += 1
+            if self.engine.native_data_plane:
+                return self._begin_native(version, now, not read_only)
             return StateStore(self, version, now, not read_only, self._stamp)
 
-    def upgrade(self, store: StateStore) -> StateStore:
+    def _begin_native(self, version: int, now: int, writable: bool) -> NativeStateStore:
+        from ttlstate import _native
+        from ttlstate.store.native_state_store import NativeStateStore
+
+        if self._native_store is not None:
+            self._native_store.supersede()
+        if self._native_cursor is None:
+            self._native_cursor = _native.CleanupCursor()
+        txn = self.engine.begin(self.store_id, version, now, writable,  # type: ignore[attr-defined]
+                                self.config.ttl, self._native_cursor)
+        self._native_store = NativeStateStore(self, txn)
+        return self._native_store
+
+    def upgrade(self, store: AnyStore) -> AnyStore:
         """Turn a read store into the write store of the same version, in place."""
         with self._lock:
             store.make_writable()
@@ -159,16 +190,28 @@ class StoreProvider:
             plan = plan_restore(self.store_id, self._listing(refresh=False), version, local)
         except VersionNotFound:
             plan = plan_restore(self.store_id, self._listing(refresh=True), version, local)
+        wanted = ([(plan.snapshot, KIND_SNAPSHOT)] if plan.snapshot else []) + [
+            (name, KIND_CHANGELOG) for name in plan.changelogs]
+        fetched: list[tuple[str, str, RecordFileHeader]] = []
         try:
+            # Every file is fetched and verified (whole, and bound to this store and version)
+            # before one record is applied: a bad file anywhere in the plan changes nothing.
+            for name, kind in wanted:
+                fetched.append((name, *self._fetch_verified(name, kind, version)))
             if not plan.from_local:
                 self._open_empty()
-            if plan.snapshot is not None:
-                self._restore_snapshot(plan.snapshot, version)
-            for name in plan.changelogs:
-                self._replay_changelog(name, version)
+            for name, local_path, header in fetched:
+                if header.kind == KIND_SNAPSHOT:
+                    self._restore_snapshot(name, local_path, header, version)
+                else:
+                    self._replay_changelog(name, local_path, header, version)
         except BaseException:
             self._drop_local()  # never serve a partially loaded version
             raise
+        finally:
+            for _name, local_path, _header in fetched:
+                if os.path.exists(local_path):
+                    os.unlink(local_path)
         self._local_version = version
 
     def _fetch_verified(self, name: str, kind: bytes, version: int) -> tuple[str, RecordFileHeader]:
@@ -178,13 +221,36 @@ class StoreProvider:
         except FileNotFoundError:
             raise VersionNotFound(self.store_id, version, name, "is missing") from None
         try:
-            return local, verify_record_file(local, kind)
+            header = verify_record_file(local, kind)
         except RecordFileError as e:
             os.unlink(local)
             raise CheckpointError(self.store_id, version, name, str(e)) from None
+        parsed = names.parse(name)
+        expected = FileIdentity(self.store_id, kind, parsed.version if parsed else -1, self.query_id)
+        wrong = expected.mismatch(FileIdentity.of(header))
+        if wrong:
+            os.unlink(local)
+            raise CheckpointError(self.store_id, version, name,
+                                  f"({self.checkpoint.describe(name)}) {wrong}: it was copied or "
+                                  "moved here from another place; restore this store's own file")
+        return local, header
 
-    def _restore_snapshot(self, name: str, version: int) -> None:
-        local, header = self._fetch_verified(name, KIND_SNAPSHOT, version)
+    def _restore_snapshot(self, name: str, local: str, header: RecordFileHeader, version: int) -> None:
+        engine = self.engine
+        if engine.native_data_plane:  # bulk load: records -> one SST file -> ingested
+            try:
+                loaded = engine.ingest_snapshot_file(local, local + ".sst")  # type: ignore[attr-defined]
+            except RuntimeError as e:
+                raise CheckpointError(self.store_id, version, name, str(e)) from None
+            finally:
+                if os.path.exists(local + ".sst"):  # moved into the DB, unless empty or failed
+                    os.unlink(local + ".sst")
+            if loaded != header.record_count:
+                raise CheckpointError(self.store_id, version, name,
+                                      f"is corrupt ({loaded} records, footer says {header.record_count})")
+            self.num_keys = loaded
+            self._batch_times[header.version] = header.batch_time_ms
+            return
         try:
             batch: list[tuple[bytes, bytes | None]] = []
             for record in read_records(local, header):
@@ -197,17 +263,21 @@ class StoreProvider:
             self._batch_times[header.version] = header.batch_time_ms
         except RecordFileError as e:
             raise CheckpointError(self.store_id, version, name, str(e)) from None
-        finally:
-            os.unlink(local)
 
-    def _replay_changelog(self, name: str, version: int) -> None:
-        local, header = self._fetch_verified(name, KIND_CHANGELOG, version)
+    def _replay_changelog(self, name: str, local: str, header: RecordFileHeader, version: int) -> None:
+        engine = self.engine
+        if engine.native_data_plane:
+            try:
+                _count, delta = engine.apply_changelog_file(local)  # type: ignore[attr-defined]
+            except RuntimeError as e:
+                raise CheckpointError(self.store_id, version, name, str(e)) from None
+            self.num_keys += delta
+            self._batch_times[header.version] = header.batch_time_ms
+            return
         try:
             records = list(read_records(local, header))
         except RecordFileError as e:
             raise CheckpointError(self.store_id, version, name, str(e)) from None
-        finally:
-            os.unlink(local)
         self._apply(records)
         self._batch_times[header.version] = header.batch_time_ms
 
@@ -228,22 +298,30 @@ class StoreProvider:
         engine.write(records)
 
     # -- commit ---------------------------------------------------------------------------
-    def commit_store(self, store: StateStore) -> int:
+    def commit_store(self, store: AnyStore) -> int:
         with self._lock:
             if store.version != self._local_version:
                 raise StoreStateError(f"ttlstate store {self.store_id}: cannot commit version "
                                       f"{store.version + 1}; the local state moved to "
                                       f"{self._local_version}")
             started = time.monotonic()
-            inc = self.config.ttl.incremental
-            if self.config.ttl.enabled and inc is not None and not inc.per_record:
-                self.incremental_step(store)
             new_version = store.version + 1
-            records = list(store.pending.items())
             name = names.changelog_name(new_version)
             local = os.path.join(self._staging, name)
-            write_record_file(local, KIND_CHANGELOG, self.store_id, new_version, store.now_ms, records,
-                              self.config.ttl.ttl_ms)
+            inc = self.config.ttl.incremental
+            periodic_cleanup = self.config.ttl.enabled and inc is not None and not inc.per_record
+            header = header_json(self.store_id, new_version, store.now_ms, self.config.ttl.ttl_ms,
+                                 self.query_id)
+            if isinstance(store, StateStore):
+                if periodic_cleanup:
+                    self.incremental_step(store)
+                records = list(store.pending.items())
+                write_record_file(local, KIND_CHANGELOG, self.store_id, new_version, store.now_ms,
+                                  records, self.config.ttl.ttl_ms, self.query_id)
+            else:
+                if periodic_cleanup:
+                    store.txn.incremental_step()
+                store.txn.write_changelog(local, header)
             crash_point("commit-before-upload")  # tests only; inert unless TTLSTATE_FAULTS is set
             try:
                 self.checkpoint.publish(local, name)
@@ -252,7 +330,10 @@ class StoreProvider:
             self._remember_published(name, new_version)
             crash_point("commit-after-upload")
             try:
-                self._apply(records)
+                if isinstance(store, StateStore):
+                    self._apply(records)
+                else:
+                    self.num_keys += store.txn.apply()
             except BaseException:
                 self._drop_local()
                 raise
@@ -324,31 +405,71 @@ class StoreProvider:
             version = self._local_version
             last = max((f.version for f in names.parse_all(self._listing(refresh=False))
                         if f.kind == names.SNAPSHOT and f.version <= version), default=0)
-            if version - last >= self.config.snapshot_interval:
-                self.write_snapshot()
+            due = version - last >= self.config.snapshot_interval
+        if due:
+            self.write_snapshot()
 
-    def write_snapshot(self) -> str:
-        """Write and publish the snapshot of the loaded version; returns its file name."""
+    def write_snapshot(self) -> str | None:
+        """Write and publish the snapshot of the loaded version; returns its file name.
+
+        On the native data plane the file is written from a pinned RocksDB snapshot without
+        holding the store, so the store's next batch loads, writes and commits meanwhile; the
+        upload then happens under the store's lock, and only if no reload replaced the local DB
+        in between (a re-run batch may have superseded that version). None: it was skipped.
+        """
         with self._lock:
             started = time.monotonic()
             version = self._local_version
             if version is None:
                 raise StoreStateError(f"ttlstate store {self.store_id}: no version is loaded")
             name = names.snapshot_name(version)
-            local = os.path.join(self._staging, name)
-            dropped = Counter[str]()
-            write_record_file(local, KIND_SNAPSHOT, self.store_id, version,
-                              self._batch_times.get(version), self._snapshot_entries(version, dropped),
-                              self.config.ttl.ttl_ms)
-            try:
-                self.checkpoint.publish(local, name)
-            finally:
+            local = os.path.join(self._staging, f".{name}.{secrets.token_hex(4)}")
+            ttl = self.config.ttl
+            batch_time = self._batch_times.get(version)
+            drop = ttl.enabled and ttl.full_snapshot and batch_time is not None
+            header = header_json(self.store_id, version, batch_time, ttl.ttl_ms, self.query_id)
+            engine = self.engine
+            if not engine.native_data_plane:
+                dropped = Counter[str]()
+                write_record_file(local, KIND_SNAPSHOT, self.store_id, version, batch_time,
+                                  self._snapshot_entries(version, dropped), ttl.ttl_ms, self.query_id)
+                self._publish_snapshot(local, name, dropped["n"], started)
+                return name
+            view = engine.snapshot()  # type: ignore[attr-defined]
+            lineage = self.lineage
+        try:
+            crash_point("snapshot-before-write")  # tests only
+            _written, dropped_n = view.write_record_file(local, header, drop, ttl.ttl_ms or 0,
+                                                         batch_time or 0)
+        except RuntimeError:
+            if os.path.exists(local):
                 os.unlink(local)
-            if self._remote is not None:
-                self._remote.add(name)
-            self._unreported[M.TTL_DROPPED_FROM_SNAPSHOT.name] += dropped["n"]
-            self._unreported[M.SNAPSHOT_TIME_MS.name] += int((time.monotonic() - started) * 1000)
-            return name
+            with self._lock:
+                if self.lineage != lineage or self._engine is not engine:
+                    log.info("ttlstate store %s: snapshot of version %d skipped: the local state "
+                             "was reloaded while it was being written", self.store_id, version)
+                    return None
+            raise
+        finally:
+            del view  # unpins the RocksDB snapshot
+        with self._lock:
+            if self.lineage != lineage or self._closed:
+                os.unlink(local)
+                log.info("ttlstate store %s: snapshot of version %d not published: the local "
+                         "state was reloaded while it was being written", self.store_id, version)
+                return None
+            self._publish_snapshot(local, name, dropped_n, started)
+        return name
+
+    def _publish_snapshot(self, local: str, name: str, dropped: int, started: float) -> None:
+        try:
+            self.checkpoint.publish(local, name)
+        finally:
+            os.unlink(local)
+        if self._remote is not None:
+            self._remote.add(name)
+        self._unreported[M.TTL_DROPPED_FROM_SNAPSHOT.name] += dropped
+        self._unreported[M.SNAPSHOT_TIME_MS.name] += int((time.monotonic() - started) * 1000)
 
     def _snapshot_entries(self, version: int, dropped: Counter[str]
                           ) -> Iterator[tuple[bytes, bytes]]:
@@ -390,6 +511,8 @@ class StoreProvider:
         with self._lock:
             self._closed = True
             self._stamp += 1
+            if self._native_store is not None:
+                self._native_store.txn.end("closed")
             if self._engine is not None:
                 self._engine.close()
                 self._engine = None

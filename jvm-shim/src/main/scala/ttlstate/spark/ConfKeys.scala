@@ -9,7 +9,8 @@ object ConfKeys {
     "cleanup.incremental.size", "cleanup.incremental.perRecord", "cleanup.compactionFilter.enabled",
     "cleanup.compactionFilter.queryTimeAfterNumEntries", "cleanup.compactionFilter.periodicCompaction",
     "cleanup.compactionFilter.compactEvery", "engine", "snapshotInterval", "python", "workers",
-    "writeBatchBytes", "keyFilter.maxKeys", "requestTimeout", "operator.<operatorId>.ttl")
+    "writeBatchBytes", "keyFilter.maxKeys", "memory.maxBytes", "memory.writeBufferRatio", "requestTimeout",
+    "operator.<operatorId>.ttl")
 
   val PYTHON: String = PREFIX + "python"
   val WORKERS: String = PREFIX + "workers"

@@ -227,7 +227,10 @@ final class TtlStateStore(
     if (value == null) throw new IllegalArgumentException("Cannot put a null value")
     val encoded = codec.encode(key)
     val bytes = value.getBytes
-    writes.u8(Protocol.WRITE_PUT).bytes(encoded).bytes(bytes)
+    // A key the filter has never seen is not in the committed store (no false negatives): the
+    // server then counts it as new at commit without reading it.
+    val isNew = keyFilter != null && !keyFilter.mightContain(encoded)
+    writes.u8(if (isNew) Protocol.WRITE_PUT_NEW else Protocol.WRITE_PUT).bytes(encoded).bytes(bytes)
     pendingWrites += 1
     if (keyFilter != null) keyFilter.add(encoded)
     if (provider.readsCacheable) remember(encoded, java.util.Arrays.copyOf(bytes, bytes.length))

@@ -70,14 +70,14 @@ class TtlStateStoreProvider extends StateStoreProvider {
     val runId = Option(hadoopConf.get("sql.streaming.runId")).getOrElse(UUID.randomUUID().toString)
     this.providerKey = Seq(stateStoreId.checkpointRootLocation, stateStoreId.operatorId,
       stateStoreId.partitionId, stateStoreId.storeName, runId).mkString("|")
-    val storeLabel = s"op=${stateStoreId.operatorId},part=${stateStoreId.partitionId},store=${stateStoreId.storeName}"
     val info = Seq(
       "operatorId" -> stateStoreId.operatorId.toString,
       "partitionId" -> stateStoreId.partitionId.toString,
       "storeName" -> Json.str(stateStoreId.storeName),
-      "storeId" -> Json.str(storeLabel),
+      "checkpointDir" -> Json.str(stateStoreId.storeCheckpointLocation().toString),
       "keySchema" -> Json.str(keySchema.json),
-      "valueSchema" -> Json.str(valueSchema.json))
+      "valueSchema" -> Json.str(valueSchema.json)) ++
+      QueryIdentity.forStateRoot(stateStoreId.checkpointRootLocation, hadoopConf).map(q => "queryId" -> Json.str(q))
     this.openJson = (Json.obj(confs.toSeq.map { case (k, v) => k -> Json.str(v) }), Json.obj(info))
     StateServer.watchApplication()
   }

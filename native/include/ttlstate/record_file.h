@@ -1,0 +1,100 @@
+// The engine-neutral checkpoint record file, native side. The layout is specified (and the
+// reference implementation lives) in python/ttlstate/checkpoint/record_file.py:
+//   "TTLSTATE" | kind u8 | format u16 | hdr_len u32 | header JSON | zstd(records) |
+//   "TTLS-END" | count u64 | body_len u64 | crc32 u32 (of every byte before it)
+// record = op u8 (1 put, 2 delete) | key_len u32 | key | (put) value_len u32 | value.
+// The header JSON is built by Python (it is control-plane data) and handed in as bytes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace ttlstate {
+
+constexpr uint16_t kRecordFormatVersion = 1;
+constexpr char kKindChangelog = 'C';
+constexpr char kKindSnapshot = 'S';
+constexpr uint8_t kRecordPut = 1;
+constexpr uint8_t kRecordDelete = 2;
+
+// A file descriptor that closes itself.
+class FileHandle {
+ public:
+  FileHandle() = default;
+  explicit FileHandle(int fd) : fd_(fd) {}
+  ~FileHandle();
+  FileHandle(FileHandle&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  FileHandle& operator=(FileHandle&& other) noexcept;
+  FileHandle(const FileHandle&) = delete;
+  FileHandle& operator=(const FileHandle&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+class RecordFileWriter {
+ public:
+  RecordFileWriter(const std::string& path, char kind, std::string_view header_json);
+  ~RecordFileWriter();
+  RecordFileWriter(const RecordFileWriter&) = delete;
+  RecordFileWriter& operator=(const RecordFileWriter&) = delete;
+
+  void Put(std::string_view key, std::string_view value);
+  void Delete(std::string_view key);
+  // Compresses what is left, writes the footer and checksum, fsyncs; returns the record count.
+  uint64_t Finish();
+
+ private:
+  void AppendRecordHead(uint8_t op, std::string_view key);
+  void CompressPending(bool end);
+  void WriteRaw(const char* data, size_t n);
+
+  std::string path_;
+  FileHandle file_;
+  struct CctxDeleter { void operator()(void* p) const; };
+  std::unique_ptr<void, CctxDeleter> cctx_;
+  std::string pending_;   // uncompressed records not yet handed to zstd
+  std::string out_;       // compressed bytes not yet written
+  uint32_t crc_ = 0;
+  uint64_t size_ = 0;
+  uint64_t body_start_ = 0;
+  uint64_t count_ = 0;
+  bool finished_ = false;
+};
+
+// Decodes the records of a file the caller has already verified whole (size, footer, CRC).
+class RecordFileReader {
+ public:
+  explicit RecordFileReader(const std::string& path);
+  ~RecordFileReader();
+  RecordFileReader(const RecordFileReader&) = delete;
+  RecordFileReader& operator=(const RecordFileReader&) = delete;
+
+  // The next record; `key` and `value` stay valid until the next call. False at the end (after
+  // checking that exactly the footer's count of records was decoded).
+  bool Next(uint8_t* op, std::string_view* key, std::string_view* value);
+  uint64_t expected_count() const { return expected_count_; }
+  char kind() const { return kind_; }
+
+ private:
+  bool Refill();
+
+  std::string path_;
+  FileHandle file_;
+  struct DctxDeleter { void operator()(void* p) const; };
+  std::unique_ptr<void, DctxDeleter> dctx_;
+  std::string in_;
+  size_t in_pos_ = 0;
+  bool frame_done_ = false;
+  std::string buf_;
+  size_t pos_ = 0;
+  uint64_t body_remaining_ = 0;
+  uint64_t expected_count_ = 0;
+  uint64_t seen_ = 0;
+  char kind_ = 0;
+};
+
+}  // namespace ttlstate

@@ -1,0 +1,127 @@
+// One version of one store as a task sees it, natively: the batch's pending writes, every read
+// path with Flink's TTL rules, scans, incremental cleanup, and the commit's two halves (the
+// changelog file, then the atomic apply). The Python reference implementation, with the same
+// semantics, is python/ttlstate/store/state_store.py; the same model tests run on both.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ttlstate/db.h"
+
+namespace ttlstate {
+
+struct TtlRules {
+  bool enabled = false;
+  int64_t ttl = 0;
+  bool update_on_read = false;   // OnReadAndWrite
+  bool return_expired = false;   // ReturnExpiredIfNotCleanedUp
+  int64_t incremental_size = 0;  // 0: no incremental cleanup
+  bool incremental_per_record = false;
+};
+
+// Where incremental cleanup resumes; owned by the store (it survives versions), shared here.
+struct CleanupCursor {
+  std::optional<std::string> next;
+};
+
+struct TxnCounters {
+  int64_t expired_on_read = 0;
+  int64_t removed_incremental = 0;
+  int64_t pending_bytes = 0;
+};
+
+class Txn;
+
+// A scan of a transaction's view: the pending writes as of its creation merged over a
+// point-in-time DB iterator; TTL hides (and deletes) expired entries, never refreshes them.
+class Scan {
+ public:
+  using Emit = std::function<void(std::string_view key, const std::string* value)>;
+  Scan(std::shared_ptr<Txn> txn, std::vector<std::pair<std::string, std::optional<std::string>>> overlay,
+       std::unique_ptr<Iterator> db, bool keys_only);
+  // Emits entries until about `max_bytes` were emitted; true when the scan is exhausted.
+  bool Next(size_t max_bytes, const Emit& emit);
+
+ private:
+  std::shared_ptr<Txn> txn_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> overlay_;
+  size_t overlay_pos_ = 0;
+  std::unique_ptr<Iterator> db_;
+  std::vector<Entry> db_buf_;
+  size_t db_pos_ = 0;
+  bool db_done_ = false;
+  bool keys_only_ = false;
+};
+
+class Txn : public std::enable_shared_from_this<Txn> {
+ public:
+  Txn(std::shared_ptr<DbCore> core, std::string store_label, int64_t version, int64_t now, bool writable,
+      TtlRules rules, std::shared_ptr<CleanupCursor> cursor);
+
+  // Reads: the user bytes (the TtlValue's timestamp stripped), or nothing.
+  std::optional<std::string> Get(std::string_view key);
+  std::vector<std::optional<std::string>> MultiGet(const std::vector<std::string_view>& keys);
+  // `known_absent`: the caller proved the key is not in the committed DB (the shim's key
+  // filter), so the commit needs no read to keep the key count exact.
+  void Put(std::string_view key, std::string_view value, bool known_absent = false);
+  void Remove(std::string_view key);
+  std::unique_ptr<Scan> NewScan(std::optional<std::string> lower, std::optional<std::string> upper);
+  // Every key of the committed DB (expired ones too), values omitted: what the shim's key filter needs.
+  std::unique_ptr<Scan> NewKeyScan();
+
+  void MakeWritable();
+  void CheckOpen() const;      // throws StateError naming the store, version and state
+  void CheckWritable() const;
+  void IncrementalStep();  // checks the next `incremental_size` committed entries after the cursor
+  // Commit, first half: the changelog of the pending writes; returns the record count.
+  uint64_t WriteChangelog(const std::string& path, const std::string& header_json);
+  // Commit, second half: the pending writes applied atomically; returns the change in keys.
+  int64_t Apply();
+  // Ends the transaction ("aborted", "released", "superseded" ...): later calls fail.
+  void End(const char* state);
+
+  const TxnCounters& counters() const { return counters_; }
+  size_t pending_writes() const { return written_; }
+  int64_t version() const { return version_; }
+  int64_t now() const { return now_; }
+  bool writable() const { return writable_; }
+  std::string state() const;
+
+  // Used by scans: TTL applied to one stored value (may delete it in this transaction).
+  std::optional<std::string> Visible(std::string_view key, std::string_view stored, bool refresh);
+
+ private:
+  enum class Op : uint8_t { kNone, kPut, kDelete };
+  struct Pending {
+    std::string stored;  // the TtlValue of a put
+    Op op = Op::kNone;   // kNone: only a read marker
+    int8_t in_db = -1;   // the committed DB had the key: -1 unknown, 0 no, 1 yes
+  };
+
+  void WritePending(std::string_view key, Op op, std::string stored);
+  std::optional<std::string> ReadOne(std::string_view key);
+  std::optional<std::string> DbGet(std::string_view key);
+
+  std::shared_ptr<DbCore> core_;
+  std::string label_;
+  int64_t version_;
+  int64_t now_;
+  bool writable_;
+  TtlRules rules_;
+  std::shared_ptr<CleanupCursor> cursor_;
+  std::unordered_map<std::string, Pending> pending_;
+  size_t written_ = 0;
+  TxnCounters counters_;
+  std::atomic<const char*> ended_{nullptr};
+};
+
+}  // namespace ttlstate

@@ -1,0 +1,259 @@
+#include "ttlstate/record_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace ttlstate {
+namespace {
+
+constexpr char kMagic[] = "TTLSTATE";
+constexpr char kFooterMagic[] = "TTLS-END";
+constexpr size_t kPrefixSize = 8 + 1 + 2 + 4;
+constexpr size_t kFooterSize = 8 + 8 + 8 + 4;
+constexpr size_t kChunk = 1 << 20;
+constexpr int kZstdLevel = 3;  // as the Python writer
+
+[[noreturn]] void Fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error("checkpoint file " + path + ": " + what);
+}
+
+void PutU16(std::string* out, uint16_t v) {
+  out->push_back(static_cast<char>(v >> 8));
+  out->push_back(static_cast<char>(v & 0xff));
+}
+
+void PutU32(std::string* out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>((v >> shift) & 0xff));
+}
+
+void PutU64(std::string* out, uint64_t v) {
+  for (int shift = 56; shift >= 0; shift -= 8) out->push_back(static_cast<char>((v >> shift) & 0xff));
+}
+
+uint64_t GetU(const char* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+void ReadExactly(int fd, char* out, size_t n, uint64_t offset, const std::string& path) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd, out + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) Fail(path, r == 0 ? "is truncated" : std::string("read failed: ") + std::strerror(errno));
+    done += static_cast<size_t>(r);
+  }
+}
+
+}  // namespace
+
+FileHandle::~FileHandle() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+FileHandle& FileHandle::operator=(FileHandle&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+void RecordFileWriter::CctxDeleter::operator()(void* p) const { ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(p)); }
+void RecordFileReader::DctxDeleter::operator()(void* p) const { ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(p)); }
+
+RecordFileWriter::RecordFileWriter(const std::string& path, char kind, std::string_view header_json)
+    : path_(path), cctx_(ZSTD_createCCtx()) {
+  if (!cctx_) Fail(path, "cannot allocate a zstd context");
+  ZSTD_CCtx_setParameter(static_cast<ZSTD_CCtx*>(cctx_.get()), ZSTD_c_compressionLevel, kZstdLevel);
+  file_ = FileHandle(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (file_.get() < 0) Fail(path, std::string("cannot create: ") + std::strerror(errno));
+  std::string head(kMagic, 8);
+  head.push_back(kind);
+  PutU16(&head, kRecordFormatVersion);
+  PutU32(&head, static_cast<uint32_t>(header_json.size()));
+  head.append(header_json.data(), header_json.size());
+  WriteRaw(head.data(), head.size());
+  body_start_ = size_;
+  pending_.reserve(kChunk + 4096);
+}
+
+RecordFileWriter::~RecordFileWriter() {
+  if (!finished_) ::unlink(path_.c_str());  // an unfinished file must never be published
+}
+
+void RecordFileWriter::WriteRaw(const char* data, size_t n) {
+  crc_ = static_cast<uint32_t>(::crc32(crc_, reinterpret_cast<const Bytef*>(data), static_cast<uInt>(n)));
+  size_ += n;
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::write(file_.get(), data + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) Fail(path_, std::string("write failed: ") + std::strerror(errno));
+    done += static_cast<size_t>(w);
+  }
+}
+
+void RecordFileWriter::AppendRecordHead(uint8_t op, std::string_view key) {
+  pending_.push_back(static_cast<char>(op));
+  PutU32(&pending_, static_cast<uint32_t>(key.size()));
+  pending_.append(key.data(), key.size());
+}
+
+void RecordFileWriter::Put(std::string_view key, std::string_view value) {
+  AppendRecordHead(kRecordPut, key);
+  PutU32(&pending_, static_cast<uint32_t>(value.size()));
+  pending_.append(value.data(), value.size());
+  ++count_;
+  if (pending_.size() >= kChunk) CompressPending(false);
+}
+
+void RecordFileWriter::Delete(std::string_view key) {
+  AppendRecordHead(kRecordDelete, key);
+  ++count_;
+  if (pending_.size() >= kChunk) CompressPending(false);
+}
+
+void RecordFileWriter::CompressPending(bool end) {
+  auto* cctx = static_cast<ZSTD_CCtx*>(cctx_.get());
+  ZSTD_inBuffer in{pending_.data(), pending_.size(), 0};
+  out_.resize(ZSTD_CStreamOutSize());
+  while (true) {
+    ZSTD_outBuffer out{out_.data(), out_.size(), 0};
+    const size_t left = ZSTD_compressStream2(cctx, &out, &in, end ? ZSTD_e_end : ZSTD_e_continue);
+    if (ZSTD_isError(left)) Fail(path_, std::string("zstd: ") + ZSTD_getErrorName(left));
+    WriteRaw(out_.data(), out.pos);
+    if (end ? left == 0 : in.pos == in.size) break;
+  }
+  pending_.clear();
+}
+
+uint64_t RecordFileWriter::Finish() {
+  CompressPending(true);
+  std::string footer(kFooterMagic, 8);
+  PutU64(&footer, count_);
+  PutU64(&footer, size_ - body_start_);
+  const auto crc = static_cast<uint32_t>(
+      ::crc32(crc_, reinterpret_cast<const Bytef*>(footer.data()), static_cast<uInt>(footer.size())));
+  PutU32(&footer, crc);
+  WriteRaw(footer.data(), footer.size());
+  if (::fsync(file_.get()) != 0) Fail(path_, std::string("fsync failed: ") + std::strerror(errno));
+  file_ = FileHandle();
+  finished_ = true;
+  return count_;
+}
+
+RecordFileReader::RecordFileReader(const std::string& path) : path_(path), dctx_(ZSTD_createDCtx()) {
+  if (!dctx_) Fail(path, "cannot allocate a zstd context");
+  file_ = FileHandle(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (file_.get() < 0) Fail(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(file_.get(), &st) != 0) Fail(path, "cannot stat");
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size < kPrefixSize + kFooterSize) Fail(path, "is truncated");
+  char prefix[kPrefixSize];
+  ReadExactly(file_.get(), prefix, kPrefixSize, 0, path);
+  if (std::memcmp(prefix, kMagic, 8) != 0) Fail(path, "is not a ttlstate checkpoint file (bad magic)");
+  kind_ = prefix[8];
+  const uint64_t hdr_len = GetU(prefix + 11, 4);
+  char footer[kFooterSize];
+  ReadExactly(file_.get(), footer, kFooterSize, size - kFooterSize, path);
+  expected_count_ = GetU(footer + 8, 8);
+  const uint64_t body_start = kPrefixSize + hdr_len;
+  if (body_start + kFooterSize > size) Fail(path, "is truncated or corrupt (sizes do not add up)");
+  body_remaining_ = size - kFooterSize - body_start;
+  if (::lseek(file_.get(), static_cast<off_t>(body_start), SEEK_SET) < 0) Fail(path, "cannot seek");
+}
+
+RecordFileReader::~RecordFileReader() = default;
+
+bool RecordFileReader::Refill() {
+  // Keep the unparsed tail, then decompress more after it (at least one byte, or the end).
+  buf_.erase(0, pos_);
+  pos_ = 0;
+  auto* dctx = static_cast<ZSTD_DCtx*>(dctx_.get());
+  const size_t before = buf_.size();
+  const size_t out_step = ZSTD_DStreamOutSize();
+  while (buf_.size() == before) {
+    if (in_pos_ == in_.size() && body_remaining_ > 0) {
+      in_.resize(static_cast<size_t>(std::min<uint64_t>(kChunk, body_remaining_)));
+      in_pos_ = 0;
+      size_t got = 0;
+      while (got < in_.size()) {
+        const ssize_t r = ::read(file_.get(), in_.data() + got, in_.size() - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) Fail(path_, "is truncated");
+        got += static_cast<size_t>(r);
+      }
+      body_remaining_ -= got;
+    }
+    const bool no_input = in_pos_ == in_.size();
+    if (no_input && frame_done_) return false;
+    ZSTD_inBuffer in{in_.data(), in_.size(), in_pos_};
+    const size_t old = buf_.size();
+    buf_.resize(old + out_step);
+    ZSTD_outBuffer out{buf_.data() + old, out_step, 0};
+    const size_t r = ZSTD_decompressStream(dctx, &out, &in);
+    if (ZSTD_isError(r)) Fail(path_, std::string("is corrupt (zstd: ") + ZSTD_getErrorName(r) + ")");
+    buf_.resize(old + out.pos);
+    in_pos_ = in.pos;
+    if (r == 0) {
+      frame_done_ = true;  // the frame is complete and flushed
+    } else if (no_input && out.pos == 0) {
+      Fail(path_, "is truncated or corrupt (the compressed body ends inside its frame)");
+    }
+  }
+  return true;
+}
+
+bool RecordFileReader::Next(uint8_t* op, std::string_view* key, std::string_view* value) {
+  while (true) {
+    const size_t avail = buf_.size() - pos_;
+    const char* p = buf_.data() + pos_;
+    if (avail >= 5) {
+      const auto o = static_cast<uint8_t>(p[0]);
+      const uint64_t klen = GetU(p + 1, 4);
+      if (o != kRecordPut && o != kRecordDelete) {
+        Fail(path_, "is corrupt (unknown record op " + std::to_string(o) + ")");
+      }
+      if (o == kRecordDelete && avail >= 5 + klen) {
+        *op = o;
+        *key = std::string_view(p + 5, klen);
+        *value = std::string_view();
+        pos_ += 5 + klen;
+        ++seen_;
+        return true;
+      }
+      if (o == kRecordPut && avail >= 9 + klen) {
+        const uint64_t vlen = GetU(p + 5 + klen, 4);
+        if (avail >= 9 + klen + vlen) {
+          *op = o;
+          *key = std::string_view(p + 5, klen);
+          *value = std::string_view(p + 9 + klen, vlen);
+          pos_ += 9 + klen + vlen;
+          ++seen_;
+          return true;
+        }
+      }
+    }
+    if (!Refill()) {
+      if (buf_.size() != pos_ || seen_ != expected_count_) {
+        Fail(path_, "is corrupt (decoded " + std::to_string(seen_) + " records, footer says " +
+                        std::to_string(expected_count_) + ")");
+      }
+      return false;
+    }
+  }
+}
+
+}  // namespace ttlstate

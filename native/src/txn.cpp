@@ -1,0 +1,283 @@
+#include "ttlstate/txn.h"
+
+#include <algorithm>
+
+#include "rocksdb/write_batch.h"
+#include "ttlstate/errors.h"
+#include "ttlstate/record_file.h"
+#include "ttlstate/ttl_value.h"
+
+namespace ttlstate {
+
+Txn::Txn(std::shared_ptr<DbCore> core, std::string store_label, int64_t version, int64_t now, bool writable,
+         TtlRules rules, std::shared_ptr<CleanupCursor> cursor)
+    : core_(std::move(core)), label_(std::move(store_label)), version_(version), now_(now), writable_(writable),
+      rules_(rules), cursor_(std::move(cursor)) {}
+
+std::string Txn::state() const {
+  const char* ended = ended_.load(std::memory_order_acquire);
+  return ended == nullptr ? "open" : ended;
+}
+
+void Txn::CheckOpen() const {
+  const char* ended = ended_.load(std::memory_order_acquire);
+  if (ended != nullptr) {
+    throw StateError("ttlstate store " + label_ + " version " + std::to_string(version_) + " is " + ended +
+                     "; no further operations are allowed");
+  }
+}
+
+void Txn::CheckWritable() const {
+  CheckOpen();
+  if (!writable_) {
+    throw StateError("ttlstate store " + label_ + " version " + std::to_string(version_) + " is read-only");
+  }
+}
+
+void Txn::End(const char* state) {
+  const char* expected = nullptr;
+  ended_.compare_exchange_strong(expected, state, std::memory_order_acq_rel);
+  if (expected == nullptr) {
+    pending_.clear();
+    written_ = 0;
+  }
+}
+
+void Txn::MakeWritable() {
+  CheckOpen();
+  writable_ = true;
+}
+
+void Txn::WritePending(std::string_view key, Op op, std::string stored) {
+  auto [it, inserted] = pending_.try_emplace(std::string(key));
+  if (it->second.op == Op::kNone) ++written_;
+  counters_.pending_bytes += static_cast<int64_t>(key.size() + stored.size());
+  it->second.op = op;
+  it->second.stored = std::move(stored);
+}
+
+std::optional<std::string> Txn::DbGet(std::string_view key) {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
+  std::string value;
+  const auto s = core_->Handle()->Get(rocksdb::ReadOptions(), rocksdb::Slice(key.data(), key.size()), &value);
+  if (s.IsNotFound()) return std::nullopt;
+  CheckStatus(s, "get");
+  return value;
+}
+
+std::optional<std::string> Txn::Visible(std::string_view key, std::string_view stored, bool refresh) {
+  if (!rules_.enabled) return std::string(TtlUserBytes(stored));
+  const int64_t ts = TtlTimestamp(stored);
+  if (IsExpired(ts, rules_.ttl, now_)) {
+    ++counters_.expired_on_read;
+    std::optional<std::string> out;
+    if (rules_.return_expired) out = std::string(TtlUserBytes(stored));
+    if (writable_) WritePending(key, Op::kDelete, std::string());
+    return out;
+  }
+  std::string user(TtlUserBytes(stored));
+  if (refresh && rules_.update_on_read && writable_ && ts != now_) {
+    WritePending(key, Op::kPut, EncodeTtlValue(now_, user));
+  }
+  return user;
+}
+
+std::optional<std::string> Txn::ReadOne(std::string_view key) {
+  const auto it = pending_.find(std::string(key));
+  if (it != pending_.end() && it->second.op != Op::kNone) {
+    if (it->second.op == Op::kDelete) return std::nullopt;
+    const std::string stored = it->second.stored;  // Visible may replace the entry
+    return Visible(key, stored, true);
+  }
+  if (it != pending_.end() && it->second.in_db == 0) return std::nullopt;
+  auto stored = DbGet(key);
+  if (writable_) {  // remember what the committed DB holds: the commit then needs no read
+    if (it == pending_.end()) {
+      pending_.try_emplace(std::string(key)).first->second.in_db = stored ? 1 : 0;
+    } else {
+      it->second.in_db = stored ? 1 : 0;
+    }
+  }
+  if (!stored) return std::nullopt;
+  return Visible(key, *stored, true);
+}
+
+std::optional<std::string> Txn::Get(std::string_view key) {
+  CheckOpen();
+  if (rules_.incremental_per_record && writable_) IncrementalStep();
+  return ReadOne(key);
+}
+
+std::vector<std::optional<std::string>> Txn::MultiGet(const std::vector<std::string_view>& keys) {
+  CheckOpen();
+  if (rules_.incremental_per_record && writable_) IncrementalStep();
+  std::vector<std::optional<std::string>> out;
+  out.reserve(keys.size());
+  for (const auto& key : keys) out.push_back(ReadOne(key));
+  return out;
+}
+
+void Txn::Put(std::string_view key, std::string_view value, bool known_absent) {
+  CheckWritable();
+  if (rules_.incremental_per_record) IncrementalStep();
+  WritePending(key, Op::kPut, EncodeTtlValue(now_, value));
+  if (known_absent) {
+    auto& entry = pending_.find(std::string(key))->second;
+    if (entry.in_db < 0) entry.in_db = 0;
+  }
+}
+
+void Txn::Remove(std::string_view key) {
+  CheckWritable();
+  if (rules_.incremental_per_record) IncrementalStep();
+  WritePending(key, Op::kDelete, std::string());
+}
+
+std::unique_ptr<Scan> Txn::NewScan(std::optional<std::string> lower, std::optional<std::string> upper) {
+  CheckOpen();
+  std::vector<std::pair<std::string, std::optional<std::string>>> overlay;
+  for (const auto& [key, p] : pending_) {
+    if (p.op == Op::kNone) continue;
+    if (lower && key < *lower) continue;
+    if (upper && key >= *upper) continue;
+    overlay.emplace_back(key, p.op == Op::kPut ? std::optional<std::string>(p.stored) : std::nullopt);
+  }
+  std::sort(overlay.begin(), overlay.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto db = std::make_unique<Iterator>(core_, std::move(lower), std::move(upper));
+  return std::make_unique<Scan>(shared_from_this(), std::move(overlay), std::move(db), false);
+}
+
+std::unique_ptr<Scan> Txn::NewKeyScan() {
+  CheckOpen();
+  auto db = std::make_unique<Iterator>(core_, std::nullopt, std::nullopt);
+  return std::make_unique<Scan>(shared_from_this(), std::vector<std::pair<std::string, std::optional<std::string>>>(),
+                                std::move(db), true);
+}
+
+void Txn::IncrementalStep() {
+  if (!rules_.enabled || rules_.incremental_size <= 0 || !writable_) return;
+  Iterator it(core_, cursor_->next, std::nullopt);
+  int64_t checked = 0;
+  std::optional<std::string> last;
+  it.Visit([&](const rocksdb::Slice& k, const rocksdb::Slice& v) {
+    ++checked;
+    last = k.ToString();
+    const auto p = pending_.find(*last);
+    const bool written = p != pending_.end() && p->second.op != Op::kNone;
+    if (!written && IsExpired(TtlTimestamp(std::string_view(v.data(), v.size())), rules_.ttl, now_)) {
+      WritePending(*last, Op::kDelete, std::string());
+      pending_.find(*last)->second.in_db = 1;
+      ++counters_.removed_incremental;
+    }
+    return checked < rules_.incremental_size;
+  });
+  if (!last || checked < rules_.incremental_size) {
+    cursor_->next.reset();  // reached the end: wrap around
+  } else {
+    last->push_back('\0');
+    cursor_->next = std::move(last);
+  }
+}
+
+uint64_t Txn::WriteChangelog(const std::string& path, const std::string& header_json) {
+  CheckWritable();
+  RecordFileWriter out(path, kKindChangelog, header_json);
+  for (const auto& [key, p] : pending_) {
+    if (p.op == Op::kPut) out.Put(key, p.stored);
+    else if (p.op == Op::kDelete) out.Delete(key);
+  }
+  return out.Finish();
+}
+
+int64_t Txn::Apply() {
+  CheckWritable();
+  // Keys whose presence in the committed DB is unknown (written without being read) are looked
+  // up together; reads and the key filter's proofs already answered the others.
+  std::vector<std::string_view> unknown;
+  for (const auto& [key, p] : pending_) {
+    if (p.op != Op::kNone && p.in_db < 0) unknown.push_back(key);
+  }
+  std::unordered_map<std::string_view, bool> found;
+  constexpr size_t kLookupChunk = 4096;
+  for (size_t start = 0; start < unknown.size(); start += kLookupChunk) {
+    const size_t end = std::min(unknown.size(), start + kLookupChunk);
+    std::vector<rocksdb::Slice> slices;
+    for (size_t i = start; i < end; ++i) slices.emplace_back(unknown[i].data(), unknown[i].size());
+    std::vector<rocksdb::PinnableSlice> values(slices.size());
+    std::vector<rocksdb::Status> statuses(slices.size());
+    {
+      std::shared_lock<std::shared_mutex> lock(core_->mu);
+      rocksdb::DB* db = core_->Handle();
+      db->MultiGet(rocksdb::ReadOptions(), db->DefaultColumnFamily(), slices.size(), slices.data(), values.data(),
+                   statuses.data());
+    }
+    for (size_t i = 0; i < slices.size(); ++i) {
+      if (!statuses[i].IsNotFound()) CheckStatus(statuses[i], "multi_get");
+      found[unknown[start + i]] = statuses[i].ok();
+    }
+  }
+  rocksdb::WriteBatch batch;
+  int64_t delta = 0;
+  for (const auto& [key, p] : pending_) {
+    if (p.op == Op::kNone) continue;
+    const bool existed = p.in_db >= 0 ? p.in_db == 1 : found[key];
+    if (p.op == Op::kPut) {
+      CheckStatus(batch.Put(key, p.stored), "put");
+      if (!existed) ++delta;
+    } else {
+      CheckStatus(batch.Delete(key), "delete");
+      if (existed) --delta;
+    }
+  }
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;  // the local DB is a cache; durability comes from the checkpoint
+  {
+    std::shared_lock<std::shared_mutex> lock(core_->mu);
+    CheckStatus(core_->Handle()->Write(wo, &batch), "write");
+  }
+  End("committed");
+  return delta;
+}
+
+Scan::Scan(std::shared_ptr<Txn> txn, std::vector<std::pair<std::string, std::optional<std::string>>> overlay,
+           std::unique_ptr<Iterator> db, bool keys_only)
+    : txn_(std::move(txn)), overlay_(std::move(overlay)), db_(std::move(db)), keys_only_(keys_only) {}
+
+bool Scan::Next(size_t max_bytes, const Emit& emit) {
+  size_t bytes = 0;
+  while (bytes < max_bytes) {
+    if (db_pos_ == db_buf_.size() && !db_done_) {
+      db_buf_ = db_->NextChunk(64 * 1024);
+      db_pos_ = 0;
+      if (db_buf_.empty()) db_done_ = true;
+    }
+    const bool have_db = db_pos_ < db_buf_.size();
+    const bool have_overlay = overlay_pos_ < overlay_.size();
+    if (!have_db && !have_overlay) return true;
+    const std::string* key = nullptr;
+    const std::string* stored = nullptr;
+    if (have_overlay && (!have_db || overlay_[overlay_pos_].first <= db_buf_[db_pos_].first)) {
+      auto& [k, v] = overlay_[overlay_pos_++];
+      if (have_db && db_buf_[db_pos_].first == k) ++db_pos_;  // the pending write shadows the DB
+      key = &k;
+      stored = v ? &*v : nullptr;
+    } else {
+      auto& [k, v] = db_buf_[db_pos_++];
+      key = &k;
+      stored = &v;
+    }
+    if (stored == nullptr) continue;  // deleted in this transaction
+    if (keys_only_) {
+      emit(*key, nullptr);
+      bytes += key->size() + 8;
+      continue;
+    }
+    const auto user = txn_->Visible(*key, *stored, false);
+    if (!user) continue;
+    emit(*key, &*user);
+    bytes += key->size() + user->size() + 8;
+  }
+  return false;
+}
+
+}  // namespace ttlstate
