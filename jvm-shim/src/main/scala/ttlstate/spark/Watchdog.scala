@@ -57,27 +57,26 @@ private[spark] object ProcSample {
  *  timeout since the last sign, and probes have seen it idle for at least half of that (so one
  *  late probe never decides alone). Used by one thread. */
 private[spark] final class Vigil(start: Long) {
+  private val Unset = Long.MinValue
   private var lastSign = start
+  private var idleSince = Unset // first probe that found no sign since the last sign
   private var cpu = -1L
-  private var probedSince = Long.MinValue // first probe of the current idle stretch
   private var last: Option[ProcSample] = None
 
-  def sign(at: Long): Unit = if (at - lastSign > 0) lastSign = at
+  def sign(at: Long): Unit = if (at - lastSign > 0) { lastSign = at; idleSince = Unset }
 
   def probe(sample: Option[ProcSample], now: Long): Unit = {
-    sample.foreach { s =>
-      if ((cpu >= 0 && s.cpuTicks != cpu) || s.working) { sign(now); probedSince = now }
-      cpu = s.cpuTicks
-    }
-    if (probedSince == Long.MinValue) probedSince = now
+    val progressed = sample.exists(s => (cpu >= 0 && s.cpuTicks != cpu) || s.working)
+    sample.foreach(s => cpu = s.cpuTicks)
     last = sample
+    if (progressed) sign(now) else if (idleSince == Unset) idleSince = now
   }
 
   /** Nanoseconds a wait that began at `since` has gone without a sign. */
   def quiet(since: Long, now: Long): Long = now - math.max(since, lastSign)
 
   def hung(since: Long, timeout: Long, now: Long): Boolean =
-    quiet(since, now) >= timeout && probedSince != Long.MinValue && now - probedSince >= timeout / 2
+    quiet(since, now) >= timeout && idleSince != Unset && now - idleSince >= timeout / 2
 
   /** Why it counts as hung, from the last probe. */
   def why: String = last.map(_.describe).getOrElse("its process could not be inspected (/proc)")
@@ -91,7 +90,9 @@ private[spark] final class Watchdog(server: RunningServer) extends Runnable {
   private val vigils = scala.collection.mutable.Map[Int, Vigil]()
   private var framesSeen = Map.empty[ServerConnection, Long]
 
-  override def run(): Unit = while (server.alive) {
+  // Until the server is torn down, not just until its supervisor exits: a worker stopped while
+  // its supervisor died never reads its EOF, and a request may still wait on it.
+  override def run(): Unit = while (!server.isDead) {
     val conns = server.connectionsNow
     val tickNanos = Watchdog.tickNanos(conns.map(_.timeoutNanos))
     Thread.sleep(tickNanos / 1000000L)
