@@ -127,6 +127,7 @@ py::dict ProtocolConstants() {
   d["WRITE_PUT"] = p::kWritePut;
   d["WRITE_REMOVE"] = p::kWriteRemove;
   d["WRITE_PUT_NEW"] = p::kWritePutNew;
+  d["WRITE_REMOVE_EXPIRED"] = p::kWriteRemoveExpired;
   d["ITER_CHUNK_BYTES"] = p::kIterChunkBytes;
   d["ERR_INTERNAL"] = p::kErrInternal;
   d["ERR_BAD_REQUEST"] = p::kErrBadRequest;
@@ -191,6 +192,17 @@ PYBIND11_MODULE(_native, m) {
         }
         return BytesOrNone(v);
       })
+      .def("get_entry", [](ttlstate::Txn& t, const py::bytes& key) {
+        std::optional<std::string> v;
+        int64_t ts = 0;
+        {
+          const auto k = View(key);
+          py::gil_scoped_release release;
+          v = t.GetEntry(k, &ts);
+        }
+        return py::make_tuple(BytesOrNone(v), ts);
+      }, "(value or None, its last-access time after the read, 0 if absent)")
+      .def("remove_if_expired", [](ttlstate::Txn& t, const py::bytes& key) { t.RemoveIfExpired(View(key)); })
       .def("multi_get", [](ttlstate::Txn& t, const std::vector<std::string>& keys) {
         std::vector<std::optional<std::string>> values;
         {

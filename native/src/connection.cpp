@@ -52,6 +52,10 @@ void PutU32(std::string* out, uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>((v >> shift) & 0xff));
 }
 
+void PutU64(std::string* out, uint64_t v) {
+  for (int shift = 56; shift >= 0; shift -= 8) out->push_back(static_cast<char>((v >> shift) & 0xff));
+}
+
 void PutBytes(std::string* out, const std::string* v) {
   if (v == nullptr) {
     PutU32(out, 0xffffffffu);
@@ -168,6 +172,8 @@ void Connection::Writes(Txn& txn, PayloadReader& r) {
       txn.Put(key, r.Bytes(), kind == p::kWritePutNew);
     } else if (kind == p::kWriteRemove) {
       txn.Remove(key);
+    } else if (kind == p::kWriteRemoveExpired) {
+      txn.RemoveIfExpired(key);
     } else {
       throw StoreError(p::kErrBadRequest, "unknown write kind " + std::to_string(kind));
     }
@@ -208,8 +214,10 @@ bool Connection::Dispatch(uint8_t code, std::string_view payload) {
   if (!txn) return false;
   BeginResponse();
   if (code == p::kOpGet) {
-    const auto value = txn->Get(r.Bytes());
+    int64_t ts = 0;
+    const auto value = txn->GetEntry(r.Bytes(), &ts);
     PutBytes(&out_, value ? &*value : nullptr);
+    PutU64(&out_, static_cast<uint64_t>(ts));
   } else if (code == p::kOpMultiGet) {
     const uint32_t n = r.U32();
     std::vector<std::string_view> keys;

@@ -1,6 +1,7 @@
 #include "ttlstate/txn.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "rocksdb/write_batch.h"
 #include "ttlstate/errors.h"
@@ -8,6 +9,34 @@
 #include "ttlstate/ttl_value.h"
 
 namespace ttlstate {
+
+char* Arena::Allocate(size_t n) {
+  if (n > left_) {
+    const size_t size = std::max<size_t>(n, 1u << 20);
+    blocks_.push_back(std::make_unique<char[]>(size));
+    next_ = blocks_.back().get();
+    left_ = size;
+  }
+  char* out = next_;
+  next_ += n;
+  left_ -= n;
+  return out;
+}
+
+std::string_view Arena::Copy(std::string_view data) {
+  if (data.empty()) return std::string_view();
+  char* out = Allocate(data.size());
+  std::memcpy(out, data.data(), data.size());
+  return std::string_view(out, data.size());
+}
+
+std::string_view Arena::CopyTtlValue(int64_t ts, std::string_view user) {
+  char* out = Allocate(kTimestampSize + user.size());
+  const auto v = static_cast<uint64_t>(ts);
+  for (size_t i = 0; i < kTimestampSize; ++i) out[i] = static_cast<char>((v >> (56 - 8 * i)) & 0xff);
+  if (!user.empty()) std::memcpy(out + kTimestampSize, user.data(), user.size());
+  return std::string_view(out, kTimestampSize + user.size());
+}
 
 Txn::Txn(std::shared_ptr<DbCore> core, std::string store_label, int64_t version, int64_t now, bool writable,
          TtlRules rules, std::shared_ptr<CleanupCursor> cursor)
@@ -38,7 +67,8 @@ void Txn::End(const char* state) {
   const char* expected = nullptr;
   ended_.compare_exchange_strong(expected, state, std::memory_order_acq_rel);
   if (expected == nullptr) {
-    pending_.clear();
+    pending_ = {};
+    arena_.Clear();
     written_ = 0;
   }
 }
@@ -48,12 +78,19 @@ void Txn::MakeWritable() {
   writable_ = true;
 }
 
-void Txn::WritePending(std::string_view key, Op op, std::string stored) {
-  auto [it, inserted] = pending_.try_emplace(std::string(key));
-  if (it->second.op == Op::kNone) ++written_;
+Txn::Pending& Txn::Entry(std::string_view key) {
+  const auto it = pending_.find(key);
+  if (it != pending_.end()) return it->second;
+  return pending_.emplace(arena_.Copy(key), Pending()).first->second;
+}
+
+void Txn::WritePending(std::string_view key, Op op, std::string_view stored) {
+  Pending& p = Entry(key);
+  if (p.op == Op::kNone) ++written_;
   counters_.pending_bytes += static_cast<int64_t>(key.size() + stored.size());
-  it->second.op = op;
-  it->second.stored = std::move(stored);
+  p.op = op;
+  p.stored = stored.data();
+  p.stored_size = static_cast<uint32_t>(stored.size());
 }
 
 std::optional<std::string> Txn::DbGet(std::string_view key) {
@@ -65,41 +102,59 @@ std::optional<std::string> Txn::DbGet(std::string_view key) {
   return value;
 }
 
-std::optional<std::string> Txn::Visible(std::string_view key, std::string_view stored, bool refresh) {
-  if (!rules_.enabled) return std::string(TtlUserBytes(stored));
+std::optional<std::string> Txn::Visible(std::string_view key, std::string_view stored, bool refresh,
+                                        int64_t* ts_out) {
   const int64_t ts = TtlTimestamp(stored);
+  if (ts_out != nullptr) *ts_out = ts;
+  if (!rules_.enabled) return std::string(TtlUserBytes(stored));
   if (IsExpired(ts, rules_.ttl, now_)) {
     ++counters_.expired_on_read;
     std::optional<std::string> out;
     if (rules_.return_expired) out = std::string(TtlUserBytes(stored));
-    if (writable_) WritePending(key, Op::kDelete, std::string());
+    if (writable_) WritePending(key, Op::kDelete, std::string_view());
     return out;
   }
   std::string user(TtlUserBytes(stored));
   if (refresh && rules_.update_on_read && writable_ && ts != now_) {
-    WritePending(key, Op::kPut, EncodeTtlValue(now_, user));
+    WritePending(key, Op::kPut, arena_.CopyTtlValue(now_, user));
+    if (ts_out != nullptr) *ts_out = now_;
   }
   return user;
 }
 
-std::optional<std::string> Txn::ReadOne(std::string_view key) {
-  const auto it = pending_.find(std::string(key));
+std::optional<std::string> Txn::ReadOne(std::string_view key, int64_t* ts) {
+  if (ts != nullptr) *ts = 0;
+  const auto it = pending_.find(key);
   if (it != pending_.end() && it->second.op != Op::kNone) {
     if (it->second.op == Op::kDelete) return std::nullopt;
-    const std::string stored = it->second.stored;  // Visible may replace the entry
-    return Visible(key, stored, true);
+    return Visible(key, it->second.value(), true, ts);  // the arena keeps it if Visible rewrites the entry
   }
   if (it != pending_.end() && it->second.in_db == 0) return std::nullopt;
   auto stored = DbGet(key);
-  if (writable_) {  // remember what the committed DB holds: the commit then needs no read
-    if (it == pending_.end()) {
-      pending_.try_emplace(std::string(key)).first->second.in_db = stored ? 1 : 0;
-    } else {
-      it->second.in_db = stored ? 1 : 0;
-    }
-  }
+  if (writable_) Entry(key).in_db = stored ? 1 : 0;  // the commit then needs no read
   if (!stored) return std::nullopt;
-  return Visible(key, *stored, true);
+  auto out = Visible(key, *stored, true, ts);
+  if (!out && ts != nullptr) *ts = 0;
+  return out;
+}
+
+std::optional<std::string> Txn::GetEntry(std::string_view key, int64_t* ts) {
+  CheckOpen();
+  if (rules_.incremental_per_record && writable_) IncrementalStep();
+  return ReadOne(key, ts);
+}
+
+void Txn::RemoveIfExpired(std::string_view key) {
+  CheckWritable();
+  if (!rules_.enabled) return;
+  const auto it = pending_.find(key);
+  if (it != pending_.end() && it->second.op != Op::kNone) return;  // written in this batch
+  const auto stored = DbGet(key);
+  if (stored && IsExpired(TtlTimestamp(*stored), rules_.ttl, now_)) {
+    ++counters_.expired_on_read;
+    WritePending(key, Op::kDelete, std::string_view());
+    Entry(key).in_db = 1;
+  }
 }
 
 std::optional<std::string> Txn::Get(std::string_view key) {
@@ -120,9 +175,9 @@ std::vector<std::optional<std::string>> Txn::MultiGet(const std::vector<std::str
 void Txn::Put(std::string_view key, std::string_view value, bool known_absent) {
   CheckWritable();
   if (rules_.incremental_per_record) IncrementalStep();
-  WritePending(key, Op::kPut, EncodeTtlValue(now_, value));
+  WritePending(key, Op::kPut, arena_.CopyTtlValue(now_, value));
   if (known_absent) {
-    auto& entry = pending_.find(std::string(key))->second;
+    Pending& entry = Entry(key);
     if (entry.in_db < 0) entry.in_db = 0;
   }
 }
@@ -130,7 +185,7 @@ void Txn::Put(std::string_view key, std::string_view value, bool known_absent) {
 void Txn::Remove(std::string_view key) {
   CheckWritable();
   if (rules_.incremental_per_record) IncrementalStep();
-  WritePending(key, Op::kDelete, std::string());
+  WritePending(key, Op::kDelete, std::string_view());
 }
 
 std::unique_ptr<Scan> Txn::NewScan(std::optional<std::string> lower, std::optional<std::string> upper) {
@@ -140,7 +195,8 @@ std::unique_ptr<Scan> Txn::NewScan(std::optional<std::string> lower, std::option
     if (p.op == Op::kNone) continue;
     if (lower && key < *lower) continue;
     if (upper && key >= *upper) continue;
-    overlay.emplace_back(key, p.op == Op::kPut ? std::optional<std::string>(p.stored) : std::nullopt);
+    overlay.emplace_back(std::string(key),
+                         p.op == Op::kPut ? std::optional<std::string>(p.value()) : std::nullopt);
   }
   std::sort(overlay.begin(), overlay.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   auto db = std::make_unique<Iterator>(core_, std::move(lower), std::move(upper));
@@ -165,8 +221,8 @@ void Txn::IncrementalStep() {
     const auto p = pending_.find(*last);
     const bool written = p != pending_.end() && p->second.op != Op::kNone;
     if (!written && IsExpired(TtlTimestamp(std::string_view(v.data(), v.size())), rules_.ttl, now_)) {
-      WritePending(*last, Op::kDelete, std::string());
-      pending_.find(*last)->second.in_db = 1;
+      WritePending(*last, Op::kDelete, std::string_view());
+      Entry(*last).in_db = 1;
       ++counters_.removed_incremental;
     }
     return checked < rules_.incremental_size;
@@ -183,7 +239,7 @@ uint64_t Txn::WriteChangelog(const std::string& path, const std::string& header_
   CheckWritable();
   RecordFileWriter out(path, kKindChangelog, header_json);
   for (const auto& [key, p] : pending_) {
-    if (p.op == Op::kPut) out.Put(key, p.stored);
+    if (p.op == Op::kPut) out.Put(key, p.value());
     else if (p.op == Op::kDelete) out.Delete(key);
   }
   return out.Finish();
@@ -198,6 +254,7 @@ int64_t Txn::Apply() {
     if (p.op != Op::kNone && p.in_db < 0) unknown.push_back(key);
   }
   std::unordered_map<std::string_view, bool> found;
+  found.reserve(unknown.size());
   constexpr size_t kLookupChunk = 4096;
   for (size_t start = 0; start < unknown.size(); start += kLookupChunk) {
     const size_t end = std::min(unknown.size(), start + kLookupChunk);
@@ -221,11 +278,12 @@ int64_t Txn::Apply() {
   for (const auto& [key, p] : pending_) {
     if (p.op == Op::kNone) continue;
     const bool existed = p.in_db >= 0 ? p.in_db == 1 : found[key];
+    const rocksdb::Slice k(key.data(), key.size());
     if (p.op == Op::kPut) {
-      CheckStatus(batch.Put(key, p.stored), "put");
+      CheckStatus(batch.Put(k, rocksdb::Slice(p.stored, p.stored_size)), "put");
       if (!existed) ++delta;
     } else {
-      CheckStatus(batch.Delete(key), "delete");
+      CheckStatus(batch.Delete(k), "delete");
       if (existed) --delta;
     }
   }

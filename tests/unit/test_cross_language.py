@@ -60,3 +60,35 @@ SPARK_OPERATOR_METRICS = {
 
 def test_no_custom_metric_shadows_a_spark_operator_metric() -> None:
     assert not {m.name for m in ALL_METRICS} & SPARK_OPERATOR_METRICS
+
+
+def test_expiry_rule_is_the_same_in_scala_python_and_cpp() -> None:
+    """The shim's cache applies TTL itself: its rule must be Flink's, as Python's and C++'s are,
+    on generated cases plus the inclusive boundary, the overflow clamp and negative times."""
+    import random
+
+    from ttlstate import _native
+    from ttlstate.ttl.expiry import is_expired
+
+    rnd = random.Random(20261123)
+    big = 2**63 - 1
+
+    def num(lo: int) -> int:  # small, epoch-millisecond-like and extreme magnitudes
+        scale = rnd.choice([10**3, 2 * 10**12, 2**62, big])
+        return max(lo, min(big, rnd.randint(-scale, scale)))
+
+    cases = []
+    for _ in range(1000):
+        ts, ttl = num(-(2**63)), num(1)
+        now = rnd.choice([num(-(2**63)), min(big, ts + ttl), min(big, ts + ttl) - 1])
+        cases.append((ts, ttl, max(-(2**63), now)))
+    cases += [(1000, 100, 1100), (1000, 100, 1099), (big - 5, 100, big), (big - 5, 100, big - 1),
+              (-5, big, big), (0, 1, 1), (big, big, big), (-(2**63), 1, -(2**63) + 1)]
+    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.spark.Expiry"],
+                         input="".join(f"{t} {ttl} {now}\n" for t, ttl, now in cases),
+                         capture_output=True, text=True, timeout=120, check=True)
+    scala = [line == "1" for line in out.stdout.split()]
+    python = [is_expired(*c) for c in cases]
+    native = [_native.is_expired(*c) for c in cases]
+    assert scala == python == native

@@ -41,6 +41,24 @@ struct TxnCounters {
 
 class Txn;
 
+// Append-only storage for a batch's keys and values: one allocation per MiB instead of two per
+// pending write, and stable addresses, so entries can hold views into it until the batch ends.
+class Arena {
+ public:
+  std::string_view Copy(std::string_view data);
+  std::string_view CopyTtlValue(int64_t ts, std::string_view user);  // TtlValue layout
+  void Clear() {
+    blocks_.clear();
+    left_ = 0;
+  }
+
+ private:
+  char* Allocate(size_t n);
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  char* next_ = nullptr;
+  size_t left_ = 0;
+};
+
 // A scan of a transaction's view: the pending writes as of its creation merged over a
 // point-in-time DB iterator; TTL hides (and deletes) expired entries, never refreshes them.
 class Scan {
@@ -69,6 +87,12 @@ class Txn : public std::enable_shared_from_this<Txn> {
 
   // Reads: the user bytes (the TtlValue's timestamp stripped), or nothing.
   std::optional<std::string> Get(std::string_view key);
+  // Get, and the entry's last-access time after the read (0 if absent): what the shim's
+  // cross-batch cache keeps to apply TTL itself in later batches.
+  std::optional<std::string> GetEntry(std::string_view key, int64_t* ts);
+  // The shim's cache found `key` expired: delete it if it is stored and expired now, counted
+  // as expired on read.
+  void RemoveIfExpired(std::string_view key);
   std::vector<std::optional<std::string>> MultiGet(const std::vector<std::string_view>& keys);
   // `known_absent`: the caller proved the key is not in the committed DB (the shim's key
   // filter), so the commit needs no read to keep the key count exact.
@@ -97,18 +121,23 @@ class Txn : public std::enable_shared_from_this<Txn> {
   std::string state() const;
 
   // Used by scans: TTL applied to one stored value (may delete it in this transaction).
-  std::optional<std::string> Visible(std::string_view key, std::string_view stored, bool refresh);
+  std::optional<std::string> Visible(std::string_view key, std::string_view stored, bool refresh,
+                                     int64_t* ts = nullptr);
 
  private:
   enum class Op : uint8_t { kNone, kPut, kDelete };
+  // Keys and values live in the arena; an entry is about 64 bytes plus them.
   struct Pending {
-    std::string stored;  // the TtlValue of a put
-    Op op = Op::kNone;   // kNone: only a read marker
-    int8_t in_db = -1;   // the committed DB had the key: -1 unknown, 0 no, 1 yes
+    const char* stored = nullptr;  // the TtlValue of a put
+    uint32_t stored_size = 0;
+    Op op = Op::kNone;  // kNone: only a read marker
+    int8_t in_db = -1;  // the committed DB had the key: -1 unknown, 0 no, 1 yes
+    std::string_view value() const { return {stored, stored_size}; }
   };
+  Pending& Entry(std::string_view key);  // finds or inserts (copying the key into the arena)
 
-  void WritePending(std::string_view key, Op op, std::string stored);
-  std::optional<std::string> ReadOne(std::string_view key);
+  void WritePending(std::string_view key, Op op, std::string_view stored);
+  std::optional<std::string> ReadOne(std::string_view key, int64_t* ts = nullptr);
   std::optional<std::string> DbGet(std::string_view key);
 
   std::shared_ptr<DbCore> core_;
@@ -118,7 +147,8 @@ class Txn : public std::enable_shared_from_this<Txn> {
   bool writable_;
   TtlRules rules_;
   std::shared_ptr<CleanupCursor> cursor_;
-  std::unordered_map<std::string, Pending> pending_;
+  Arena arena_;
+  std::unordered_map<std::string_view, Pending> pending_;
   size_t written_ = 0;
   TxnCounters counters_;
   std::atomic<const char*> ended_{nullptr};

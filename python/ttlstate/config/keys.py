@@ -118,6 +118,13 @@ MEMORY_MAX_BYTES = ConfKey("memory.maxBytes", "256m", "a size such as 256m or 1g
 MEMORY_WRITE_BUFFER_RATIO = ConfKey("memory.writeBufferRatio", "0.5", "a number in (0, 1)",
                                     "Share of `memory.maxBytes` that memtables (writes not yet "
                                     "flushed) may use; past it RocksDB flushes the largest.")
+CACHE_MAX_BYTES = ConfKey("cache.maxBytes", "64m", "a size such as 64m or 1g; 0 = off",
+                         "The executor's cross-batch cache of recently used state entries in the JVM, "
+                         "shared by all stores of the executor, least recently used evicted first: a "
+                         "read of a hot key needs no round trip to the state server. Exact under TTL "
+                         "(it applies Flink's expiry rule itself); off for stores whose reads must "
+                         "all reach the server (ReturnExpiredIfNotCleanedUp, per-record incremental "
+                         "cleanup).")
 REQUEST_TIMEOUT = ConfKey("requestTimeout", "5m", "a duration of at least 1s: 30s, 5m, 1h",
                           "How long the shim waits for the state server with no sign of progress "
                           "before it gives up: no answer, no checkpoint callback, and a worker "
@@ -131,7 +138,8 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON, WORKERS,
-    WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, MEMORY_MAX_BYTES, MEMORY_WRITE_BUFFER_RATIO, REQUEST_TIMEOUT,
+    WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, MEMORY_MAX_BYTES, MEMORY_WRITE_BUFFER_RATIO, CACHE_MAX_BYTES,
+    REQUEST_TIMEOUT,
     OPERATOR_TTL,
 )
 

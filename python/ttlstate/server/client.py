@@ -13,6 +13,8 @@ import socket
 from ttlstate.checkpoint.location import LocalCheckpointLocation
 from ttlstate.server import protocol as P
 
+REMOVE_IF_EXPIRED = b"\x00remove-if-expired"  # a marker value for `writes`
+
 
 class ServerError(RuntimeError):
     def __init__(self, code: int, message: str) -> None:
@@ -95,6 +97,7 @@ class Client:
         payload = P.Writer().str(key).str(json.dumps(confs)).str(json.dumps(info)).payload()
         r = self.call(P.OP_OPEN, payload)
         handle, self.cacheable, self.key_filter_allowed = r.u32(), bool(r.u8()), bool(r.u8())
+        self.ttl_ms, self.update_on_read = r.i64(), bool(r.u8())
         os.makedirs(checkpoint_dir, exist_ok=True)
         self.checkpoint_dirs[handle] = checkpoint_dir
         return handle
@@ -102,7 +105,9 @@ class Client:
     def load(self, h: int, version: int, now_ms: int, read_only: bool = False) -> tuple[int, int]:
         """Loads `version`; returns (lineage, number of keys in the local DB)."""
         r = self.call(P.OP_LOAD, P.Writer().u32(h).i64(version).i64(now_ms).u8(int(read_only)).payload(), h)
-        return r.i64(), r.i64()
+        lineage, num_keys = r.i64(), r.i64()
+        self.now_ms = r.i64()
+        return lineage, num_keys
 
     def keys(self, h: int) -> list[bytes]:
         """Every key of the loaded version's local DB (OP_KEYS, then its chunks)."""
@@ -120,13 +125,20 @@ class Client:
             r = self.call(P.OP_ITER_NEXT, P.Writer().u32(h).u32(it_id).payload(), h)
 
     def get(self, h: int, key: bytes) -> bytes | None:
-        return self.call(P.OP_GET, P.Writer().u32(h).bytes(key).payload(), h).bytes_or_none()
+        return self.get_entry(h, key)[0]
+
+    def get_entry(self, h: int, key: bytes) -> tuple[bytes | None, int]:
+        """The value and its last-access time after the read (0 if absent)."""
+        r = self.call(P.OP_GET, P.Writer().u32(h).bytes(key).payload(), h)
+        return r.bytes_or_none(), r.i64()
 
     def writes(self, h: int, ops: list[tuple[bytes, bytes | None]]) -> None:
         w = P.Writer().u32(h).u32(len(ops))
         for k, v in ops:
             if v is None:
                 w.u8(P.WRITE_REMOVE).bytes(k)
+            elif v is REMOVE_IF_EXPIRED:
+                w.u8(P.WRITE_REMOVE_EXPIRED).bytes(k)
             else:
                 w.u8(P.WRITE_PUT).bytes(k).bytes(v)
         self.send(P.OP_WRITES, w.payload())

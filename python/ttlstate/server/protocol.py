@@ -16,24 +16,29 @@ from __future__ import annotations
 
 import struct
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
 # Requests (shim -> server)
 OP_HELLO = 1          # u32 magic, u32 version                          -> OK u32 version, str worker pid
 OP_OPEN = 2           # str provider key, str confs json, str info json  -> OK u32 handle, u8 cacheable,
-#                                                                          u8 key filter allowed
+#                                                                          u8 key filter allowed,
+#                                                                          i64 ttl ms (-1: off),
+#                                                                          u8 update on read
 #   cacheable = 1: within one loaded version, a repeated read of a key the shim has read or
 #   written returns what the shim already knows (true unless expired values can be returned)
 #   key filter allowed = 1: the shim may answer a point read "absent" without asking, when its
 #   filter of the store's keys says so (false when every access must reach the server, as with
-#   per-record incremental cleanup)
-OP_LOAD = 3           # u32 h, i64 version, i64 now ms, u8 read only     -> OK i64 lineage, i64 num keys
+#   per-record incremental cleanup); the TTL and update type let the shim's cross-batch cache
+#   apply TTL itself (it is used only where reads are cacheable and the key filter allowed)
+OP_LOAD = 3           # u32 h, i64 version, i64 now ms, u8 read only     -> OK i64 lineage, i64 num keys,
+#                                                                          i64 now (the time TTL uses)
 #   lineage changes whenever the local DB was rebuilt rather than advanced by this handle's own
 #   commits; the shim's key filter is valid only for the lineage and version it was built for
 OP_UPGRADE = 4        # u32 h                                            -> OK
-OP_GET = 5            # u32 h, bytes key                                 -> OK bytes value (null: absent)
+OP_GET = 5            # u32 h, bytes key                                 -> OK bytes value (null: absent),
+#                                                                          i64 its last-access time
 OP_MULTI_GET = 6      # u32 h, u32 n, n x bytes key                      -> OK u32 n, n x bytes value
 OP_WRITES = 7         # u32 h, u32 n, n x (u8 kind, bytes key[, bytes value])  (no reply)
 OP_ITER = 8           # u32 h, bytes prefix (null: whole store)          -> OK u32 iter id, chunk
@@ -70,6 +75,8 @@ WRITE_PUT = 1
 WRITE_REMOVE = 2
 WRITE_PUT_NEW = 3     # a put of a key the shim's key filter proved absent from the committed
 #                       store (no false negatives): the commit needs no read to count it
+WRITE_REMOVE_EXPIRED = 4  # the shim's cache found the key expired: the server deletes it if it
+#                       is stored and expired at its time, and counts it as expired on read
 
 # Iterator chunk: u8 done, u32 n, n x (bytes key, bytes value). Chunks hold about this much.
 ITER_CHUNK_BYTES = 256 * 1024

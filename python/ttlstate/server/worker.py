@@ -156,7 +156,8 @@ def _metrics_payload(w: P.Writer, m: StoreMetrics) -> P.Writer:
 
 _GET_HEAD = struct.Struct(">Ii")
 _OK_BYTES = struct.Struct(">IBi")
-_NULL_RESPONSE = _OK_BYTES.pack(5, P.RESP_OK, -1)
+_TS = struct.Struct(">q")
+_NULL_RESPONSE = _OK_BYTES.pack(13, P.RESP_OK, -1) + _TS.pack(0)
 
 
 class Connection(socketserver.StreamRequestHandler):
@@ -267,10 +268,10 @@ class Connection(socketserver.StreamRequestHandler):
         store = self.registry.get(handle).store
         if store is None or klen < 0 or len(payload) != 8 + klen:
             raise RequestError(P.ERR_BAD_REQUEST, "malformed GET")
-        value = store.get(payload[8:])
+        value, ts = store.get_entry(payload[8:])
         if value is None:
             return _NULL_RESPONSE
-        return _OK_BYTES.pack(len(value) + 5, P.RESP_OK, len(value)) + value
+        return _OK_BYTES.pack(len(value) + 13, P.RESP_OK, len(value)) + value + _TS.pack(ts)
 
     def _writes(self, r: P.Reader) -> None:
         if self.pending_error is not None:
@@ -284,6 +285,8 @@ class Connection(socketserver.StreamRequestHandler):
                     store.put(key, r.bytes())
                 elif kind == P.WRITE_REMOVE:
                     store.remove(key)
+                elif kind == P.WRITE_REMOVE_EXPIRED:
+                    store.remove_if_expired(key)
                 else:
                     raise P.ProtocolError(f"unknown write kind {kind}")
         except Exception as e:
@@ -333,7 +336,8 @@ class Connection(socketserver.StreamRequestHandler):
             ttl = self.registry.get(handle).provider.config.ttl
             per_record = ttl.enabled and ttl.incremental is not None and ttl.incremental.per_record
             return (P.Writer().u32(handle).u8(int(not (ttl.enabled and ttl.return_expired)))
-                    .u8(int(not per_record)).payload())
+                    .u8(int(not per_record)).i64(ttl.ttl_ms if ttl.ttl_ms is not None else -1)
+                    .u8(int(ttl.update_on_read)).payload())
         handle = r.u32()
         entry = self.registry.get(handle)
         if code == P.OP_LOAD:
@@ -342,9 +346,11 @@ class Connection(socketserver.StreamRequestHandler):
             entry.store = entry.provider.get_store(version, now_ms=now, read_only=bool(read_only))
             if self.native is not None and isinstance(entry.store, NativeStateStore):
                 self.native.bind(handle, entry.store.txn)  # its per-entry requests stay native
-            return P.Writer().i64(entry.provider.lineage).i64(entry.provider.num_keys).payload()
+            return (P.Writer().i64(entry.provider.lineage).i64(entry.provider.num_keys)
+                    .i64(entry.store.now_ms).payload())
         if code == P.OP_GET:
-            return P.Writer().bytes(self._store(handle).get(r.bytes())).payload()
+            value, ts = self._store(handle).get_entry(r.bytes())
+            return P.Writer().bytes(value).i64(ts).payload()
         if code == P.OP_MULTI_GET:
             keys = [r.bytes() for _ in range(r.u32())]
             values = self._store(handle).multi_get(keys)

@@ -39,8 +39,14 @@ SNAPSHOT_TIME_MS = MetricName("storeSnapshotTimeMs", "timing", "time to write sn
 ENGINE_FALLBACK = MetricName("engineFallback", "sum",
                              "stores running on rocksdict because engine=auto found no native build")
 
+CACHE_HITS = MetricName("cacheHits", "sum",
+                        "reads answered by the executor's cross-batch cache, without a round trip")
+CACHE_MISSES = MetricName("cacheMisses", "sum", "reads the cross-batch cache could not answer")
+CACHE_BYTES = MetricName("cacheBytes", "size",
+                         "bytes the store's entries take in the executor's cross-batch cache")
+
 ALL_METRICS: tuple[MetricName, ...] = (
     TTL_EXPIRED_ON_READ, TTL_REMOVED_BY_FILTER, TTL_REMOVED_INCREMENTAL, TTL_DROPPED_FROM_SNAPSHOT,
     BRIDGE_ROUND_TRIPS, BRIDGE_TIME_MS, KEY_FILTER_SKIPPED_READS, ROCKSDB_SST_BYTES, COMMIT_TIME_MS,
-    SNAPSHOT_TIME_MS, ENGINE_FALLBACK,
+    SNAPSHOT_TIME_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES, CACHE_BYTES,
 )

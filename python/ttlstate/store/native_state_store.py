@@ -74,6 +74,14 @@ class NativeStateStore:
         with _state_errors():
             return self.txn.get(bytes(key))
 
+    def get_entry(self, key: bytes) -> tuple[bytes | None, int]:
+        with _state_errors():
+            return self.txn.get_entry(bytes(key))
+
+    def remove_if_expired(self, key: bytes) -> None:
+        with _state_errors():
+            self.txn.remove_if_expired(bytes(key))
+
     def key_exists(self, key: bytes) -> bool:
         return self.get(key) is not None
 

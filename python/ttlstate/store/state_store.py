@@ -155,12 +155,35 @@ class StateStore:
         return raw[ttl_value.TIMESTAMP_SIZE:]
 
     def get(self, key: bytes) -> bytes | None:
+        return self.get_entry(key)[0]
+
+    def get_entry(self, key: bytes) -> tuple[bytes | None, int]:
+        """`get`, and the entry's last-access timestamp after the read (0 if absent): what the
+        shim's cross-batch cache keeps to apply TTL itself in later batches."""
         self._check_open()
         if self._per_record_cleanup and self.writable:
             self._p.incremental_step(self)
         key = bytes(key)
         raw = self._raw(key)
-        return None if raw is None else self._visible(key, raw, refresh=True)
+        if raw is None:
+            return None, 0
+        value = self._visible(key, raw, refresh=True)
+        if value is None:
+            return None, 0
+        stored = self._pending.get(key, raw) or raw
+        return value, ttl_value.timestamp(stored)
+
+    def remove_if_expired(self, key: bytes) -> None:
+        """The shim's cache found `key` expired: delete it if it is stored and expired now,
+        counted as expired on read (as a read here would have done)."""
+        self._check_writable()
+        key = bytes(key)
+        if key in self._pending or self._ttl_ms is None:
+            return
+        raw = self._p.engine.get(key)
+        if raw is not None and is_expired(ttl_value.timestamp(raw), self._ttl_ms, self.now_ms):
+            self.expired_on_read += 1
+            self._write(key, None)
 
     def key_exists(self, key: bytes) -> bool:
         return self.get(key) is not None

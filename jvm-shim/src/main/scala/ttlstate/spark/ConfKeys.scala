@@ -9,8 +9,8 @@ object ConfKeys {
     "cleanup.incremental.size", "cleanup.incremental.perRecord", "cleanup.compactionFilter.enabled",
     "cleanup.compactionFilter.queryTimeAfterNumEntries", "cleanup.compactionFilter.periodicCompaction",
     "cleanup.compactionFilter.compactEvery", "engine", "snapshotInterval", "python", "workers",
-    "writeBatchBytes", "keyFilter.maxKeys", "memory.maxBytes", "memory.writeBufferRatio", "requestTimeout",
-    "operator.<operatorId>.ttl")
+    "writeBatchBytes", "keyFilter.maxKeys", "memory.maxBytes", "memory.writeBufferRatio",
+    "cache.maxBytes", "requestTimeout", "operator.<operatorId>.ttl")
 
   val PYTHON: String = PREFIX + "python"
   val WORKERS: String = PREFIX + "workers"
@@ -18,6 +18,24 @@ object ConfKeys {
   val DEFAULT_WRITE_BATCH_BYTES = 262144
   val KEY_FILTER_MAX_KEYS: String = PREFIX + "keyFilter.maxKeys"
   val DEFAULT_KEY_FILTER_MAX_KEYS = 1000000
+  val CACHE_MAX_BYTES: String = PREFIX + "cache.maxBytes"
+  val DEFAULT_CACHE_MAX_BYTES: Long = 64L << 20
+
+  private val Size = "(?i)\\s*(\\d+)\\s*(b|k|kb|m|mb|g|gb)?\\s*".r
+
+  /** A size in Spark's binary units ("64m", "1g", bytes); the server validates the same key. */
+  def sizeBytes(v: String): Option[Long] = v match {
+    case Size(n, unit) =>
+      val mult = Option(unit).map(_.toLowerCase.take(1)) match {
+        case Some("k") => 1L << 10
+        case Some("m") => 1L << 20
+        case Some("g") => 1L << 30
+        case _ => 1L
+      }
+      scala.util.Try(math.multiplyExact(n.toLong, mult)).toOption
+    case _ => None
+  }
+
   val REQUEST_TIMEOUT: String = PREFIX + "requestTimeout"
   val DEFAULT_REQUEST_TIMEOUT_MS = 300000L
   val MIN_REQUEST_TIMEOUT_MS = 1000L // as python/ttlstate/config/store_config.py

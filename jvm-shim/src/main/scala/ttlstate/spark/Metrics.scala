@@ -8,9 +8,13 @@ object Metrics {
   val BRIDGE_ROUND_TRIPS = "bridgeRoundTrips"
   val BRIDGE_TIME_MS = "bridgeTimeMs"
   val KEY_FILTER_SKIPPED_READS = "keyFilterSkippedReads"
+  val TTL_EXPIRED_ON_READ = "ttlExpiredOnRead"
+  val CACHE_HITS = "cacheHits"
+  val CACHE_MISSES = "cacheMisses"
+  val CACHE_BYTES = "cacheBytes"
 
   private val defs: Seq[(String, String, String)] = Seq(
-    ("ttlExpiredOnRead", "sum", "entries hidden or dropped as expired on read"),
+    (TTL_EXPIRED_ON_READ, "sum", "entries hidden or dropped as expired on read"),
     ("ttlRemovedByCompactionFilter", "sum", "entries removed by the TTL compaction filter"),
     ("ttlRemovedByIncrementalCleanup", "sum", "entries removed by incremental TTL cleanup"),
     ("ttlDroppedFromSnapshot", "sum", "expired entries left out of snapshots"),
@@ -21,7 +25,10 @@ object Metrics {
     ("storeCommitTimeMs", "timing",
       "time ttlstate spent committing versions durably (Spark's commitTimeMs includes it)"),
     ("storeSnapshotTimeMs", "timing", "time to write snapshots"),
-    ("engineFallback", "sum", "stores running on rocksdict because engine=auto found no native build"))
+    ("engineFallback", "sum", "stores running on rocksdict because engine=auto found no native build"),
+    (CACHE_HITS, "sum", "reads answered by the executor's cross-batch cache, without a round trip"),
+    (CACHE_MISSES, "sum", "reads the cross-batch cache could not answer"),
+    (CACHE_BYTES, "size", "bytes the store's entries take in the executor's cross-batch cache"))
 
   val all: Seq[StateStoreCustomMetric] = defs.map {
     case (name, "sum", desc) => StateStoreCustomSumMetric(name, desc)

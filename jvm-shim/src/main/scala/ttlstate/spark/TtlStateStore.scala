@@ -30,15 +30,25 @@ final class TtlStateStore(
   private var lastMetrics: StateStoreMetrics = _
   private var roundTrips = 0L
   private var bridgeNanos = 0L
-  // Keys this task has read or written in this version, and what a read now returns (null:
-  // absent). Exact when the server says reads are cacheable: within one batch time a live
-  // entry stays live and every write to the store goes through this object. Bounded.
-  private val known = new java.util.HashMap[java.nio.ByteBuffer, Array[Byte]]()
+  // Keys this task has read or written in this version, what a read now returns (null:
+  // absent) and its last-access time. Exact when the server says reads are cacheable: within
+  // one batch time a live entry stays live and every write to the store goes through this
+  // object. Bounded. At commit it is what the cross-batch cache learns.
+  private final class Known(val value: Array[Byte], val ts: Long)
+  private val known = new java.util.HashMap[java.nio.ByteBuffer, Known]()
   private var knownBytes = 0L
   private val KnownLimit = 32L << 20
   // Set by the provider after LOAD (and on upgrade); null: every read asks the server.
   private[spark] var keyFilter: KeyFilter = null
   private var readsSkipped = 0L
+  // The executor's cross-batch cache of this store's committed entries (HotCache), when the
+  // provider attached it: null otherwise. Entries are answered with TTL applied here.
+  private[spark] var cache: CacheView = null
+  private[spark] var cacheEpoch = 0L
+  private var cacheHits = 0L
+  private var cacheMisses = 0L
+  private var expiredInCacheReadOnly = 0L // a writable store's are counted by the server
+  private var writesForgotten = false      // a write `known` had no room for
 
   override def id: StateStoreId = provider.stateStoreId
   def isOpen: Boolean = state == "open"
@@ -92,19 +102,56 @@ final class TtlStateStore(
     else { val row = new UnsafeRow(numValueFields); row.pointTo(bytes, bytes.length); row }
   }
 
-  private def remember(key: Array[Byte], value: Array[Byte]): Unit = if (provider.readsCacheable) {
+  /** Remembers what a read of `key` returns from now on; false if it could not (full). */
+  private def remember(key: Array[Byte], value: Array[Byte], ts: Long): Boolean = provider.readsCacheable && {
     val probe = java.nio.ByteBuffer.wrap(key)
     if (known.containsKey(probe)) {
-      known.put(probe, value) // an existing entry keeps its own key copy; never left stale
+      known.put(probe, new Known(value, ts)) // an existing entry keeps its own key copy; never left stale
+      true
     } else if (knownBytes < KnownLimit) {
       val copy = java.util.Arrays.copyOf(key, key.length) // the caller may reuse its row buffer
-      known.put(java.nio.ByteBuffer.wrap(copy), value)
+      known.put(java.nio.ByteBuffer.wrap(copy), new Known(value, ts))
       knownBytes += copy.length + 64 + (if (value == null) 0 else value.length)
+      true
+    } else false
+  }
+
+  private def usableCache: Boolean = cache != null && cache.epoch == cacheEpoch && cache.describes(version)
+
+  /** Hands what this task learned to the cross-batch cache: the store's state at the version
+   *  the cache view describes (after a commit, the new one). */
+  private def publishKnown(): Unit = if (cache != null) {
+    val it = known.entrySet.iterator
+    while (it.hasNext) {
+      val e = it.next()
+      val key = e.getKey.array
+      val k = e.getValue
+      if (k.value == null) HotCache.remove(cache.owner, key)
+      else HotCache.put(cache.owner, cacheEpoch, key, k.ts, k.value)
+    }
+  }
+
+  /** A cache hit, with TTL applied as the server would: an expired entry is hidden (and, in a
+   *  write store, deleted by the server, which counts it); OnReadAndWrite refreshes a live one. */
+  private def fromCache(key: Array[Byte], e: HotCache.Entry): Array[Byte] = {
+    val ttl = provider.ttlMs
+    if (ttl >= 0 && Expiry.isExpired(e.ts, ttl, loaded.now)) {
+      HotCache.remove(cache.owner, key)
+      if (readOnly) expiredInCacheReadOnly += 1 else queueWrite(Protocol.WRITE_REMOVE_EXPIRED, key, null)
+      if (!remember(key, null, 0L) && !readOnly) writesForgotten = true
+      null
+    } else {
+      if (!readOnly && provider.updateOnRead && e.ts != loaded.now) {
+        queueWrite(Protocol.WRITE_PUT, key, e.value) // the server stamps it with its time
+        if (!remember(key, e.value, loaded.now)) writesForgotten = true
+      } else remember(key, e.value, e.ts)
+      e.value
     }
   }
 
   def upgrade(): TtlStateStore = {
     requireOpen()
+    if (usableCache) publishKnown() // committed entries of this version, as read
     known.clear() // read-only reads neither refresh nor delete: forget them
     knownBytes = 0
     if (readOnly) {
@@ -120,11 +167,17 @@ final class TtlStateStore(
     requireOpen()
     checkCf(colFamilyName)
     val encoded = codec.encode(key)
-    val lookup = java.nio.ByteBuffer.wrap(encoded)
-    if (known.containsKey(lookup)) return valueRow(known.get(lookup))
+    val k = known.get(java.nio.ByteBuffer.wrap(encoded))
+    if (k != null) return valueRow(k.value)
+    if (usableCache) {
+      val e = HotCache.get(cache.owner, cacheEpoch, encoded)
+      if (e != null) { cacheHits += 1; return valueRow(fromCache(encoded, e)) }
+      cacheMisses += 1
+    }
     if (keyFilter != null && !keyFilter.mightContain(encoded)) { readsSkipped += 1; return null }
-    val value = call("get", request(Protocol.OP_GET).bytes(encoded).frame(Protocol.OP_GET)).bytesOrNull()
-    remember(encoded, value)
+    val r = call("get", request(Protocol.OP_GET).bytes(encoded).frame(Protocol.OP_GET))
+    val value = r.bytesOrNull()
+    remember(encoded, value, r.i64())
     valueRow(value)
   }
 
@@ -230,10 +283,18 @@ final class TtlStateStore(
     // A key the filter has never seen is not in the committed store (no false negatives): the
     // server then counts it as new at commit without reading it.
     val isNew = keyFilter != null && !keyFilter.mightContain(encoded)
-    writes.u8(if (isNew) Protocol.WRITE_PUT_NEW else Protocol.WRITE_PUT).bytes(encoded).bytes(bytes)
-    pendingWrites += 1
+    queueWrite(if (isNew) Protocol.WRITE_PUT_NEW else Protocol.WRITE_PUT, encoded, bytes)
     if (keyFilter != null) keyFilter.add(encoded)
-    if (provider.readsCacheable) remember(encoded, java.util.Arrays.copyOf(bytes, bytes.length))
+    if (cache != null) HotCache.remove(cache.owner, encoded) // relearned at commit, if remembered
+    if (!remember(encoded, java.util.Arrays.copyOf(bytes, bytes.length), loaded.now)) writesForgotten = true
+  }
+
+  /** A pipelined write (no reply); scans created earlier must not see it. */
+  private def queueWrite(kind: Int, key: Array[Byte], value: Array[Byte]): Unit = {
+    startScans()
+    writes.u8(kind).bytes(key)
+    if (value != null) writes.bytes(value)
+    pendingWrites += 1
     if (writes.size >= provider.writeBatchBytes) flushWrites()
   }
 
@@ -242,10 +303,9 @@ final class TtlStateStore(
     checkCf(colFamilyName)
     startScans()
     val encoded = codec.encode(key)
-    writes.u8(Protocol.WRITE_REMOVE).bytes(encoded)
-    pendingWrites += 1
-    remember(encoded, null)
-    if (writes.size >= provider.writeBatchBytes) flushWrites()
+    queueWrite(Protocol.WRITE_REMOVE, encoded, null)
+    if (cache != null) HotCache.remove(cache.owner, encoded)
+    if (!remember(encoded, null, 0L)) writesForgotten = true
   }
 
   // -- lifecycle --------------------------------------------------------------------------
@@ -258,6 +318,10 @@ final class TtlStateStore(
         case Metrics.BRIDGE_ROUND_TRIPS => roundTrips
         case Metrics.BRIDGE_TIME_MS => bridgeNanos / 1000000L
         case Metrics.KEY_FILTER_SKIPPED_READS => readsSkipped
+        case Metrics.CACHE_HITS => cacheHits
+        case Metrics.CACHE_MISSES => cacheMisses
+        case Metrics.CACHE_BYTES => if (cache == null) 0L else HotCache.ownerBytes(cache.owner)
+        case Metrics.TTL_EXPIRED_ON_READ => reported.getOrElse(m.name, 0L) + expiredInCacheReadOnly
         case name => reported.getOrElse(name, 0L)
       }
       m -> v
@@ -276,6 +340,11 @@ final class TtlStateStore(
     committedVersion = r.i64()
     lastMetrics = readMetrics(r)
     if (keyFilter != null) provider.keyFilterCommitted(keyFilter, version, committedVersion)
+    if (cache != null) {
+      // A write this task could not remember leaves the cache unsure of that key: start afresh.
+      if (writesForgotten) cache.invalidate() else if (usableCache) publishKnown()
+      cache.committed(loaded.generation, loaded.handle, loaded.lineage, version, committedVersion)
+    }
     finish("committed")
     if (provider.commitValidation) {
       StateStore.reportCommitToCoordinator(committedVersion, provider.commitStateStoreId, provider.hadoop)

@@ -29,6 +29,10 @@ class TtlStateStoreProvider extends StateStoreProvider {
   @volatile private var keyFilterAllowed = false
   private var keyFilterMaxKeys: Int = ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS
   @volatile private var keyFilter: KeyFilter = null
+  @volatile private[spark] var ttlMs: Long = -1L        // the store's TTL as the server applies it; -1: off
+  @volatile private[spark] var updateOnRead = false
+  private var cacheMaxBytes: Long = ConfKeys.DEFAULT_CACHE_MAX_BYTES
+  private lazy val cacheView = new CacheView(HotCache.newOwner())
   private var requestTimeoutNanos: Long = ConfKeys.DEFAULT_REQUEST_TIMEOUT_MS * 1000000L
 
   override def init(
@@ -62,6 +66,8 @@ class TtlStateStoreProvider extends StateStoreProvider {
     this.writeBatchBytes = confs.get(ConfKeys.WRITE_BATCH_BYTES)
       .flatMap(v => scala.util.Try(v.trim.toInt).toOption).filter(_ >= 1024)
       .getOrElse(ConfKeys.DEFAULT_WRITE_BATCH_BYTES)
+    this.cacheMaxBytes = confs.get(ConfKeys.CACHE_MAX_BYTES).flatMap(ConfKeys.sizeBytes)
+      .getOrElse(ConfKeys.DEFAULT_CACHE_MAX_BYTES)
     this.keyFilterMaxKeys = confs.get(ConfKeys.KEY_FILTER_MAX_KEYS)
       .flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS)
     // A bad value fails the query at OPEN (the server validates every key); until then, the default.
@@ -107,6 +113,8 @@ class TtlStateStoreProvider extends StateStoreProvider {
           opened = (server.generation, r.u32())
           readsCacheable = r.u8() == 1
           keyFilterAllowed = r.u8() == 1
+          ttlMs = r.i64()
+          updateOnRead = r.u8() == 1
         }
         opened._2
       }
@@ -132,10 +140,11 @@ class TtlStateStoreProvider extends StateStoreProvider {
         // On failure withConnection returns the connection to the pool (exactly once).
         val r = conn.call(new PayloadWriter().u32(handle).i64(version).i64(now).u8(if (readOnly) 1 else 0)
           .frame(Protocol.OP_LOAD), files)
-        val loaded = LoadedVersion(opened._1, handle, r.i64(), r.i64())
+        val loaded = LoadedVersion(opened._1, handle, r.i64(), r.i64(), r.i64())
         val store = new TtlStateStore(this, conn, worker, handle, version, readOnly, codec, valueSchema.length,
           files, loaded)
         attachKeyFilter(store)
+        attachCache(store)
         store
       }
     } catch {
@@ -176,6 +185,20 @@ class TtlStateStoreProvider extends StateStoreProvider {
     }
   }
 
+  /** Gives `store` the executor's cross-batch cache when it is exact for this store: reads are
+   *  cacheable (expired values are never returned) and every access need not reach the server
+   *  (no per-record incremental cleanup). The view is renewed unless it still describes exactly
+   *  this version of the server's lineage. */
+  private[spark] def attachCache(store: TtlStateStore): Unit = {
+    HotCache.setLimit(cacheMaxBytes)
+    if (cacheMaxBytes > 0 && readsCacheable && keyFilterAllowed) {
+      val l = store.loaded
+      cacheView.attach(l.generation, l.handle, l.lineage, store.version, l.now)
+      store.cache = cacheView
+      store.cacheEpoch = cacheView.epoch
+    }
+  }
+
   /** A commit through `f` from version `from` makes it the filter of version `to`. */
   private[spark] def keyFilterCommitted(f: KeyFilter, from: Long, to: Long): Unit = synchronized {
     if ((keyFilter eq f) && f.version == from) f.version = to
@@ -209,14 +232,16 @@ class TtlStateStoreProvider extends StateStoreProvider {
   override def close(): Unit = synchronized {
     try maintenance(Protocol.OP_CLOSE, identity)
     catch { case _: Exception => } // closing must not fail the executor
+    HotCache.removeOwner(cacheView.owner)
     opened = (-1L, -1)
   }
 
   override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = Metrics.all
 }
 
-/** What the server said when it loaded a version: which local DB (`lineage`) and its key count. */
-private[spark] final case class LoadedVersion(generation: Long, handle: Int, lineage: Long, numKeys: Long)
+/** What the server said when it loaded a version: which local DB (`lineage`), its key count, and
+ *  the time its TTL uses for this version (`now`). */
+private[spark] final case class LoadedVersion(generation: Long, handle: Int, lineage: Long, numKeys: Long, now: Long)
 
 /** Minimal JSON writing for the few strings the shim sends; Spark's schema JSON is passed as a string. */
 private[spark] object Json {

@@ -1,0 +1,80 @@
+"""The executor's cross-batch cache (`cache.maxBytes`): exact under TTL, outputs identical with
+it on and off and equal to Spark's RocksDB provider, and bounded by its byte limit."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+from tests.spark.harness import ROCKSDB, TTLSTATE, Run, batch_times, run_steps, session, state_rows_per_batch
+from tests.spark.test_differential import EVENTS, STEPS, agg
+from ttlstate.config import keys as K
+
+pytestmark = pytest.mark.spark
+
+OFF = {K.CACHE_MAX_BYTES.key: "0"}
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    s = session()
+    yield s
+    s.stop()
+
+
+def _sum(run: Run, metric: str) -> int:
+    return sum(op["customMetrics"].get(metric, 0) for p in run.progress for op in p["stateOperators"])
+
+
+@pytest.mark.parametrize("ttl", ["off", "1h"])
+@pytest.mark.parametrize("operator", ["aggregation", "dropDuplicates"])
+def test_same_output_with_the_cache_on_and_off_and_as_rocksdb(spark: SparkSession, operator: str,
+                                                               ttl: str) -> None:
+    build = agg if operator == "aggregation" else (lambda s: s["events"].dropDuplicates(["k"]))
+    mode = "update" if operator == "aggregation" else "append"
+    steps = STEPS + STEPS  # keys come back: later batches read what earlier ones wrote
+    runs = [run_steps(spark, TTLSTATE, build, {"events": EVENTS}, steps, restart_after=3, output_mode=mode,
+                      confs={K.TTL.key: ttl, **extra}) for extra in ({}, OFF)]
+    theirs = run_steps(spark, ROCKSDB, build, {"events": EVENTS}, steps, restart_after=3, output_mode=mode)
+    on, off = runs
+    assert on.outputs == off.outputs == theirs.outputs
+    assert state_rows_per_batch(on) == state_rows_per_batch(off) == state_rows_per_batch(theirs)
+    assert _sum(on, "cacheHits") > 0 and _sum(off, "cacheHits") == 0
+    assert _sum(on, "bridgeRoundTrips") < _sum(off, "bridgeRoundTrips")
+
+
+def test_an_expired_cached_entry_is_hidden_deleted_and_counted(spark: SparkSession) -> None:
+    """Batch 1 reads b from the cache (live); batch 2 finds a and b there, expired: both are
+    hidden (so dedup emits them again), deleted by the server and counted as expired on read."""
+    ttl_ms = 3000
+    run = Run(spark, TTLSTATE, lambda s: s["events"].dropDuplicates(["k"]), {"events": "k STRING, v INT"},
+              "append", {K.TTL.key: f"{ttl_ms}ms"})
+    run.start()
+    try:
+        run.step([{"k": "a", "v": 1}, {"k": "b", "v": 1}])
+        run.step([{"k": "b", "v": 2}])
+        time.sleep(ttl_ms / 1000 + 0.5)
+        run.step([{"k": "a", "v": 3}, {"k": "b", "v": 3}])
+    finally:
+        run.stop()
+    t = batch_times(run)
+    assert t[1] - t[0] < ttl_ms <= t[2] - t[0], f"batch times {t} do not bracket the TTL"
+    assert [len(run.outputs[b]) for b in sorted(run.outputs)] == [2, 0, 2]
+    last = run.progress[-1]["stateOperators"][0]["customMetrics"]
+    assert run.progress[1]["stateOperators"][0]["customMetrics"]["cacheHits"] == 1
+    assert last["cacheHits"] == 2 and last["ttlExpiredOnRead"] == 2
+    assert run.progress[-1]["stateOperators"][0]["numRowsTotal"] == 2  # deleted, then written again
+
+
+def test_the_cache_never_exceeds_its_limit(spark: SparkSession) -> None:
+    limit = 4096
+    steps = [[{"k": f"k{(b * 7 + i) % 60}", "v": i} for i in range(40)] for b in range(4)]
+    dedup = lambda s: s["events"].dropDuplicates(["k"])  # noqa: E731
+    run = run_steps(spark, TTLSTATE, dedup, {"events": "k STRING, v INT"}, steps,
+                    confs={K.CACHE_MAX_BYTES.key: str(limit)})
+    sizes = [sum(op["customMetrics"]["cacheBytes"] for op in p["stateOperators"]) for p in run.progress]
+    assert max(sizes) <= limit and max(sizes) > 0, sizes
+    assert _sum(run, "cacheHits") > 0
