@@ -65,6 +65,7 @@ class Run:
 
     def start(self) -> None:
         self.spark.conf.set(K.PROVIDER_CLASS_KEY, self.provider)
+        previous = {k: self.spark.conf.get(k, None) for k in self.confs}
         for k, v in self.confs.items():
             self.spark.conf.set(k, v)
         sources = {name: self.spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
@@ -75,8 +76,11 @@ class Run:
 
         self.query = (self.build(sources).writeStream.outputMode(self.output_mode)
                       .foreachBatch(sink).option("checkpointLocation", self.checkpoint).start())
-        for k in self.confs:
-            self.spark.conf.unset(k)
+        for k, v in previous.items():  # the session's own values again (unset would mean Spark's default)
+            if v is None:
+                self.spark.conf.unset(k)
+            else:
+                self.spark.conf.set(k, v)
 
     def step(self, rows: dict[str, list[dict]] | list[dict]) -> None:
         """Write one file per source (a list means the only source), then process it all."""
