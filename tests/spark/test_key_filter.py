@@ -46,16 +46,16 @@ def test_growing_filter_has_no_false_negatives_few_false_positives_and_a_bound(s
 
 
 def test_a_large_first_batch_keeps_skipping_reads_of_new_keys(spark: SparkSession) -> None:
-    """An empty store's filter starts at its minimum size (16k keys); one batch of 100k new keys
-    into one partition outgrows it sixfold and must still skip (nearly) every read. (A filter that
-    kept its first size would skip about 80% of them, saturating as it fills.)"""
-    rows = [{"k": f"first-{i}", "v": i} for i in range(100_000)]
+    """An empty store's filter starts at its minimum size (16k keys); one batch of 70k new keys
+    into one partition outgrows it fourfold and must still skip (nearly) every read. (A filter that
+    kept its first size would skip about 92% of them, saturating as it fills.)"""
+    rows = [{"k": f"first-{i}", "v": i} for i in range(70_000)]
     run = run_steps(spark, TTLSTATE, lambda s: s["events"].dropDuplicates(["k"]), SCHEMA, [rows],
                     confs={"spark.sql.shuffle.partitions": "1"})
     assert len(run.outputs[0]) == len(rows)
     assert state_rows_per_batch(run) == [len(rows)]
     skipped = _custom_sum(run, "keyFilterSkippedReads")
-    assert skipped >= 0.97 * len(rows), skipped
+    assert skipped >= 0.98 * len(rows), skipped
 
 
 def _dedup_steps() -> list[list[dict]]:
