@@ -3,10 +3,13 @@
 A supervisor that starts `--workers` worker processes (the shim passes the executor's cores
 unless `...ttlstate.workers` says otherwise; stores are sharded over the workers, so
 concurrent tasks do not serialize on one interpreter), prints one line
-`READY <socket> <socket> ...` and then waits. It exits, and its workers with it (their stdin
-is a pipe from here), when its own stdin reaches EOF because the executor JVM is gone, or
-when any worker dies, so the shim restarts the whole server and stores reload from the
-checkpoint. No orphan processes.
+`READY <socket> <socket> ...` and then waits. The sockets live under `--root` with the stores,
+or under `--socket-dir` when the shim found `--root` too deep for a Unix socket path (107
+bytes). It exits, and its workers with it (their stdin is a pipe from here), when its own
+stdin reaches EOF because the executor JVM is gone, or when any worker dies, so the shim
+restarts the whole server and stores reload from the checkpoint. No orphan processes. A worker
+that stops answering without exiting is the shim's to notice (its watchdog sees the requests
+waiting), and it then kills the whole server.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ def _watch_stdin(done: threading.Event) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--root", required=True, help="private directory for sockets and stores")
+    ap.add_argument("--socket-dir", help="private directory for the sockets instead of --root "
+                                         "(removed on exit like --root)")
     ap.add_argument("--workers", type=int, default=0,
                     help="worker processes; the shim passes the executor's cores by default. "
                          "0 = os.cpu_count(), a fallback for running the server by hand")
@@ -41,11 +46,13 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--workers must be >= 0 (0 = one per core), not {args.workers}")
     os.umask(0o077)
     os.makedirs(args.root, mode=0o700, exist_ok=True)
+    socket_dir = args.socket_dir or args.root
+    os.makedirs(socket_dir, mode=0o700, exist_ok=True)
     n = args.workers or os.cpu_count() or 1
     workers = []
     sockets = []
     for i in range(n):
-        sock = os.path.join(args.root, f"w{i}.sock")
+        sock = os.path.join(socket_dir, f"w{i}.sock")
         proc = subprocess.Popen(
             [sys.executable, "-m", "ttlstate.server.worker", "--socket", sock,
              "--root", os.path.join(args.root, f"w{i}")],
@@ -75,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                 p.kill()
         for p in workers:
             p.wait()
-        shutil.rmtree(args.root, ignore_errors=True)  # sockets and local stores: a cache
+        for d in {args.root, socket_dir}:
+            shutil.rmtree(d, ignore_errors=True)  # sockets and local stores: a cache
     return 0
 
 

@@ -25,7 +25,7 @@ _OPTION_KEYS = {
     "snapshot_interval": K.SNAPSHOT_INTERVAL, "python": K.PYTHON, "workers": K.WORKERS,
     "write_batch_bytes": K.WRITE_BATCH_SIZE, "key_filter_max_keys": K.KEY_FILTER_MAX_KEYS,
     "memory_max_bytes": K.MEMORY_MAX_BYTES, "memory_write_buffer_ratio": K.MEMORY_WRITE_BUFFER_RATIO,
-    "cache_max_bytes": K.CACHE_MAX_BYTES,
+    "cache_max_bytes": K.CACHE_MAX_BYTES, "request_timeout": K.REQUEST_TIMEOUT,
 }
 
 
@@ -80,8 +80,8 @@ def configure(builder: Any, **options: Any) -> Any:
     Options: ttl ("30m"), update_type, state_visibility, time_source, full_snapshot,
     incremental_size, incremental_per_record, compaction_filter, query_time_after_num_entries,
     periodic_compaction, compact_every, engine, snapshot_interval, python, workers, write_batch_bytes,
-    key_filter_max_keys, memory_max_bytes, memory_write_buffer_ratio, cache_max_bytes, and
-    operator_ttl ({operator_id: "10m" or "off"}). See the README's conf table.
+    key_filter_max_keys, memory_max_bytes, memory_write_buffer_ratio, cache_max_bytes, request_timeout,
+    and operator_ttl ({operator_id: "10m" or "off"}). See the README's conf table.
     """
     check_environment()
     confs = settings(**options)
