@@ -38,15 +38,18 @@ def _curves(ax: Any, result: dict[str, Any], field: str, title: str) -> None:
     ax.legend(fontsize=8)
 
 
-def _bars(ax: Any, result: dict[str, Any], fields: list[tuple[str, str, float]], title: str,
-          unit: str) -> None:
-    """One group of bars per variant (summary values divided by scale), labelled with values."""
+def _bars(ax: Any, result: dict[str, Any], fields: list[tuple[str, str]], title: str, unit: str,
+          scale: float) -> None:
+    """Per variant (in its color), one bar per field of its summary divided by scale; several
+    fields are told apart by hatching. Every bar is labelled with its value."""
+    index = {v["name"]: i for i, v in enumerate(result["variants"])}
     names = [s["variant"] for s in result["summary"]]
     width = 0.8 / len(fields)
-    for j, (field, label, scale) in enumerate(fields):
+    for j, (field, label) in enumerate(fields):
         vals = [(s.get(field) or 0) / scale for s in result["summary"]]
-        xs = [k + j * width for k in range(len(names))]
-        bars = ax.bar(xs, vals, width, label=label, hatch=("", "//", "..")[j % 3], edgecolor="black")
+        colors = [_style(index[n], False)["color"] for n in names]
+        bars = ax.bar([k + j * width for k in range(len(names))], vals, width, color=colors,
+                      hatch=("", "//", "..")[j % 3], edgecolor="black", label=label)
         ax.bar_label(bars, fmt="%.1f", fontsize=7)
     ax.set_xticks([k + width * (len(fields) - 1) / 2 for k in range(len(names))], names,
                   rotation=15, fontsize=8)
@@ -63,14 +66,16 @@ def plot(result: dict[str, Any], path: str) -> None:
     import matplotlib.pyplot as plt
 
     p = result["params"]
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8.5))
+    fig, axes = plt.subplots(2, 3, figsize=(16, 9))
     _curves(axes[0][0], result, "batch_ms", "batch time (triggerExecution)")
-    _curves(axes[0][1], result, "commit_ms", "state operator commit time")
-    _bars(axes[1][0], result, [("restore_ms", "restore batch", 1000)], "restore into a fresh JVM",
-          "seconds")
-    _bars(axes[1][1], result, [("jvm_peak_rss_mb", "JVM peak RSS", 1), ("server_peak_rss_mb",
-                               "state server peak RSS", 1), ("checkpoint_bytes", "checkpoint", 1e6)],
-          "memory while growing, checkpoint size", "MB")
+    _curves(axes[0][1], result, "commit_ms", "state operator commit time (sum over partitions)")
+    _curves(axes[0][2], result, "snapshot_ms", "snapshot time reported by the batch")
+    _bars(axes[1][0], result, [("restore_ms", "restore batch")], "restore: one batch in a fresh JVM",
+          "seconds", 1000)
+    _bars(axes[1][1], result, [("jvm_peak_rss_mb", "JVM"), ("server_peak_rss_mb", "state server")],
+          "peak RSS while growing", "MB", 1)
+    _bars(axes[1][2], result, [("checkpoint_bytes", "checkpoint")], "checkpoint state/ after growing",
+          "MB", 1e6)
     fig.suptitle(f"Growth: dropDuplicates, {p['batches']} x {p['keys_per_batch']:,} new keys, "
                  f"{p['partitions']} partitions, {p['master']} ({result['started']})")
     fig.tight_layout()

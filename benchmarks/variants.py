@@ -50,6 +50,18 @@ class Variant:
         env.setdefault("TTLSTATE_LOG_LEVEL", "WARNING")
         return env
 
+    def check_code(self, used: list[str | None], server_files: list[str]) -> None:
+        """A baseline variant must have imported the old package (`used`: ttlstate.__file__ of
+        its driver processes) and its state server must have mapped the old native extension
+        (`server_files`); anything else would compare the current code with itself."""
+        if self.baseline is None:
+            return
+        tree = self.baseline.tree + os.sep
+        wrong = [f for f in [*used, *server_files] if not str(f).startswith(tree)]
+        if wrong or not server_files:
+            raise RuntimeError(f"{self.name} did not run only the code in {tree}: driver {used}, "
+                               f"state server {server_files}")
+
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "provider_class": self.provider_class, "confs": dict(self.confs),
                 "baseline": self.baseline.describe() if self.baseline else None}
