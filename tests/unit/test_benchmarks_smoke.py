@@ -43,7 +43,7 @@ def _run(variant: str, batch_ms: list[int], restore_ms: int) -> dict[str, object
             for i, t in enumerate(batch_ms)]
     return {"variant": variant, "round": 0, "batches": rows, "jvm_peak_rss_mb": 500.0,
             "server_peak_rss_mb": 300.0, "total_peak_rss_mb": 800.0, "checkpoint_bytes": 10**6,
-            "restore": {"batch_ms": restore_ms, "commit_ms": 5, "state_rows": 310}}
+            "restore": {"batch_ms": restore_ms, "commit_ms": 5, "state_rows": 310, "load_ms": 7}}
 
 
 def _fake_result() -> dict[str, object]:
@@ -65,6 +65,15 @@ def test_summary_ratios_targets_and_baseline() -> None:
     assert s["ttlstate"]["ratio_to_baseline"]["restore_ms"] == 0.25
     assert s["ttlstate"]["restore_state_rows_ok"] is True
     assert "ratio_to_baseline" not in s["rocksdb"]
+
+
+def test_rounds_are_combined_by_median_and_listed() -> None:
+    v = [variants.Variant("rocksdb", variants.ROCKSDB)]
+    runs = [_run("rocksdb", [100, 200, 300], 1000), {**_run("rocksdb", [500, 600, 700], 3000), "round": 1},
+            {**_run("rocksdb", [100, 100, 100], 2000), "round": 2}]
+    s = growth.summarize(v, runs, expected_rows=310)[0]
+    assert s["median_batch_ms"] == 200 and s["restore_ms"] == 2000
+    assert s["median_batch_ms_per_round"] == [200, 600, 100]
 
 
 def test_plot_and_report_render(tmp_path: object) -> None:
