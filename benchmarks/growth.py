@@ -207,13 +207,14 @@ def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:
 
 def _combine_rounds(per_round: list[dict[str, Any]]) -> dict[str, Any]:
     """Medians over rounds; with several rounds also every round's median batch and restore."""
+    if len(per_round) == 1:
+        return per_round[0]
     out: dict[str, Any] = {}
     for key, first in per_round[0].items():
         values = [s[key] for s in per_round]
         out[key] = all(values) if isinstance(first, bool) else _median(values)
-    if len(per_round) > 1:
-        out["median_batch_ms_per_round"] = [s["median_batch_ms"] for s in per_round]
-        out["restore_ms_per_round"] = [s["restore_ms"] for s in per_round]
+    out["median_batch_ms_per_round"] = [s["median_batch_ms"] for s in per_round]
+    out["restore_ms_per_round"] = [s["restore_ms"] for s in per_round]
     return out
 
 
@@ -253,16 +254,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--settle", type=float, default=6.0,
                     help="seconds the query keeps running after its last batch (maintenance)")
     ap.add_argument("--maintenance-interval", default="5s")
-    ap.add_argument("--rounds", type=int, default=1,
-                    help="run every variant this many times (alternating order); medians")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="run every variant this many times, in alternating order, and report medians: "
+                         "the machine's speed drifts within minutes, and reversing the order makes a "
+                         "drift hit every variant alike (--quick: 1)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per child process")
-    ap.add_argument("--quick", action="store_true", help="3 batches of 20k keys, settle 2 s")
+    ap.add_argument("--quick", action="store_true", help="3 batches of 20k keys, settle 2 s, one round")
     ap.add_argument("--json", help="write the results here (and the plot beside it, .png)")
     ap.add_argument("--plot", help="write the plot here (default: beside --json)")
     ap.add_argument("--keep", action="store_true", help="keep inputs and checkpoints")
     args = ap.parse_args(argv)
     if args.quick:
-        args.batches, args.keys_per_batch, args.settle = 3, 20_000, 2.0
+        args.batches, args.keys_per_batch, args.settle, args.rounds = 3, 20_000, 2.0, 1
     if args.json and not args.plot:
         args.plot = os.path.splitext(args.json)[0] + ".png"
     return args

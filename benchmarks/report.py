@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 from typing import Any
 
 
@@ -48,6 +49,12 @@ def _pair(ratios: object) -> str:
     return f"{ratios.get('median_batch_ms')}, {ratios.get('restore_ms')}"
 
 
+def _batch_median(runs: list[dict[str, Any]], variant: str, i: int) -> object:
+    """Median over the variant's rounds of batch i's time."""
+    times = [r["batches"][i]["batch_ms"] for r in runs if r["variant"] == variant and i < len(r["batches"])]
+    return statistics.median(times) if times else ""
+
+
 def growth_section(result: dict[str, Any]) -> list[str]:
     """The growth benchmark: its plot, the summary per variant, and batch time per batch for
     every variant side by side (how each grows with the state)."""
@@ -62,12 +69,10 @@ def growth_section(result: dict[str, Any]) -> list[str]:
                for s in result["summary"]]
     lines += _table(summary, GROWTH_COLUMNS) + [""]
     names = [s["variant"] for s in result["summary"]]
-    first = {r["variant"]: r for r in reversed(result["runs"])}  # each variant's first round
     per_batch = [{"batch": i, "state rows": b["state_rows"],
-                  **{n: first[n]["batches"][i]["batch_ms"] for n in names
-                     if i < len(first[n]["batches"])}}
-                 for i, b in enumerate(first[names[0]]["batches"])]
-    lines += ["Batch time (ms) per batch:", ""]
+                  **{n: _batch_median(result["runs"], n, i) for n in names}}
+                 for i, b in enumerate(result["runs"][0]["batches"])]
+    lines += ["Batch time (ms) per batch (median over rounds):", ""]
     lines += _table(per_batch, ["batch", "state rows", *names]) + [""]
     return lines
 
