@@ -9,8 +9,10 @@ Workloads: `groupBy(key).count()` in update mode and `dropDuplicates(key)`, on a
 of `batches` JSON files (default 1M rows over 200k keys in 5 batches), 4 shuffle partitions,
 `local[2]`. Each variant runs in its own child process (its own JVM and state server): first
 an unmeasured warm-up pass of both workloads on a small input, then both workloads. Reports
-rows/s per variant and workload, the ratio to Spark's RocksDB provider in the same run, and
-for ttlstate the bridge round trips per state operation (from its custom metrics).
+rows/s per variant and workload, the ratio to Spark's RocksDB provider in the same run, for
+ttlstate the bridge round trips per state operation (from its custom metrics), and the peak
+RSS of the variant's JVM (and state server) over its whole child process. `--rounds N` runs
+every variant N times in alternating order and reports medians.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 import os
 import random
 import shutil
+import statistics
 import tempfile
 from typing import Any
 
@@ -57,9 +60,10 @@ def write_input(directory: str, rows: int, keys: int, batches: int, seed: int = 
             f.writelines(f'{{"key":"k{rnd.randrange(keys)}","v":{i}}}\n' for i in range(per))
 
 
-def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: float) -> list[dict[str, Any]]:
+def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: float,
+                round_no: int = 0) -> list[dict[str, Any]]:
     """Both workloads of one variant in a fresh child process; one row per workload."""
-    here = os.path.join(work, v.name.replace("@", "-at-"))
+    here = os.path.join(work, f"{v.name.replace('@', '-at-')}-r{round_no}")
     os.makedirs(here)
     params = {"provider_class": v.provider_class, "confs": dict(v.confs), "ttlstate": v.is_ttlstate,
               "workloads": list(WORKLOADS), "input_dir": input_dir, "warm_dir": warm_dir, "work": here,
@@ -68,7 +72,7 @@ def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: f
     v.check_code([out["ttlstate_file"]], sorted(rss.server_files))
     rows = []
     for r in out["rows"]:
-        row = {"provider": v.name, **r}
+        row = {"provider": v.name, **r, "round": round_no}
         if v.is_ttlstate:
             row["ttlstate_file"] = out["ttlstate_file"]
             row["server_peak_rss_mb"] = rss.as_dict()["server_peak_rss_mb"]
@@ -76,6 +80,23 @@ def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: f
         print(row, flush=True)
         rows.append(row)
     return rows
+
+
+def combine_rounds(rows: list[dict[str, Any]]) -> list[dict[str, object]]:
+    """One row per (provider, workload): the first round's row with the median seconds and
+    rows/s over rounds, and every round's rows/s when there were several."""
+    groups: dict[tuple[object, object], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["provider"], r["workload"]), []).append(r)
+    out: list[dict[str, object]] = []
+    for same in groups.values():
+        row = {k: v for k, v in same[0].items() if k != "round"}
+        row["seconds"] = round(statistics.median(float(x["seconds"]) for x in same), 3)
+        row["rows_per_s"] = round(statistics.median(float(x["rows_per_s"]) for x in same), 1)
+        if len(same) > 1:
+            row["rows_per_s_per_round"] = [x["rows_per_s"] for x in same]
+        out.append(row)
+    return out
 
 
 def add_ratios(results: list[dict[str, object]]) -> None:
@@ -103,6 +124,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     ap.add_argument("--baseline", metavar="REF", help="also run ttlstate from this older commit")
     ap.add_argument("--baseline-variants", default="ttlstate-ttl-on",
                     help="which ttlstate variants get a baseline twin")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run every variant this many times, in alternating order; medians")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per variant")
     ap.add_argument("--json", help="write results here")
     args = ap.parse_args(argv)
@@ -111,15 +134,17 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     baseline = prepare(args.baseline) if args.baseline else None
     variants = with_baseline(pick(VARIANTS, args.providers), baseline, args.baseline_variants)
     work = tempfile.mkdtemp(prefix="ttlstate-sbs-")
-    results: list[dict[str, object]] = []
+    runs: list[dict[str, Any]] = []
     try:
         input_dir, warm_dir = os.path.join(work, "input"), os.path.join(work, "warmup")
         write_input(input_dir, args.rows, args.keys, args.batches)
         write_input(warm_dir, 5_000, 1_000, 1)
-        for v in variants:
-            results += run_variant(v, input_dir, warm_dir, work, args.timeout)
+        for round_no in range(args.rounds):
+            for v in variants if round_no % 2 == 0 else list(reversed(variants)):
+                runs += run_variant(v, input_dir, warm_dir, work, args.timeout, round_no)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    results = combine_rounds(runs)
     add_ratios(results)
     return save(results, args.json)
 

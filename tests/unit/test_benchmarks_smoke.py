@@ -96,6 +96,14 @@ def test_side_by_side_ratios_to_rocksdb_and_to_the_baseline_twin() -> None:
     assert "ratio_to_baseline" not in rows[0] and "ratio_to_baseline" not in rows[2]
 
 
+def test_side_by_side_rounds_are_combined_by_median() -> None:
+    rows = [{"provider": "rocksdb", "workload": "w", "round": i, "seconds": s, "rows_per_s": 100 / s}
+            for i, s in enumerate((1.0, 4.0, 2.0))]
+    [row] = spark_side_by_side.combine_rounds(rows)
+    assert row["seconds"] == 2.0 and row["rows_per_s"] == 50.0 and "round" not in row
+    assert row["rows_per_s_per_round"] == [100.0, 25.0, 50.0]
+
+
 def test_rss_poller_sees_a_server_process_behind_a_launcher() -> None:
     code = "import time; time.sleep(1.5)"  # exits by itself; bash waits for it
     proc = subprocess.Popen(["bash", "-c", f"'{sys.executable}' -c '{code}' ttlstate.server & wait"])
