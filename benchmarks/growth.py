@@ -136,13 +136,18 @@ def _kind(v: Variant) -> str:
     return "ttlstate" if v.is_ttlstate else "rocksdb"
 
 
-def _with_snapshot(rows: list[dict[str, Any]], v: Variant) -> list[dict[str, Any]]:
+def _normalized(rows: list[dict[str, Any]], v: Variant) -> list[dict[str, Any]]:
     """Adds `snapshot_ms`: ttlstate's snapshot time reported at this commit (snapshots are
     written by maintenance between batches), or Spark RocksDB's snapshot upload time (in its
     commit; with changelog checkpointing uploads run in maintenance and are not reported), and
     `load_ms` (see LOAD_METRIC)."""
     snapshot, load = SNAPSHOT_METRIC[_kind(v)], LOAD_METRIC[_kind(v)]
     return [{**r, "snapshot_ms": r["custom"].get(snapshot), "load_ms": r["custom"].get(load)} for r in rows]
+
+
+def _shim_jars(child_result: dict[str, Any]) -> list[str]:
+    """The ttlstate jars on the child's spark.jars (which shim its JVM loaded)."""
+    return [j for j in str(child_result.get("spark_jars", "")).split(",") if "ttlstate" in j]
 
 
 def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_file: str,
@@ -163,9 +168,10 @@ def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_
         "benchmarks.growth_child", _child_params(v, args, "restore", input_dir, ck), v.env(),
         os.path.join(work, "logs", f"{os.path.basename(here)}-restore.log"), args.timeout)
     run = {"variant": v.name, "round": round_no, "ttlstate_file": grown["ttlstate_file"],
-           "grow_wall_s": grown["grow_wall_s"], "batches": _with_snapshot(grown["batches"], v),
+           "shim_jars": _shim_jars(grown) + _shim_jars(restored),
+           "grow_wall_s": grown["grow_wall_s"], "batches": _normalized(grown["batches"], v),
            "checkpoint_bytes": ck_bytes, **grow_rss.as_dict(),
-           "restore": {**_with_snapshot([restored["batch"]], v)[0], "query_wall_s": restored["query_wall_s"],
+           "restore": {**_normalized([restored["batch"]], v)[0], "query_wall_s": restored["query_wall_s"],
                        "ttlstate_file": restored["ttlstate_file"], **restore_rss.as_dict()}}
     if not args.keep:
         shutil.rmtree(here, ignore_errors=True)
@@ -283,7 +289,7 @@ def _check_baseline_runs(variants: list[Variant], runs: list[dict[str, Any]]) ->
     """A baseline variant must have imported the old package and run the old server."""
     for v in variants:
         for r in (r for r in runs if r["variant"] == v.name):
-            v.check_code([r["ttlstate_file"], r["restore"]["ttlstate_file"]],
+            v.check_code([r["ttlstate_file"], r["restore"]["ttlstate_file"], *r["shim_jars"]],
                          [*r["server_files"], *r["restore"]["server_files"]])
 
 

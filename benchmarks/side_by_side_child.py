@@ -54,6 +54,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     spark = session("ttlstate-side-by-side", params["provider_class"], params["confs"],
                     bool(params["ttlstate"]), params["spark_confs"])
     work, ttl = params["work"], bool(params["ttlstate"])
+    jars = spark.conf.get("spark.jars", "")
     try:
         for workload in params["workloads"]:  # unmeasured
             run_one(spark, workload, params["warm_dir"], os.path.join(work, f"warm-{workload}"), ttl)
@@ -61,7 +62,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
                 for w in params["workloads"]]
     finally:
         spark.stop()
-    return {"rows": rows, "ttlstate_file": imported_ttlstate() if ttl else None}
+    return {"rows": rows, "ttlstate_file": imported_ttlstate() if ttl else None, "spark_jars": jars}
 
 
 if __name__ == "__main__":

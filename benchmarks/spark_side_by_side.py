@@ -69,7 +69,8 @@ def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: f
               "workloads": list(WORKLOADS), "input_dir": input_dir, "warm_dir": warm_dir, "work": here,
               "spark_confs": {"spark.sql.shuffle.partitions": "4"}}
     out, rss = run_child("benchmarks.side_by_side_child", params, v.env(), here + ".log", timeout)
-    v.check_code([out["ttlstate_file"]], sorted(rss.server_files))
+    jars = [j for j in out["spark_jars"].split(",") if "ttlstate" in j]
+    v.check_code([out["ttlstate_file"], *jars], sorted(rss.server_files))
     rows = []
     for r in out["rows"]:
         row = {"provider": v.name, **r, "round": round_no}

@@ -51,9 +51,10 @@ class Variant:
         return env
 
     def check_code(self, used: list[str | None], server_files: list[str]) -> None:
-        """A baseline variant must have imported the old package (`used`: ttlstate.__file__ of
-        its driver processes) and its state server must have mapped the old native extension
-        (`server_files`); anything else would compare the current code with itself."""
+        """A baseline variant must have imported the old package and loaded its jar (`used`:
+        ttlstate.__file__ of its drivers, the shim jars on spark.jars) and its state server must
+        have mapped the old native extension (`server_files`); anything else would compare the
+        current code with itself."""
         if self.baseline is None:
             return
         tree = self.baseline.tree + os.sep
