@@ -124,3 +124,12 @@ def test_baseline_environment_puts_the_old_tree_first(monkeypatch: pytest.Monkey
     env = environment("/cache/ttlstate-abc", "/venv/bin/python")
     assert env["PYTHONPATH"].split(os.pathsep) == ["/cache/ttlstate-abc/python", "/elsewhere"]
     assert env["PYSPARK_PYTHON"] == "/venv/bin/python"
+
+
+def test_a_baseline_variant_that_ran_the_current_code_is_refused() -> None:
+    old = variants.Variant("ttlstate", variants.TTLSTATE).at(Baseline("r", "abc1234567", "/old", "/py", {}))
+    old.check_code(["/old/python/ttlstate/__init__.py"], ["/old/python/ttlstate/_native.so"])
+    with pytest.raises(RuntimeError, match="did not run only"):
+        old.check_code(["/new/python/ttlstate/__init__.py"], ["/old/python/ttlstate/_native.so"])
+    with pytest.raises(RuntimeError, match="did not run only"):
+        old.check_code(["/old/python/ttlstate/__init__.py"], [])  # no server seen at all
