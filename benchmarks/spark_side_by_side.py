@@ -1,7 +1,10 @@
 """Spark's HDFS and RocksDB providers vs ttlstate (TTL off, TTL on), same data, one run.
 
 `ttlstate-ttl-on-no-keyfilter` is ttlstate with TTL on and the shim's key filter off
-(`keyFilter.maxKeys=0`): the before/after of that optimisation, measured in the same run.
+(`keyFilter.maxKeys=0`), `ttlstate-ttl-on-no-cache` with the executor's cross-batch cache off
+(`cache.maxBytes=0`), `ttlstate-ttl-on-small-cache` with a 4 MiB cache (a tenth of the default
+workload's working set): the before/after of those optimisations, measured in the same run.
+`--distribution zipf` draws keys from a Zipf distribution (s = 1.1) instead of uniformly.
 With `--baseline REF`, `ttlstate-ttl-on@<sha>` is the same configuration run by an older
 checkout (see `benchmarks/baseline.py`), and `ratio_to_baseline` compares the two.
 
@@ -18,6 +21,8 @@ every variant N times in alternating order and reports medians.
 from __future__ import annotations
 
 import argparse
+import bisect
+import itertools
 import os
 import random
 import shutil
@@ -29,6 +34,7 @@ from benchmarks.baseline import prepare
 from benchmarks.output import save
 from benchmarks.subproc import run_child
 from benchmarks.variants import (
+    CACHE_KEY,
     HDFS,
     KEY_FILTER_KEY,
     ROCKSDB,
@@ -47,17 +53,27 @@ VARIANTS: dict[str, Variant] = {
     "ttlstate-ttl-on": Variant("ttlstate-ttl-on", TTLSTATE, {TTL_KEY: "1h"}),
     "ttlstate-ttl-on-no-keyfilter": Variant("ttlstate-ttl-on-no-keyfilter", TTLSTATE,
                                             {TTL_KEY: "1h", KEY_FILTER_KEY: "0"}),
+    "ttlstate-ttl-on-no-cache": Variant("ttlstate-ttl-on-no-cache", TTLSTATE,
+                                        {TTL_KEY: "1h", CACHE_KEY: "0"}),
+    "ttlstate-ttl-on-small-cache": Variant("ttlstate-ttl-on-small-cache", TTLSTATE,
+                                           {TTL_KEY: "1h", CACHE_KEY: "4m"}),
 }
 WORKLOADS = ("aggregation", "dropDuplicates")
 
 
-def write_input(directory: str, rows: int, keys: int, batches: int, seed: int = 7) -> None:
+def write_input(directory: str, rows: int, keys: int, batches: int, seed: int = 7,
+                distribution: str = "uniform") -> None:
     rnd = random.Random(seed)
     os.makedirs(directory, exist_ok=True)
     per = rows // batches
+    if distribution == "zipf":  # key i has weight 1 / (i + 1)^1.1: a few hot keys, a long tail
+        weights = list(itertools.accumulate(1.0 / (i + 1) ** 1.1 for i in range(keys)))
+        draw = lambda: bisect.bisect(weights, rnd.random() * weights[-1])  # noqa: E731
+    else:
+        draw = lambda: rnd.randrange(keys)  # noqa: E731
     for b in range(batches):
         with open(os.path.join(directory, f"part-{b:03d}.json"), "w") as f:
-            f.writelines(f'{{"key":"k{rnd.randrange(keys)}","v":{i}}}\n' for i in range(per))
+            f.writelines(f'{{"key":"k{draw()}","v":{i}}}\n' for i in range(per))
 
 
 def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: float,
@@ -120,6 +136,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--keys", type=int, default=200_000)
     ap.add_argument("--batches", type=int, default=5)
+    ap.add_argument("--distribution", choices=("uniform", "zipf"), default="uniform")
     ap.add_argument("--quick", action="store_true", help="50k rows, 10k keys")
     ap.add_argument("--providers", default=",".join(VARIANTS))
     ap.add_argument("--baseline", metavar="REF", help="also run ttlstate from this older commit")
@@ -138,7 +155,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     runs: list[dict[str, Any]] = []
     try:
         input_dir, warm_dir = os.path.join(work, "input"), os.path.join(work, "warmup")
-        write_input(input_dir, args.rows, args.keys, args.batches)
+        write_input(input_dir, args.rows, args.keys, args.batches, distribution=args.distribution)
         write_input(warm_dir, 5_000, 1_000, 1)
         for round_no in range(args.rounds):
             for v in variants if round_no % 2 == 0 else list(reversed(variants)):

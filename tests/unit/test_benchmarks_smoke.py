@@ -22,6 +22,7 @@ def test_variant_conf_names_are_the_packages() -> None:
     assert variants.TTL_KEY == K.TTL.key
     assert variants.SNAPSHOT_INTERVAL_KEY == K.SNAPSHOT_INTERVAL.key
     assert variants.KEY_FILTER_KEY == K.KEY_FILTER_MAX_KEYS.key
+    assert variants.CACHE_KEY == K.CACHE_MAX_BYTES.key
 
 
 def test_new_keys_are_distinct_across_batches_and_deterministic() -> None:
