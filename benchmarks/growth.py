@@ -208,7 +208,7 @@ def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:
             "restore_state_rows_ok": rs["state_rows"] == expected_rows,
             "jvm_peak_rss_mb": run["jvm_peak_rss_mb"], "server_peak_rss_mb": run["server_peak_rss_mb"],
             "total_peak_rss_mb": run["total_peak_rss_mb"], "checkpoint_bytes": run["checkpoint_bytes"],
-            "final_state_rows": rows[-1]["state_rows"]}
+            "final_state_rows": rows[-1]["state_rows"], "loadavg_1m_mean": run.get("loadavg_1m_mean")}
 
 
 def _combine_rounds(per_round: list[dict[str, Any]]) -> dict[str, Any]:

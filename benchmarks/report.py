@@ -39,7 +39,7 @@ def _plot_spark(rows: list[dict[str, object]], path: str) -> None:
 GROWTH_COLUMNS = ["variant", "median_batch_ms", "first_batch_ms", "restore_ms", "restore_load_ms",
                   "median_commit_ms", "snapshot_ms_total", "jvm_peak_rss_mb", "server_peak_rss_mb",
                   "checkpoint_bytes", "vs rocksdb (batch, restore)", "vs baseline (batch, restore)",
-                  "restore_state_rows_ok"]
+                  "restore_state_rows_ok", "loadavg_1m_mean"]
 
 
 def _pair(ratios: object) -> str:

@@ -34,10 +34,14 @@ class PeakRss:
     total: int = 0
     samples: int = 0
     server_files: set[str] = field(default_factory=set)
+    load_sum: float = 0.0  # of the machine's 1-minute load average, one term per sample
 
     def as_dict(self) -> dict[str, object]:
+        """Also the mean load average while the child ran: on this shared machine it tells how
+        much of a difference between two variants may be other work, not the code."""
         return {"jvm_peak_rss_mb": round(self.jvm / MB, 1), "server_peak_rss_mb": round(self.server / MB, 1),
                 "total_peak_rss_mb": round(self.total / MB, 1), "rss_samples": self.samples,
+                "loadavg_1m_mean": round(self.load_sum / self.samples, 2) if self.samples else None,
                 "server_files": sorted(self.server_files)}
 
 
@@ -121,6 +125,7 @@ class RssPoller(threading.Thread):
         self.peak.server = max(self.peak.server, rss["server"])
         self.peak.total = max(self.peak.total, rss["jvm"] + rss["server"])
         self.peak.samples += 1
+        self.peak.load_sum += os.getloadavg()[0]
 
 
 class ChildFailed(RuntimeError):
