@@ -344,8 +344,9 @@ class Connection(socketserver.StreamRequestHandler):
             version, now, flags = r.i64(), r.i64(), r.u8()
             snapshot = r.i64() if flags & P.LOAD_FROM_SNAPSHOT else None
             self.iters.clear()
-            entry.store = entry.provider.get_store(version, now_ms=now, read_only=bool(flags & P.LOAD_READ_ONLY),
-                                                   empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot)
+            entry.store = entry.provider.get_store(
+                version, now_ms=now, read_only=bool(flags & P.LOAD_READ_ONLY),
+                empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot)
             if self.native is not None and isinstance(entry.store, NativeStateStore):
                 self.native.bind(handle, entry.store.txn)  # its per-entry requests stay native
             return (P.Writer().i64(entry.provider.lineage).i64(entry.provider.num_keys)
