@@ -97,7 +97,8 @@ def test_aggregation_from_rocksdb(spark: SparkSession) -> None:
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", TTLSTATE)
 
     def state(ck: str) -> list:
-        return sorted(tuple(r) for r in spark.read.format("statestore").option("batchId", 2).load(ck).collect())
+        rows = spark.read.format("statestore").option("batchId", 2).load(ck).collect()
+        return sorted(tuple(r) for r in rows)
     assert state(target) == state(first.checkpoint)
 
 
