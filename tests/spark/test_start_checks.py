@@ -55,7 +55,8 @@ def test_checkpoint_pinned_to_another_provider_fails_start(spark: SparkSession) 
     # Knowingly on the pinned provider: it runs, and the WARN says TTL is off for it.
     q = _start(spark, old.checkpoint, ROCKSDB)
     q.stop()
-    assert any(old.checkpoint in w and "TTL is OFF" in w and "ttlstate migrate" in w for w in _warnings(spark))
+    assert any(old.checkpoint in w and "TTL is OFF" in w and "ttlstate migrate" in w
+               for w in _warnings(spark))
 
 
 def test_ttlstate_keys_without_ttlstate_provider_warn(spark: SparkSession) -> None:
@@ -71,7 +72,8 @@ def test_ttlstate_keys_without_ttlstate_provider_warn(spark: SparkSession) -> No
 
 
 @pytest.mark.parametrize(("key", "value", "expected"), [
-    (K.PREFIX + "tll", "5s", f"Unknown ttlstate conf '{K.PREFIX}tll' (set to '5s'): did you mean '{K.TTL.key}'?"),
+    (K.PREFIX + "tll", "5s",
+     f"Unknown ttlstate conf '{K.PREFIX}tll' (set to '5s'): did you mean '{K.TTL.key}'?"),
     (K.PREFIX + "keyFilter.maxKey", "10", f"did you mean '{K.KEY_FILTER_MAX_KEYS.key}'?"),
     (K.TTL.key, "5 parsecs", f"Invalid value '5 parsecs' for conf '{K.TTL.key}'"),
     (K.MEMORY_MAX_BYTES.key, "1k", f"Invalid value '1k' for conf '{K.MEMORY_MAX_BYTES.key}'"),
