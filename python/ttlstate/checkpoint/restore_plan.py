@@ -41,6 +41,30 @@ def plan_restore(store_id: str, files: list[str], version: int,
     return RestorePlan(base, snapshot, _changelogs(base, version), False)
 
 
+def plan_from_snapshot(store_id: str, files: list[str], snapshot_version: int,
+                       version: int) -> RestorePlan:
+    """Version `version` rebuilt from exactly `snapshot_version`'s snapshot and the changelogs
+    after it (the state data source's snapshotStartBatchId), never from another base."""
+    parsed = names.parse_all(files)
+    if version < snapshot_version:
+        raise VersionNotFound(store_id, version, names.snapshot_name(snapshot_version),
+                              f"cannot be the base of version {version}: it is a later version")
+    if snapshot_version == 0:
+        snapshot = None
+    elif any(f.kind == names.SNAPSHOT and f.version == snapshot_version for f in parsed):
+        snapshot = names.snapshot_name(snapshot_version)
+    else:
+        raise VersionNotFound(store_id, version, names.snapshot_name(snapshot_version),
+                              "is missing (the snapshot to replay from)")
+    changelogs = {f.version for f in parsed if f.kind == names.CHANGELOG}
+    missing = [v for v in range(snapshot_version + 1, version + 1) if v not in changelogs]
+    if missing:
+        raise VersionNotFound(store_id, version, names.changelog_name(missing[0]),
+                              f"is missing (needed to rebuild version {version} from "
+                              f"{names.snapshot_name(snapshot_version)})")
+    return RestorePlan(snapshot_version, snapshot, _changelogs(snapshot_version, version), False)
+
+
 def _changelogs(after: int, upto: int) -> tuple[str, ...]:
     return tuple(names.changelog_name(v) for v in range(after + 1, upto + 1))
 

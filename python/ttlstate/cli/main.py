@@ -7,10 +7,12 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    usage = ("usage: ttlstate {demo,inspect,jar} ...\n"
+    usage = ("usage: ttlstate {demo,inspect,jar,migrate} ...\n"
              "  demo                 run the churn demo (ttlstate vs Spark's RocksDB provider)\n"
              "  inspect CHECKPOINT   versions, rows, expired rows and bytes per store\n"
-             "  jar                  print the path of the shim jar for spark.jars\n")
+             "  jar                  print the path of the shim jar for spark.jars\n"
+             "  migrate SOURCE TARGET  copy a stopped query's checkpoint into a new one on ttlstate\n"
+             "                       (--to rocksdb: back to Spark's RocksDB provider)\n")
     if not args or args[0] in ("-h", "--help"):
         print(usage, end="")
         return 0 if args else 2
@@ -28,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
         from ttlstate.cli.inspect_checkpoint import main as inspect_main
 
         return inspect_main(rest)
+    if command == "migrate":
+        from ttlstate.spark.migrate import main as migrate_main
+
+        return migrate_main(rest)
     print(f"ttlstate: unknown command {command!r}\n{usage}", end="", file=sys.stderr)
     return 2
 

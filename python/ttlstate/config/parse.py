@@ -25,6 +25,20 @@ class ConfError(ValueError):
         super().__init__(f"Invalid value {value!r} for conf '{key}': allowed {allowed}")
 
 
+class UnknownConfKey(ConfError):
+    """A key under ttlstate's prefix that ttlstate does not know (a typo must not mean "default");
+    the message names the closest known key."""
+
+    def __init__(self, key: str, value: object, known: list[str]) -> None:
+        import difflib
+
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        self.suggestion = close[0] if close else None
+        hint = f"did you mean '{self.suggestion}'?" if self.suggestion else "see the README's conf table"
+        ValueError.__init__(self, f"Unknown ttlstate conf '{key}' (set to {value!r}): {hint}")
+        self.key, self.value, self.allowed = key, value, "a known ttlstate key"
+
+
 _UNIT_MS = {
     "ms": 1,
     "s": 1000,

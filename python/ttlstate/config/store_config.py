@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from ttlstate.config import keys as K
 from ttlstate.config.keys import EngineKind, StateVisibility, TimeSource, UpdateType
 from ttlstate.config.parse import (
-    ConfError,
+    UnknownConfKey,
     parse_bool,
     parse_bytes,
     parse_duration_ms,
@@ -93,7 +93,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
     known = {k.key for k in K.ALL_KEYS if "<" not in k.suffix}
     for key in confs:
         if key.startswith(K.PREFIX) and key not in known and not _is_operator_key(key):
-            raise ConfError(key, confs[key], "a known ttlstate key (see the README's conf table)")
+            raise UnknownConfKey(key, confs[key], sorted(known | {K.operator_ttl_key(0)}))
 
     def get(ck: K.ConfKey) -> str:
         return str(confs.get(ck.key, ck.default))

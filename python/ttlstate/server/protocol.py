@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -32,8 +32,12 @@ OP_OPEN = 2           # str provider key, str confs json, str info json  -> OK u
 #   filter of the store's keys says so (false when every access must reach the server, as with
 #   per-record incremental cleanup); the TTL and update type let the shim's cross-batch cache
 #   apply TTL itself (it is used only where reads are cacheable and the key filter allowed)
-OP_LOAD = 3           # u32 h, i64 version, i64 now ms, u8 read only     -> OK i64 lineage, i64 num keys,
-#                                                                          i64 now (the time TTL uses)
+OP_LOAD = 3           # u32 h, i64 version, i64 now ms, u8 flags         -> OK i64 lineage, i64 num keys,
+#                       [, i64 snapshot version if LOAD_FROM_SNAPSHOT]      i64 now (the time TTL uses)
+#   flags: LOAD_READ_ONLY; LOAD_EMPTY (an empty store at `version`, whose commit makes version+1:
+#   Spark's loadEmpty, for writing a whole state at a given version, as `ttlstate migrate` does);
+#   LOAD_FROM_SNAPSHOT (rebuild `version` from exactly that snapshot plus the changelogs after
+#   it: the state data source's snapshotStartBatchId)
 #   lineage changes whenever the local DB was rebuilt rather than advanced by this handle's own
 #   commits; the shim's key filter is valid only for the lineage and version it was built for
 OP_UPGRADE = 4        # u32 h                                            -> OK
@@ -54,6 +58,17 @@ OP_CLOSE = 17         # u32 h                                            -> OK
 OP_KEYS = 18          # u32 h                                            -> OK u32 iter id, chunk
 #   every key in the loaded version's local DB (expired ones included), values null; continue
 #   with OP_ITER_NEXT / OP_ITER_CLOSE. Only what a filter of keys needs: no TTL, no side effects
+OP_SNAPSHOT_NOW = 19  # u32 h                                            -> OK
+#   writes the snapshot of the loaded version now, whatever snapshotInterval says (Spark's
+#   forceSnapshotOnCommit)
+OP_CHANGES = 20       # u32 h, i64 version                               -> OK u32 iter id, chunk
+#   the records of the store's `<version>.changelog`, verified whole and bound to the store
+#   first, in file order: (key, TtlValue) puts and (key, null) deletes; continue with
+#   OP_ITER_NEXT / OP_ITER_CLOSE. Needs no loaded version (the state data source's change feed)
+
+LOAD_READ_ONLY = 1
+LOAD_EMPTY = 2
+LOAD_FROM_SNAPSHOT = 4
 
 # Responses (server -> shim)
 RESP_OK = 64

@@ -341,9 +341,12 @@ class Connection(socketserver.StreamRequestHandler):
         handle = r.u32()
         entry = self.registry.get(handle)
         if code == P.OP_LOAD:
-            version, now, read_only = r.i64(), r.i64(), r.u8()
+            version, now, flags = r.i64(), r.i64(), r.u8()
+            snapshot = r.i64() if flags & P.LOAD_FROM_SNAPSHOT else None
             self.iters.clear()
-            entry.store = entry.provider.get_store(version, now_ms=now, read_only=bool(read_only))
+            entry.store = entry.provider.get_store(
+                version, now_ms=now, read_only=bool(flags & P.LOAD_READ_ONLY),
+                empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot)
             if self.native is not None and isinstance(entry.store, NativeStateStore):
                 self.native.bind(handle, entry.store.txn)  # its per-entry requests stay native
             return (P.Writer().i64(entry.provider.lineage).i64(entry.provider.num_keys)
@@ -399,6 +402,15 @@ class Connection(socketserver.StreamRequestHandler):
         if code == P.OP_SNAPSHOT:
             entry.provider.do_snapshot_maintenance()
             return b""
+        if code == P.OP_SNAPSHOT_NOW:
+            self._store(handle)  # a version must be loaded
+            entry.provider.write_snapshot()
+            return b""
+        if code == P.OP_CHANGES:
+            it_id = self.next_iter
+            self.next_iter += 1
+            self.iters[it_id] = entry.provider.changelog_records(r.i64())
+            return self._chunk_payload(P.Writer().u32(it_id), it_id)
         if code == P.OP_CLEANUP:
             entry.provider.do_cleanup_maintenance(r.i32())
             return b""

@@ -38,7 +38,7 @@ from ttlstate.checkpoint.record_file import (
     verify_record_file,
     write_record_file,
 )
-from ttlstate.checkpoint.restore_plan import deletable_files, plan_restore
+from ttlstate.checkpoint.restore_plan import deletable_files, plan_from_snapshot, plan_restore
 from ttlstate.config.keys import EngineKind, TimeSource
 from ttlstate.config.store_config import StoreConfig
 from ttlstate.engine.base import Engine, FilterSettings
@@ -137,9 +137,14 @@ class StoreProvider:
             return now_ms
         return self.clock.now_ms()
 
-    def get_store(self, version: int, *, now_ms: int | None = None, read_only: bool = False
-                  ) -> StateStore:
-        """Exactly `version`, as a write store (or read-only), at the batch time `now_ms`."""
+    def get_store(self, version: int, *, now_ms: int | None = None, read_only: bool = False,
+                  empty: bool = False, from_snapshot: int | None = None) -> StateStore:
+        """Exactly `version`, as a write store (or read-only), at the batch time `now_ms`.
+
+        `empty`: an empty store at `version` (nothing is read; its commit makes version + 1),
+        Spark's loadEmpty. `from_snapshot`: rebuild `version` from exactly that snapshot and the
+        changelogs after it, never from the local DB (the state data source's
+        snapshotStartBatchId)."""
         if version < 0:
             raise VersionNotFound(self.store_id, version, names.changelog_name(version),
                                   "cannot be loaded: versions are >= 0")
@@ -150,7 +155,14 @@ class StoreProvider:
                 log.warning("ttlstate store %s: local state directory vanished; restoring "
                             "from the checkpoint", self.store_id)
                 self._drop_local()
-            if self._engine is None or self._local_version != version:
+            if empty:
+                self.lineage += 1
+                self._open_empty()
+                self._local_version = version
+                self._batch_times.pop(version, None)
+            elif from_snapshot is not None:
+                self._load(version, from_snapshot)
+            elif self._engine is None or self._local_version != version:
                 self._load(version)
             now = self._now(now_ms)
             self.engine.set_time(now)
@@ -183,13 +195,16 @@ class StoreProvider:
             self._remote = set(self.checkpoint.list_files())
         return sorted(self._remote)
 
-    def _load(self, version: int) -> None:
+    def _load(self, version: int, from_snapshot: int | None = None) -> None:
         self.lineage += 1
         local = self._local_version if self._engine is not None else None
-        try:
-            plan = plan_restore(self.store_id, self._listing(refresh=False), version, local)
-        except VersionNotFound:
-            plan = plan_restore(self.store_id, self._listing(refresh=True), version, local)
+        if from_snapshot is not None:
+            plan = plan_from_snapshot(self.store_id, self._listing(refresh=True), from_snapshot, version)
+        else:
+            try:
+                plan = plan_restore(self.store_id, self._listing(refresh=False), version, local)
+            except VersionNotFound:
+                plan = plan_restore(self.store_id, self._listing(refresh=True), version, local)
         wanted = ([(plan.snapshot, KIND_SNAPSHOT)] if plan.snapshot else []) + [
             (name, KIND_CHANGELOG) for name in plan.changelogs]
         fetched: list[tuple[str, str, RecordFileHeader]] = []
@@ -213,6 +228,17 @@ class StoreProvider:
                 if os.path.exists(local_path):
                     os.unlink(local_path)
         self._local_version = version
+
+    def changelog_records(self, version: int) -> Iterator[tuple[bytes, bytes | None]]:
+        """The records of `<version>.changelog` in file order, after verifying the whole file
+        and that it is this store's (the state data source's change feed)."""
+        name = names.changelog_name(version)
+        with self._lock:
+            local, header = self._fetch_verified(name, KIND_CHANGELOG, version)
+        try:
+            yield from read_records(local, header)
+        finally:
+            os.unlink(local)
 
     def _fetch_verified(self, name: str, kind: bytes, version: int) -> tuple[str, RecordFileHeader]:
         local = os.path.join(self._staging, name)

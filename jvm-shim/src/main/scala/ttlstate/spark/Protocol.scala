@@ -3,7 +3,7 @@ package ttlstate.spark
 /** Wire protocol constants, mirrored from python/ttlstate/server/protocol.py (the spec lives
  *  there). tests/unit/test_cross_language.py checks every value against Python's. */
 object Protocol {
-  val PROTOCOL_VERSION = 3
+  val PROTOCOL_VERSION = 4
   val MAGIC = 0x54544C53
   val MAX_FRAME: Int = 1 << 30
 
@@ -25,6 +25,12 @@ object Protocol {
   val OP_CLEANUP = 16
   val OP_CLOSE = 17
   val OP_KEYS = 18
+  val OP_SNAPSHOT_NOW = 19
+  val OP_CHANGES = 20
+
+  val LOAD_READ_ONLY = 1
+  val LOAD_EMPTY = 2
+  val LOAD_FROM_SNAPSHOT = 4
 
   val RESP_OK = 64
   val RESP_ERROR = 65
@@ -63,7 +69,9 @@ object Protocol {
     "OP_ITER" -> OP_ITER, "OP_ITER_NEXT" -> OP_ITER_NEXT, "OP_ITER_CLOSE" -> OP_ITER_CLOSE,
     "OP_COMMIT" -> OP_COMMIT, "OP_ABORT" -> OP_ABORT, "OP_RELEASE" -> OP_RELEASE,
     "OP_METRICS" -> OP_METRICS, "OP_SNAPSHOT" -> OP_SNAPSHOT, "OP_CLEANUP" -> OP_CLEANUP,
-    "OP_CLOSE" -> OP_CLOSE, "OP_KEYS" -> OP_KEYS, "RESP_OK" -> RESP_OK, "RESP_ERROR" -> RESP_ERROR,
+    "OP_CLOSE" -> OP_CLOSE, "OP_KEYS" -> OP_KEYS, "OP_SNAPSHOT_NOW" -> OP_SNAPSHOT_NOW,
+    "OP_CHANGES" -> OP_CHANGES, "LOAD_READ_ONLY" -> LOAD_READ_ONLY, "LOAD_EMPTY" -> LOAD_EMPTY,
+    "LOAD_FROM_SNAPSHOT" -> LOAD_FROM_SNAPSHOT, "RESP_OK" -> RESP_OK, "RESP_ERROR" -> RESP_ERROR,
     "RESP_CALLBACK" -> RESP_CALLBACK, "CB_LIST" -> CB_LIST, "CB_FETCH" -> CB_FETCH,
     "CB_PUBLISH" -> CB_PUBLISH, "CB_DELETE" -> CB_DELETE, "CB_RESULT_OK" -> CB_RESULT_OK,
     "CB_RESULT_ERROR" -> CB_RESULT_ERROR, "CB_ERR_NOT_FOUND" -> CB_ERR_NOT_FOUND,

@@ -4,14 +4,16 @@ import java.util.UUID
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
+import org.apache.spark.ttlstatebridge.NextIteratorBridge
 
 /** Spark's entry point. Thin: every store operation goes to the ttlstate state server.
  *
  *  The constructor does nothing: Spark creates throwaway instances on the driver just to read
  *  `supportedCustomMetrics`, so no process may start before `init`/`getStore`. */
-class TtlStateStoreProvider extends StateStoreProvider {
+class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedReplay {
   private var id: StateStoreId = _
   private var keySchema: StructType = _
   private var valueSchema: StructType = _
@@ -133,13 +135,19 @@ class TtlStateStoreProvider extends StateStoreProvider {
     case other => other
   }
 
-  private def openStore(version: Long, readOnly: Boolean): TtlStateStore = {
+  /** `empty`: an empty store at `version` (Spark's loadEmpty); `fromSnapshot`: `version` rebuilt
+   *  from exactly that snapshot version plus the changelogs after it (fine-grained replay). */
+  private def openStore(version: Long, readOnly: Boolean, empty: Boolean = false,
+      fromSnapshot: Option[Long] = None): TtlStateStore = {
     val now = BatchTime.forVersion(id.checkpointRootLocation, version, hadoopConf)
+    val flags = (if (readOnly) Protocol.LOAD_READ_ONLY else 0) | (if (empty) Protocol.LOAD_EMPTY else 0) |
+      (if (fromSnapshot.isDefined) Protocol.LOAD_FROM_SNAPSHOT else 0)
     try {
       withConnection(keep = true) { (conn, handle, worker) =>
         // On failure withConnection returns the connection to the pool (exactly once).
-        val r = conn.call(new PayloadWriter().u32(handle).i64(version).i64(now).u8(if (readOnly) 1 else 0)
-          .frame(Protocol.OP_LOAD), files)
+        val w = new PayloadWriter().u32(handle).i64(version).i64(now).u8(flags)
+        fromSnapshot.foreach(w.i64)
+        val r = conn.call(w.frame(Protocol.OP_LOAD), files)
         val loaded = LoadedVersion(opened._1, handle, r.i64(), r.i64(), r.i64())
         val store = new TtlStateStore(this, conn, worker, handle, version, readOnly, codec, valueSchema.length,
           files, loaded)
@@ -154,8 +162,101 @@ class TtlStateStoreProvider extends StateStoreProvider {
 
   override def getStore(version: Long, stateStoreCkptId: Option[String], forceSnapshotOnCommit: Boolean,
       loadEmpty: Boolean): StateStore = {
-    if (loadEmpty) throw StateStoreErrors.unsupportedOperationException("loadEmpty", "TtlStateStoreProvider")
-    openStore(version, readOnly = false)
+    val store = openStore(version, readOnly = false, empty = loadEmpty)
+    store.snapshotOnCommit = forceSnapshotOnCommit
+    store
+  }
+
+  /** The snapshot of `version` (just committed), written now (forceSnapshotOnCommit). */
+  private[spark] def snapshotNow(version: Long): Unit =
+    try withConnection(keep = false) { (conn, handle, _) =>
+      conn.call(new PayloadWriter().u32(handle).frame(Protocol.OP_SNAPSHOT_NOW), files)
+    } catch {
+      case e: Throwable => throw errorFor("snapshot", version, e)
+    }
+
+  // -- SupportsFineGrainedReplay: the state data source's snapshotStartBatchId and readChangeFeed
+
+  override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
+      snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): StateStore =
+    openStore(endVersion, readOnly, fromSnapshot = Some(snapshotVersion))
+
+  override def replayReadStateFromSnapshot(snapshotVersion: Long, endVersion: Long,
+      snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): ReadStateStore =
+    openStore(endVersion, readOnly = true, fromSnapshot = Some(snapshotVersion))
+
+  /** The changes of versions `startVersion..endVersion`, read from our changelogs (verified
+   *  whole and bound to this store by the server): puts and deletes with batch id version - 1,
+   *  values without the TTL timestamp, as Spark's own providers report them. Deletes include
+   *  those TTL made (expired on read, incremental cleanup); the compaction filter's are not in
+   *  changelogs. */
+  override def getStateStoreChangeDataReader(startVersion: Long, endVersion: Long,
+      colFamilyNameOpt: Option[String], endVersionStateStoreCkptId: Option[String])
+      : NextIteratorBridge[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] = {
+    colFamilyNameOpt.filter(_ != StateStore.DEFAULT_COL_FAMILY_NAME).foreach { cf =>
+      throw StateStoreErrors.unsupportedOperationException(s"column family $cf", "TtlStateStoreProvider")
+    }
+    if (startVersion < 1 || endVersion < startVersion) {
+      throw new IllegalArgumentException(s"$label: no change feed from version $startVersion to $endVersion")
+    }
+    new ChangeFeed(startVersion, endVersion)
+  }
+
+  private final class ChangeFeed(startVersion: Long, endVersion: Long)
+      extends NextIteratorBridge[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] {
+    private var version = startVersion - 1
+    private var borrowed: (ServerConnection, Int, Int) = _  // connection, handle, worker
+    private var reader: PayloadReader = _
+    private var iterId = 0
+    private var remaining = 0
+    private var done = true
+
+    private def call(frame: Array[Byte]): PayloadReader =
+      try borrowed._1.call(frame, files) catch { case e: Throwable => throw errorFor("change feed", version, e) }
+
+    private def header(): Unit = { done = reader.u8() == 1; remaining = reader.u32() }
+
+    override protected def getNext(): (RecordType.Value, UnsafeRow, UnsafeRow, Long) = {
+      while (remaining == 0) {
+        if (!done) {
+          reader = call(new PayloadWriter().u32(borrowed._2).u32(iterId).frame(Protocol.OP_ITER_NEXT))
+          header()
+        } else if (version < endVersion) {
+          version += 1
+          if (borrowed == null) {
+            borrowed = try withConnection(keep = true)((c, h, w) => (c, h, w)) catch {
+              case e: Throwable => throw errorFor("change feed", version, e)
+            }
+          }
+          reader = call(new PayloadWriter().u32(borrowed._2).i64(version).frame(Protocol.OP_CHANGES))
+          iterId = reader.u32()
+          header()
+        } else {
+          end()
+          return null
+        }
+      }
+      remaining -= 1
+      val key = codec.decode(reader.bytesOrNull())
+      val stored = reader.bytesOrNull()
+      if (stored == null) (RecordType.DELETE_RECORD, key, null, version - 1)
+      else {
+        val row = new UnsafeRow(valueSchema.length)
+        val bytes = java.util.Arrays.copyOfRange(stored, 8, stored.length)
+        row.pointTo(bytes, bytes.length)
+        (RecordType.PUT_RECORD, key, row, version - 1)
+      }
+    }
+
+    override protected def close(): Unit = if (borrowed != null) {
+      val (conn, handle, worker) = borrowed
+      borrowed = null
+      if (!done && !conn.broken) {
+        try conn.call(new PayloadWriter().u32(handle).u32(iterId).frame(Protocol.OP_ITER_CLOSE), files)
+        catch { case _: Exception => }
+      }
+      conn.server.giveBack(conn, worker)
+    }
   }
 
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =

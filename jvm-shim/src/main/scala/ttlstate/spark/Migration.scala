@@ -1,0 +1,274 @@
+package ttlstate.spark
+
+import java.io.IOException
+import java.nio.charset.StandardCharsets.UTF_8
+import java.util.UUID
+
+import scala.util.Try
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import com.fasterxml.jackson.databind.node.ObjectNode
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileSystem, FileUtil, Path}
+import org.apache.spark.sql.classic.SparkSession
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.util.SerializableConfiguration
+
+/** `ttlstate migrate`: a stopped query's checkpoint copied into a NEW checkpoint whose state, at
+ *  the last committed batch, is held by another provider (Spark's RocksDB or HDFS provider ->
+ *  ttlstate, or back). The source is only read.
+ *
+ *  Everything but the stores' data is copied as is (query id included: the new checkpoint
+ *  continues the same query, so sinks that track the query id stay exactly once), except that
+ *  every offset log entry pins the target provider. The state is copied through the provider
+ *  API, one Spark task per store: the source provider (the class its offset log pins) reads the
+ *  last committed version, the target provider writes it as that same version (Spark's
+ *  loadEmpty + forceSnapshotOnCommit), and the row counts are checked: rows read, keys the
+ *  target committed, and rows a fresh target provider reads back. */
+object Migration {
+  val ProviderKey = "spark.sql.streaming.stateStore.providerClass"
+  val HdfsProvider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+  private val mapper = new ObjectMapper()
+
+  /** One store of the source, as a task needs it. */
+  final case class StoreSpec(operatorId: Long, partitionId: Int, storeName: String, keySchemaJson: String,
+      valueSchemaJson: String, numColsPrefixKey: Int) {
+    def label: String = s"operator $operatorId, partition $partitionId, store $storeName"
+  }
+
+  final case class Copied(spec: StoreSpec, read: Long, committed: Long, readBack: Long)
+
+  final class MigrationError(message: String) extends IOException(message)
+
+  private def fail(message: String): Nothing = throw new MigrationError(message)
+
+  private def readText(fs: FileSystem, p: Path): String = {
+    val in = fs.open(p)
+    try new String(in.readAllBytes(), UTF_8) finally in.close()
+  }
+
+  private def batchIds(fs: FileSystem, dir: Path): Seq[Long] =
+    if (!fs.exists(dir)) Nil
+    else fs.listStatus(dir).toSeq.map(_.getPath.getName).flatMap(n => Try(n.toLong).toOption).sorted
+
+  /** The conf map an offset log entry pins (its second line's `conf`). */
+  def pinnedConfs(fs: FileSystem, offsetFile: Path): Map[String, String] = {
+    val lines = readText(fs, offsetFile).split("\n")
+    if (lines.length < 2) Map.empty
+    else {
+      val conf = mapper.readTree(lines(1)).get("conf")
+      if (conf == null) Map.empty
+      else {
+        val m = mapper.convertValue(conf, classOf[java.util.Map[String, Object]])
+        scala.jdk.CollectionConverters.MapHasAsScala(m).asScala.map { case (k, v) => k -> String.valueOf(v) }.toMap
+      }
+    }
+  }
+
+  /** The provider class the newest offset log entry of `checkpoint` pins, if any. */
+  def pinnedProvider(checkpoint: String, hadoopConf: Configuration): Option[String] = Try {
+    val root = new Path(checkpoint)
+    val fs = root.getFileSystem(hadoopConf)
+    batchIds(fs, new Path(root, "offsets")).lastOption
+      .map(b => pinnedConfs(fs, new Path(new Path(root, "offsets"), b.toString)))
+      .map(_.getOrElse(ProviderKey, HdfsProvider))
+  }.toOption.flatten
+
+  private def rewriteOffsets(text: String, provider: String): String = {
+    val lines = text.split("\n", -1)
+    if (lines.length < 2) return text
+    val meta = mapper.readTree(lines(1)).asInstanceOf[ObjectNode]
+    val conf = Option(meta.get("conf")).collect { case o: ObjectNode => o }.getOrElse(meta.putObject("conf"))
+    conf.put(ProviderKey, provider)
+    lines(1) = mapper.writeValueAsString(meta)
+    lines.mkString("\n")
+  }
+
+  private def writeText(fs: FileSystem, p: Path, text: String): Unit = {
+    val out = fs.create(p, false)
+    try out.write(text.getBytes(UTF_8)) finally out.close()
+  }
+
+  /** Spark's own metadata under a state directory: entries whose names start with '_'. */
+  private def copySparkMetadata(fs: FileSystem, from: Path, to: Path, conf: Configuration): Unit =
+    if (fs.exists(from)) fs.listStatus(from).foreach { st =>
+      val name = st.getPath.getName
+      if (name.startsWith("_")) FileUtil.copy(fs, st.getPath, fs, new Path(to, name), false, conf)
+    }
+
+  /** The stores of every stateful operator, from Spark's operator metadata and schema files. */
+  private def describeStores(fs: FileSystem, stateRoot: Path, hadoopConf: Configuration): Seq[StoreSpec] = {
+    if (!fs.exists(stateRoot)) return Nil
+    val ops = fs.listStatus(stateRoot).toSeq.filter(_.isDirectory).map(_.getPath.getName)
+      .flatMap(n => Try(n.toLong).toOption).sorted
+    ops.flatMap { op =>
+      val metaFile = new Path(stateRoot, s"$op/_metadata/metadata")
+      if (!fs.exists(metaFile)) {
+        fail(s"operator $op of the source has no operator metadata ($metaFile): run the query once on " +
+          "Spark 4.x before migrating it")
+      }
+      val lines = readText(fs, metaFile).split("\n")
+      val meta = mapper.readTree(lines.last)
+      val stores = meta.get("stateStoreInfo")
+      if (stores == null) fail(s"cannot read the operator metadata $metaFile (operator state metadata v1 expected)")
+      (0 until stores.size).flatMap { i =>
+        val s = stores.get(i)
+        val name = s.get("storeName").asText()
+        val prefixCols = s.get("numColsPrefixKey").asInt()
+        val partitions = s.get("numPartitions").asInt()
+        val schemaId = StateStoreProviderId(StateStoreId(stateRoot.toString, op, 0, name), UUID.randomUUID())
+        val schemas = new StateSchemaCompatibilityChecker(schemaId, hadoopConf, Nil, None, false).readSchemaFile()
+        val cf = schemas.find(_.colFamilyName == StateStore.DEFAULT_COL_FAMILY_NAME).orElse(schemas.headOption)
+          .getOrElse(fail(s"operator $op, store $name: no state schema file"))
+        (0 until partitions).map(p => StoreSpec(op, p, name, cf.keySchema.json, cf.valueSchema.json, prefixCols))
+      }
+    }
+  }
+
+  private def storeConf(base: SQLConf, confs: Map[String, String]): StateStoreConf = {
+    val c = base.clone()
+    confs.foreach { case (k, v) => c.setConfString(k, v) }
+    new StateStoreConf(c)
+  }
+
+  /** Runs the migration; returns a JSON report. `targetConfs` are extra confs of the target provider. */
+  def run(spark: SparkSession, source: String, target: String, targetProvider: String,
+      targetConfs: java.util.Map[String, String]): String = {
+    val hadoopConf = spark.sessionState.newHadoopConf()
+    val src = new Path(source)
+    val dst = new Path(target)
+    val srcFs = src.getFileSystem(hadoopConf)
+    val dstFs = dst.getFileSystem(hadoopConf)
+    if (!srcFs.exists(new Path(src, "metadata"))) fail(s"$source is not a streaming query checkpoint (no metadata file)")
+    if (dstFs.exists(dst) && dstFs.listStatus(dst).nonEmpty) {
+      fail(s"the target $target exists and is not empty: migrate writes a NEW checkpoint and never overwrites one")
+    }
+    val commits = batchIds(srcFs, new Path(src, "commits"))
+    val offsets = batchIds(srcFs, new Path(src, "offsets"))
+    val last = commits.lastOption.getOrElse(fail(s"$source has no committed batch: nothing to migrate"))
+    if (!offsets.contains(last)) fail(s"$source has no offset log entry for its last committed batch $last")
+    val pinned = pinnedConfs(srcFs, new Path(src, s"offsets/${offsets.last}"))
+    val sourceProvider = pinned.getOrElse(ProviderKey, HdfsProvider)
+    if (pinned.get("spark.sql.streaming.stateStore.checkpointFormatVersion").exists(_ != "1")) {
+      fail(s"$source uses state store checkpoint format version 2 (checkpoint ids); migrate supports version 1")
+    }
+    val stores = describeStores(srcFs, new Path(src, "state"), hadoopConf)
+    val version = last + 1 // the state after the last committed batch
+
+    // The new checkpoint: the query's identity, Spark's state metadata and the offset log first
+    // (the target provider reads the query id and the batch time), the commit log last.
+    dstFs.mkdirs(dst)
+    FileUtil.copy(srcFs, new Path(src, "metadata"), dstFs, new Path(dst, "metadata"), false, hadoopConf)
+    for (st <- if (srcFs.exists(new Path(src, "state"))) srcFs.listStatus(new Path(src, "state")).toSeq else Nil
+         if st.isDirectory) {
+      val opDst = new Path(dst, s"state/${st.getPath.getName}")
+      copySparkMetadata(srcFs, st.getPath, opDst, hadoopConf)
+      srcFs.listStatus(st.getPath).filter(p => p.isDirectory && !p.getPath.getName.startsWith("_")).foreach { part =>
+        val partDst = new Path(opDst, part.getPath.getName)
+        copySparkMetadata(srcFs, part.getPath, partDst, hadoopConf)
+        srcFs.listStatus(part.getPath).filter(p => p.isDirectory && !p.getPath.getName.startsWith("_") &&
+            stores.exists(_.storeName == p.getPath.getName)).foreach { store =>
+          copySparkMetadata(srcFs, store.getPath, new Path(partDst, store.getPath.getName), hadoopConf)
+        }
+      }
+    }
+    if (srcFs.exists(new Path(src, "sources"))) {
+      FileUtil.copy(srcFs, new Path(src, "sources"), dstFs, new Path(dst, "sources"), false, hadoopConf)
+    }
+    dstFs.mkdirs(new Path(dst, "offsets"))
+    offsets.foreach { b =>
+      writeText(dstFs, new Path(dst, s"offsets/$b"), rewriteOffsets(readText(srcFs, new Path(src, s"offsets/$b")),
+        targetProvider))
+    }
+
+    val base = spark.sessionState.conf
+    val common = pinned + ("spark.sql.streaming.stateStore.commitValidation.enabled" -> "false")
+    val srcConf = storeConf(base, common + (ProviderKey -> sourceProvider))
+    val extra = scala.jdk.CollectionConverters.MapHasAsScala(targetConfs).asScala.toMap
+    // A RocksDB target uploads its snapshot within the commit when changelog checkpointing is off.
+    val dstConfs = common ++ extra + (ProviderKey -> targetProvider) +
+      ("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "false")
+    val dstConf = storeConf(base, dstConfs)
+    val verifyConf = storeConf(base, dstConfs + (ConfKeys.PREFIX + "ttl" -> "off"))
+    val conf = new SerializableConfiguration(hadoopConf)
+    val srcState = new Path(src, "state").toString
+    val dstState = new Path(dstFs.makeQualified(dst), "state").toString
+
+    val copied = if (stores.isEmpty) Seq.empty[Copied] else {
+      val sc = spark.sparkContext
+      sc.setJobDescription(s"ttlstate migrate: ${stores.size} stores of $source at batch $last")
+      try {
+        sc.parallelize(stores, stores.size).map { spec =>
+          copyStore(spec, srcState, dstState, version, srcConf, dstConf, verifyConf, conf.value)
+        }.collect().toSeq
+      } finally sc.setJobDescription(null)
+    }
+    val wrong = copied.filter(c => c.read != c.committed || c.read != c.readBack)
+    if (wrong.nonEmpty) {
+      fail("row counts differ after the copy (the target is incomplete; delete it): " + wrong.map(c =>
+        s"${c.spec.label}: read ${c.read}, committed ${c.committed}, read back ${c.readBack}").mkString("; "))
+    }
+    dstFs.mkdirs(new Path(dst, "commits"))
+    commits.foreach { b =>
+      FileUtil.copy(srcFs, new Path(src, s"commits/$b"), dstFs, new Path(dst, s"commits/$b"), false, hadoopConf)
+    }
+    val storesJson = copied.map { c =>
+      s"""{"operator":${c.spec.operatorId},"partition":${c.spec.partitionId},"store":${Json.str(c.spec.storeName)},""" +
+        s""""rows":${c.read}}"""
+    }.mkString("[", ",", "]")
+    s"""{"source":${Json.str(source)},"target":${Json.str(target)},"batch":$last,"version":$version,""" +
+      s""""sourceProvider":${Json.str(sourceProvider)},"targetProvider":${Json.str(targetProvider)},""" +
+      s""""stores":$storesJson}"""
+  }
+
+  private def copyStore(spec: StoreSpec, srcState: String, dstState: String, version: Long, srcConf: StateStoreConf,
+      dstConf: StateStoreConf, verifyConf: StateStoreConf, hadoopConf: Configuration): Copied = {
+    val keySchema = DataType.fromJson(spec.keySchemaJson).asInstanceOf[StructType]
+    val valueSchema = DataType.fromJson(spec.valueSchemaJson).asInstanceOf[StructType]
+    val encoder = if (spec.numColsPrefixKey > 0) PrefixKeyScanStateEncoderSpec(keySchema, spec.numColsPrefixKey)
+      else NoPrefixKeyStateEncoderSpec(keySchema)
+    def provider(root: String, conf: StateStoreConf): StateStoreProvider = StateStoreProvider.createAndInit(
+      StateStoreProviderId(StateStoreId(root, spec.operatorId, spec.partitionId, spec.storeName), UUID.randomUUID()),
+      keySchema, valueSchema, encoder, useColumnFamilies = false, conf, hadoopConf,
+      useMultipleValuesPerKey = false, stateSchemaProvider = None)
+    def where(e: Throwable) = new MigrationError(s"${spec.label}: ${e.getMessage}")
+
+    val source = provider(srcState, srcConf)
+    val (read, committed) = try {
+      val target = provider(dstState, dstConf)
+      try {
+        val in = source.getReadStore(version, None)
+        val out = target.getStore(version - 1, None, forceSnapshotOnCommit = true, loadEmpty = true)
+        var n = 0L
+        try {
+          val it = in.iterator()
+          while (it.hasNext) {
+            val pair = it.next()
+            out.put(pair.key.copy(), pair.value.copy())
+            n += 1
+          }
+          val newVersion = out.commit()
+          if (newVersion != version) throw new IllegalStateException(s"the target committed version $newVersion, not $version")
+          (n, out.metrics.numKeys)
+        } catch {
+          case e: Throwable =>
+            if (!out.hasCommitted) out.abort()
+            throw e
+        } finally in.abort()
+      } finally target.close()
+    } catch {
+      case e: MigrationError => throw e
+      case e: Throwable => throw where(e)
+    } finally source.close()
+    val check = provider(dstState, verifyConf)
+    val readBack = try {
+      val s = check.getReadStore(version, None)
+      try { var n = 0L; val it = s.iterator(); while (it.hasNext) { it.next(); n += 1 }; n } finally s.abort()
+    } catch {
+      case e: Throwable => throw where(e)
+    } finally check.close()
+    Copied(spec, read, committed, readBack)
+  }
+}

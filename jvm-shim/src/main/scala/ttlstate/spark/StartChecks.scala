@@ -1,0 +1,134 @@
+package ttlstate.spark
+
+import java.io.File
+import java.nio.charset.StandardCharsets.UTF_8
+import java.util.concurrent.{ConcurrentHashMap, TimeUnit}
+
+import scala.util.Try
+
+import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.streaming.WriteToStream
+import org.slf4j.LoggerFactory
+
+/** `spark.sql.extensions=ttlstate.spark.TtlStateExtensions` (set by `ttlstate.configure`, or in
+ *  spark-defaults.conf / `--conf`): ttlstate's checks run when a streaming query starts.
+ *
+ *  The hook is a check rule of the analyzer. `DataStreamWriter.start()` analyzes the query's
+ *  `WriteToStream` plan, with its resolved checkpoint location, on the calling thread before the
+ *  query's thread exists, so an error thrown here is raised by `start()` itself, before any batch
+ *  (a StreamingQueryListener's onQueryStarted cannot fail a query: Spark logs and swallows what a
+ *  listener throws). */
+class TtlStateExtensions extends (SparkSessionExtensions => Unit) {
+  override def apply(extensions: SparkSessionExtensions): Unit =
+    extensions.injectCheckRule(session => (plan: LogicalPlan) => plan match {
+      case w: WriteToStream => StartChecks.onStart(session, w.resolvedCheckpointLocation)
+      case _ =>
+    })
+}
+
+object StartChecks {
+  private val log = LoggerFactory.getLogger("ttlstate.spark.StartChecks")
+  val ProviderClass: String = classOf[TtlStateStoreProvider].getName
+  private val validated = new ConcurrentHashMap[String, Option[String]]()
+  private val warnings = new java.util.concurrent.ConcurrentLinkedDeque[String]()
+
+  /** The last warnings these checks logged (newest last), for tests and notebooks. */
+  def recentWarnings(): java.util.List[String] = new java.util.ArrayList[String](warnings)
+
+  private def warn(message: String): Unit = {
+    log.warn(message)
+    warnings.addLast(message)
+    while (warnings.size > 20) warnings.pollFirst()
+  }
+
+  private val OperatorKey = ("^" + java.util.regex.Pattern.quote(ConfKeys.PREFIX) + "operator\\.\\d+\\.ttl$").r
+  private def knownKeys: Seq[String] =
+    ConfKeys.SUFFIXES.filterNot(_.contains("<")).map(ConfKeys.PREFIX + _) :+ (ConfKeys.PREFIX + "operator.0.ttl")
+
+  private def distance(a: String, b: String): Int = {
+    val d = Array.tabulate(a.length + 1, b.length + 1)((i, j) => if (i == 0) j else if (j == 0) i else 0)
+    for (i <- 1 to a.length; j <- 1 to b.length) {
+      d(i)(j) = math.min(math.min(d(i - 1)(j) + 1, d(i)(j - 1) + 1),
+        d(i - 1)(j - 1) + (if (a(i - 1) == b(j - 1)) 0 else 1))
+    }
+    d(a.length)(b.length)
+  }
+
+  /** "Unknown ttlstate conf ...: did you mean ...?" for a key under our prefix that we do not know. */
+  def unknownKeyMessage(key: String, value: String): Option[String] =
+    if (!key.startsWith(ConfKeys.PREFIX) || knownKeys.contains(key) || OperatorKey.findFirstIn(key).isDefined) None
+    else {
+      val (closest, d) = knownKeys.map(k => k -> distance(key, k)).minBy(_._2)
+      val suffix = key.stripPrefix(ConfKeys.PREFIX)
+      val hint = if (d <= math.max(2, suffix.length / 3)) s"did you mean '$closest'?" else "see the README's conf table"
+      Some(s"Unknown ttlstate conf '$key' (set to '$value'): $hint")
+    }
+
+  /** Runs at `start()` of every streaming query of a session with the extension. */
+  def onStart(session: SparkSession, checkpoint: String): Unit = {
+    val conf = session.conf
+    val provider = conf.getOption(Migration.ProviderKey).getOrElse("")
+    val ours = conf.getAll.filter(_._1.startsWith(ConfKeys.PREFIX))
+    val hadoopConf = session.sparkContext.hadoopConfiguration
+    val pinned = if (checkpoint == null) None else Migration.pinnedProvider(checkpoint, hadoopConf)
+    val onTtlstate = pinned.getOrElse(provider) == ProviderClass
+
+    if (provider == ProviderClass && pinned.exists(_ != ProviderClass)) {
+      throw new IllegalArgumentException(
+        s"[TTLSTATE_PROVIDER_PINNED] This query asks for ttlstate ($ProviderClass), but its checkpoint " +
+        s"$checkpoint pins ${pinned.get} (Spark keeps the provider a query was created with, from its offset " +
+        "log): it would run on that provider WITHOUT TTL and its state would keep growing. To turn TTL on " +
+        s"and keep the state, stop the query and run `ttlstate migrate $checkpoint <new checkpoint>`, then " +
+        "restart it on the new checkpoint. To run it on its pinned provider knowingly, set " +
+        s"spark.sql.streaming.stateStore.providerClass=${pinned.get} for this query.")
+    }
+    if (onTtlstate) {
+      ours.foreach { case (k, v) => unknownKeyMessage(k, v).foreach(m => throw new IllegalArgumentException(m)) }
+      validateValues(ours, conf.getOption(ConfKeys.PYTHON).filter(_.nonEmpty))
+    } else if (ours.exists { case (k, _) => k != ConfKeys.PYTHON }) {
+      val shown = if (provider.isEmpty) "Spark's default provider" else provider
+      warn(s"ttlstate: this query (checkpoint $checkpoint) sets ttlstate confs " +
+        s"(${ours.keys.toSeq.sorted.mkString(", ")}) but runs on ${pinned.getOrElse(shown)}" +
+        pinned.map(_ => " (pinned by its checkpoint's offset log)").getOrElse("") +
+        s": TTL is OFF for it. Set spark.sql.streaming.stateStore.providerClass=$ProviderClass" +
+        pinned.map(_ => s" and run `ttlstate migrate $checkpoint <new checkpoint>` first").getOrElse("") +
+        " to turn TTL on.")
+    }
+  }
+
+  /** Values are validated by ttlstate's own Python rules (config/store_config.py, the ones the
+   *  state server applies), run in a subprocess once per distinct set of confs. Without a usable
+   *  interpreter on the driver the executors still validate them, at the first batch. */
+  private def validateValues(confs: Map[String, String], configured: Option[String]): Unit = {
+    if (confs.isEmpty) return
+    val json = Json.obj(confs.toSeq.sortBy(_._1).map { case (k, v) => k -> Json.str(v) })
+    val result = validated.computeIfAbsent(json, _ => runValidator(json, configured))
+    result.foreach(m => throw new IllegalArgumentException(m))
+  }
+
+  private def runValidator(json: String, configured: Option[String]): Option[String] = {
+    val python = configured.orElse(Option(System.getenv("PYSPARK_PYTHON"))).getOrElse("python3")
+    val outcome = Try {
+      val pb = new ProcessBuilder(python, "-m", "ttlstate.config.check").redirectErrorStream(false)
+      pb.redirectError(ProcessBuilder.Redirect.DISCARD)
+      pb.redirectInput(ProcessBuilder.Redirect.PIPE)
+      val p = pb.start()
+      p.getOutputStream.write(json.getBytes(UTF_8))
+      p.getOutputStream.close()
+      val out = new String(p.getInputStream.readAllBytes(), UTF_8).trim
+      if (!p.waitFor(60, TimeUnit.SECONDS)) { p.destroyForcibly(); throw new IllegalStateException("timed out") }
+      (p.exitValue(), out)
+    }
+    outcome match {
+      case scala.util.Success((0, _)) => None
+      case scala.util.Success((2, message)) if message.nonEmpty => Some(message)
+      case other =>
+        warn(s"ttlstate: could not validate the ttlstate confs on the driver with '$python' " +
+          s"(${other.fold(e => e.getMessage, r => s"exit ${r._1}")}); the executors validate them at the " +
+          s"first batch. Set ${ConfKeys.PYTHON} to an interpreter with ttlstate installed" +
+          (if (new File(python).isAbsolute) "." else " (an absolute path)."))
+        None
+    }
+  }
+}

@@ -1,0 +1,96 @@
+"""Checks at query start (the shim's TtlStateExtensions, which `configure` installs): a query that
+asks for ttlstate on a checkpoint pinned to another provider fails in `start()`, naming the
+pinned provider and `ttlstate migrate`; ttlstate keys without ttlstate's provider are logged at
+WARN; a misspelled key or a bad value fails `start()` of an idle query, before any batch."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+from pyspark.errors import IllegalArgumentException
+from pyspark.sql import SparkSession
+
+from tests.spark.harness import ROCKSDB, TTLSTATE, run_steps, session
+from ttlstate.config import keys as K
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = {"events": "k STRING"}
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    s = session(ttl="5s")
+    yield s
+    s.stop()
+
+
+def dedup(s):  # noqa: ANN001, ANN201
+    return s["events"].dropDuplicates(["k"])
+
+
+def _start(spark: SparkSession, checkpoint: str, provider: str):  # noqa: ANN202
+    """Starts the deduplication on an empty input directory (an idle query: no batch runs)."""
+    spark.conf.set(K.PROVIDER_CLASS_KEY, provider)
+    source = tempfile.mkdtemp(prefix="ttlstate-idle-")
+    df = spark.readStream.schema("k STRING").json(source).dropDuplicates(["k"])
+    return df.writeStream.format("noop").option("checkpointLocation", checkpoint).start()
+
+
+def _warnings(spark: SparkSession) -> list[str]:
+    return list(spark.sparkContext._jvm.ttlstate.spark.StartChecks.recentWarnings())
+
+
+def test_checkpoint_pinned_to_another_provider_fails_start(spark: SparkSession) -> None:
+    old = run_steps(spark, ROCKSDB, dedup, SCHEMA, [[{"k": "a"}]])
+    with pytest.raises(IllegalArgumentException) as e:
+        _start(spark, old.checkpoint, TTLSTATE)
+    message = str(e.value)
+    assert "TTLSTATE_PROVIDER_PINNED" in message and ROCKSDB in message
+    assert "ttlstate migrate" in message and old.checkpoint in message
+    assert not spark.streams.active
+    # Knowingly on the pinned provider: it runs, and the WARN says TTL is off for it.
+    q = _start(spark, old.checkpoint, ROCKSDB)
+    q.stop()
+    assert any(old.checkpoint in w and "TTL is OFF" in w and "ttlstate migrate" in w
+               for w in _warnings(spark))
+
+
+def test_ttlstate_keys_without_ttlstate_provider_warn(spark: SparkSession) -> None:
+    checkpoint = tempfile.mkdtemp(prefix="ttlstate-warn-")
+    q = _start(spark, checkpoint, ROCKSDB)
+    q.stop()
+    assert any(checkpoint in w and K.TTL.key in w and "TTL is OFF" in w and K.PROVIDER_CLASS in w
+               for w in _warnings(spark))
+    # On ttlstate, no warning.
+    checkpoint2 = tempfile.mkdtemp(prefix="ttlstate-ok-")
+    _start(spark, checkpoint2, TTLSTATE).stop()
+    assert not any(checkpoint2 in w for w in _warnings(spark))
+
+
+@pytest.mark.parametrize(("key", "value", "expected"), [
+    (K.PREFIX + "tll", "5s",
+     f"Unknown ttlstate conf '{K.PREFIX}tll' (set to '5s'): did you mean '{K.TTL.key}'?"),
+    (K.PREFIX + "keyFilter.maxKey", "10", f"did you mean '{K.KEY_FILTER_MAX_KEYS.key}'?"),
+    (K.TTL.key, "5 parsecs", f"Invalid value '5 parsecs' for conf '{K.TTL.key}'"),
+    (K.MEMORY_MAX_BYTES.key, "1k", f"Invalid value '1k' for conf '{K.MEMORY_MAX_BYTES.key}'"),
+])
+def test_conf_errors_fail_start_of_an_idle_query(spark: SparkSession, key: str, value: str,
+                                                  expected: str) -> None:
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        checkpoint = tempfile.mkdtemp(prefix="ttlstate-badconf-")
+        with pytest.raises(IllegalArgumentException, match=expected.replace("?", r"\?").replace("(", r"\(")
+                           .replace(")", r"\)").replace(".", r"\.")):
+            _start(spark, checkpoint, TTLSTATE)
+        assert not spark.streams.active
+        assert not os.path.exists(os.path.join(checkpoint, "offsets", "0")), "a batch was planned"
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
