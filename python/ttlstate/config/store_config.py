@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from ttlstate.config import keys as K
 from ttlstate.config.keys import EngineKind, StateVisibility, TimeSource, UpdateType
 from ttlstate.config.parse import (
+    ConfError,
     UnknownConfKey,
     parse_bool,
     parse_bytes,
