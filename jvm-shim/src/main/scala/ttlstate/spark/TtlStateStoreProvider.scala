@@ -4,6 +4,7 @@ import java.util.UUID
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
+import org.apache.spark.SparkEnv
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 
@@ -22,6 +23,7 @@ class TtlStateStoreProvider extends StateStoreProvider {
   private var providerKey: String = _
   private var openJson: (String, String) = _
   private var python: String = _
+  private var operatorName: Option[String] = None
   private var workers: Int = 0
   private[spark] var writeBatchBytes: Int = ConfKeys.DEFAULT_WRITE_BATCH_BYTES
   @volatile private var opened: (Long, Int) = (-1L, -1)
@@ -59,8 +61,8 @@ class TtlStateStoreProvider extends StateStoreProvider {
     this.codec = KeyCodec(keyStateEncoderSpec, keySchema)
     this.files = new CheckpointFiles(new Path(stateStoreId.storeCheckpointLocation().toString), hadoopConf)
     val confs = storeConfs.sqlConfs.filter(_._1.startsWith(ConfKeys.PREFIX))
-    this.python = confs.get(ConfKeys.PYTHON).filter(_.nonEmpty)
-      .orElse(Option(System.getenv("PYSPARK_PYTHON"))).getOrElse("python3")
+    this.python = TtlStateStoreProvider.serverPython(confs, Option(System.getenv("PYSPARK_PYTHON")),
+      localMode = Option(SparkEnv.get).exists(_.executorId == "driver"))
     this.workers = confs.get(ConfKeys.WORKERS).flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(0)
     this.writeBatchBytes = confs.get(ConfKeys.WRITE_BATCH_BYTES)
       .flatMap(v => scala.util.Try(v.trim.toInt).toOption).filter(_ >= 1024)
@@ -69,16 +71,24 @@ class TtlStateStoreProvider extends StateStoreProvider {
       .getOrElse(ConfKeys.DEFAULT_CACHE_MAX_BYTES)
     this.keyFilterMaxKeys = confs.get(ConfKeys.KEY_FILTER_MAX_KEYS)
       .flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS)
-    val runId = Option(hadoopConf.get("sql.streaming.runId")).getOrElse(UUID.randomUUID().toString)
+    val queryRun = Option(hadoopConf.get("sql.streaming.runId"))
+    val runId = queryRun.getOrElse(UUID.randomUUID().toString)
     this.providerKey = Seq(stateStoreId.checkpointRootLocation, stateStoreId.operatorId,
       stateStoreId.partitionId, stateStoreId.storeName, runId).mkString("|")
+    // The names of the query's operators (`operator.<name>.ttl`, and the logs), from Spark's state metadata.
+    val operatorNames = OperatorNames.of(stateStoreId.checkpointRootLocation, queryRun, hadoopConf)
+    this.operatorName = operatorNames.get(stateStoreId.operatorId)
     val info = Seq(
       "operatorId" -> stateStoreId.operatorId.toString,
       "partitionId" -> stateStoreId.partitionId.toString,
       "storeName" -> Json.str(stateStoreId.storeName),
       "checkpointDir" -> Json.str(stateStoreId.storeCheckpointLocation().toString),
       "keySchema" -> Json.str(keySchema.json),
-      "valueSchema" -> Json.str(valueSchema.json)) ++
+      "valueSchema" -> Json.str(valueSchema.json),
+      "operatorNames" -> OperatorNames.json(operatorNames),
+      // The server logs each store it opens at INFO when the executor's log level shows INFO.
+      "logInfo" -> TtlStateStoreProvider.log.isInfoEnabled.toString) ++
+      operatorName.map(n => "operatorName" -> Json.str(n)) ++
       QueryIdentity.forStateRoot(stateStoreId.checkpointRootLocation, hadoopConf).map(q => "queryId" -> Json.str(q))
     this.openJson = (Json.obj(confs.toSeq.map { case (k, v) => k -> Json.str(v) }), Json.obj(info))
     StateServer.watchApplication()
@@ -87,7 +97,8 @@ class TtlStateStoreProvider extends StateStoreProvider {
   override def stateStoreId: StateStoreId = id
 
   private[spark] def label: String =
-    s"ttlstate store (operator ${id.operatorId}, partition ${id.partitionId}, store ${id.storeName})"
+    s"ttlstate store (operator ${id.operatorId}${operatorName.map(n => s" ($n)").getOrElse("")}, " +
+      s"partition ${id.partitionId}, store ${id.storeName})"
 
   private def workerOf(server: RunningServer): Int = Math.floorMod(providerKey.hashCode, server.sockets.size)
 
@@ -111,6 +122,12 @@ class TtlStateStoreProvider extends StateStoreProvider {
           keyFilterAllowed = r.u8() == 1
           ttlMs = r.i64()
           updateOnRead = r.u8() == 1
+          if (TtlStateStoreProvider.log.isInfoEnabled) {
+            val ttl = if (ttlMs < 0) "TTL off" else
+              s"TTL ${TtlStateStoreProvider.duration(ttlMs)} (${if (updateOnRead) "OnReadAndWrite" else "OnCreateAndWrite"})"
+            TtlStateStoreProvider.log.info(s"$label opened on ttlstate state server pid ${server.pid} " +
+              s"(server ${server.generation} of this executor), worker $worker of ${server.sockets.size}: $ttl")
+          }
         }
         opened._2
       }
@@ -233,6 +250,28 @@ class TtlStateStoreProvider extends StateStoreProvider {
   }
 
   override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = Metrics.all
+}
+
+object TtlStateStoreProvider {
+  private[spark] val log: org.slf4j.Logger = org.slf4j.LoggerFactory.getLogger(classOf[TtlStateStoreProvider])
+
+  /** The state server's interpreter: the `python` conf (`configure` sets it to the driver's
+   *  PYSPARK_PYTHON, the interpreter PySpark gives the executors' Python workers), else this
+   *  executor's PYSPARK_PYTHON, else in local mode (the executor is the driver's JVM) the
+   *  driver's interpreter that `configure` put into `localModePython`, else python3. */
+  private[spark] def serverPython(confs: Map[String, String], pysparkPython: Option[String],
+      localMode: Boolean): String = {
+    def conf(key: String) = confs.get(key).map(_.trim).filter(_.nonEmpty)
+    conf(ConfKeys.PYTHON).orElse(pysparkPython.map(_.trim).filter(_.nonEmpty))
+      .orElse(if (localMode) conf(ConfKeys.LOCAL_MODE_PYTHON) else None)
+      .getOrElse("python3")
+  }
+
+  /** 1800000 -> "30m", as the server and the README write durations. */
+  private[spark] def duration(ms: Long): String =
+    Seq("d" -> 86400000L, "h" -> 3600000L, "m" -> 60000L, "s" -> 1000L)
+      .collectFirst { case (unit, size) if ms >= size && ms % size == 0 => s"${ms / size}$unit" }
+      .getOrElse(s"${ms}ms")
 }
 
 /** What the server said when it loaded a version: which local DB (`lineage`), its key count, and
