@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 
@@ -166,6 +167,31 @@ def test_every_bad_conf_value_fails_the_query_at_start(spark: SparkSession) -> N
         finally:
             run.stop()
     assert not wrong, wrong
+
+
+def test_a_failed_server_start_leaves_no_directory(spark: SparkSession, tmp_path) -> None:  # noqa: ANN001
+    """A state server whose worker cannot start: the query fails saying the server did not start,
+    and the private directory the shim made for it is gone. The interpreter is a wrapper that
+    records its arguments (so the test knows the directory) and breaks the worker's start."""
+    args = tmp_path / "args"
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {args}\n'
+                       f'TTLSTATE_FAULTS=no-such-point exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    spark._jvm.ttlstate.spark.StateServer.shutdown()  # type: ignore[union-attr]
+    run = Run(spark, TTLSTATE, agg, SCHEMA, "update", {K.PYTHON.key: str(wrapper)})
+    run.start()
+    try:
+        with pytest.raises(StreamingQueryException, match="state server did not start"):
+            run.step(STEPS[0])
+    finally:
+        run.stop()
+    roots = [line.split("--root ")[1].split()[0] for line in args.read_text().splitlines()]
+    assert roots, "the wrapper was not used"
+    assert [r for r in roots if os.path.exists(r)] == []
+    # The next query starts a working server.
+    ok = run_steps(spark, TTLSTATE, agg, SCHEMA, STEPS[:1], output_mode="update")
+    assert ok.outputs[0] == [("a", 1), ("b", 2)]
 
 
 def test_two_stateful_queries_at_once(spark: SparkSession) -> None:

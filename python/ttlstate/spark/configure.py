@@ -74,9 +74,11 @@ def duration_value(option: str, value: object, *, allow_off: bool = True) -> str
         return format_duration_ms(ms)
     number = isinstance(value, (int, float)) or (isinstance(value, str) and value.strip().isdigit())
     if number and str(value).strip() != "0":
-        raise ValueError(
-            f"{option}={value!r} has no unit: write it with one, e.g. {option}=\"{value}s\" or "
-            f"\"{value}m\" (units ms, s, m, h, d), or pass a datetime.timedelta")
+        n = float(value)  # type: ignore[arg-type]
+        example = (f'{option}="{int(n)}s" or "{int(n)}m"' if n.is_integer()
+                   else f'{option}="{round(n * 1000)}ms"')
+        raise ValueError(f"{option}={value!r} has no unit: write it with one, e.g. {example} (units "
+                         "ms, s, m, h, d), or pass a datetime.timedelta")
     if not isinstance(value, str) and not number:
         raise TypeError(f"{option} must be a duration string such as \"30m\" or a datetime.timedelta, "
                         f"not {type(value).__name__}")

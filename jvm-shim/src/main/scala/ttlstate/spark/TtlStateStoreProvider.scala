@@ -61,7 +61,7 @@ class TtlStateStoreProvider extends StateStoreProvider {
     this.codec = KeyCodec(keyStateEncoderSpec, keySchema)
     this.files = new CheckpointFiles(new Path(stateStoreId.storeCheckpointLocation().toString), hadoopConf)
     val confs = storeConfs.sqlConfs.filter(_._1.startsWith(ConfKeys.PREFIX))
-    this.python = TtlStateStoreProvider.serverPython(confs, Option(System.getenv("PYSPARK_PYTHON")),
+    this.python = ServerPython.choose(confs, Option(System.getenv("PYSPARK_PYTHON")),
       localMode = Option(SparkEnv.get).exists(_.executorId == "driver"))
     this.workers = confs.get(ConfKeys.WORKERS).flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(0)
     this.writeBatchBytes = confs.get(ConfKeys.WRITE_BATCH_BYTES)
@@ -254,18 +254,6 @@ class TtlStateStoreProvider extends StateStoreProvider {
 
 object TtlStateStoreProvider {
   private[spark] val log: org.slf4j.Logger = org.slf4j.LoggerFactory.getLogger(classOf[TtlStateStoreProvider])
-
-  /** The state server's interpreter: the `python` conf (`configure` sets it to the driver's
-   *  PYSPARK_PYTHON, the interpreter PySpark gives the executors' Python workers), else this
-   *  executor's PYSPARK_PYTHON, else in local mode (the executor is the driver's JVM) the
-   *  driver's interpreter that `configure` put into `localModePython`, else python3. */
-  private[spark] def serverPython(confs: Map[String, String], pysparkPython: Option[String],
-      localMode: Boolean): String = {
-    def conf(key: String) = confs.get(key).map(_.trim).filter(_.nonEmpty)
-    conf(ConfKeys.PYTHON).orElse(pysparkPython.map(_.trim).filter(_.nonEmpty))
-      .orElse(if (localMode) conf(ConfKeys.LOCAL_MODE_PYTHON) else None)
-      .getOrElse("python3")
-  }
 
   /** 1800000 -> "30m", as the server and the README write durations. */
   private[spark] def duration(ms: Long): String =
