@@ -126,7 +126,7 @@ class TtlStateStoreProvider extends StateStoreProvider {
             val ttl = if (ttlMs < 0) "TTL off" else
               s"TTL ${TtlStateStoreProvider.duration(ttlMs)} (${if (updateOnRead) "OnReadAndWrite" else "OnCreateAndWrite"})"
             TtlStateStoreProvider.log.info(s"$label opened on ttlstate state server pid ${server.pid} " +
-              s"(server ${server.generation} of this executor), worker $worker of ${server.sockets.size}: $ttl")
+              s"(#${server.generation} in this JVM), worker $worker of ${server.sockets.size}: $ttl")
           }
         }
         opened._2
