@@ -1,4 +1,4 @@
-"""Crash points for tests: kill this process with SIGKILL at a named point, once.
+"""Crash points for tests: kill this process with SIGKILL at a named point, once (or stall there).
 (And, in-process only, `on_point`: run a test's function there, e.g. to act while a snapshot
 is being written.)
 
@@ -14,25 +14,46 @@ and the marker file can be created (it does not exist yet), the marker is create
 process kills itself with SIGKILL: no cleanup, no reply, as in a real crash. A marker that
 already exists disarms the point, so a test arms it by deleting the marker, and the crash
 happens exactly once even across retries and restarted servers.
+
+`point+busy=MS:marker` and `point+idle=MS:marker` stall there instead, once, for MS
+milliseconds: `busy` burns CPU (a slow but working server, e.g. a long snapshot, which the
+shim's watchdog must wait for), `idle` sleeps (a live server that neither works nor answers,
+which the watchdog must take for hung).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 ENV = "TTLSTATE_FAULTS"
 POINTS = ("commit-before-upload", "commit-after-upload", "snapshot-before-write")
 
 
-def _parse(spec: str) -> dict[str, str]:
-    out: dict[str, str] = {}
+_ACTION = re.compile(r"^(busy|idle)=(\d+)$")
+
+
+@dataclass(frozen=True)
+class Fault:
+    marker: str
+    action: str = "kill"  # or busy, idle
+    ms: int = 0
+
+
+def _parse(spec: str) -> dict[str, Fault]:
+    out: dict[str, Fault] = {}
     for item in filter(None, (s.strip() for s in spec.split(","))):
-        point, sep, marker = item.partition(":")
-        if not sep or point not in POINTS or not marker:
-            raise ValueError(f"{ENV}: bad entry {item!r}; expected point:marker with point one of {POINTS}")
-        out[point] = marker
+        head, sep, marker = item.partition(":")
+        point, plus, action = head.partition("+")
+        m = _ACTION.match(action)
+        if not sep or point not in POINTS or not marker or (plus and not m):
+            raise ValueError(f"{ENV}: bad entry {item!r}; expected point[+busy=MS|+idle=MS]:marker with "
+                             f"point one of {POINTS}")
+        out[point] = Fault(marker, m.group(1), int(m.group(2))) if m else Fault(marker)
     return out
 
 
@@ -51,15 +72,20 @@ def on_point(point: str, fn: Callable[[], None] | None) -> None:
 
 
 def crash_point(point: str) -> None:
-    """SIGKILL this process here if `point` is configured and its marker does not exist yet."""
+    """SIGKILL this process here (or stall) if `point` is configured and its marker does not exist yet."""
     hook = _HOOKS.get(point)
     if hook is not None:
         hook()
-    marker = _ARMED.get(point)
-    if marker is None:
+    fault = _ARMED.get(point)
+    if fault is None:
         return
     try:
-        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        os.close(os.open(fault.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:
         return  # disarmed, or it already fired
-    os.kill(os.getpid(), signal.SIGKILL)
+    if fault.action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    end = time.monotonic() + fault.ms / 1000
+    while time.monotonic() < end:
+        if fault.action == "idle":
+            time.sleep(end - time.monotonic())

@@ -26,12 +26,16 @@ HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvi
 TTLSTATE = K.PROVIDER_CLASS
 
 
-def session(master: str = "local[2]", **ttl_options: object) -> SparkSession:
+def session(master: str = "local[2]", confs: dict[str, str] | None = None,
+            **ttl_options: object) -> SparkSession:
+    """A test session on ttlstate (`configure(**ttl_options)`), with extra Spark `confs`."""
     builder = (SparkSession.builder.master(master).appName("ttlstate-tests")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.streaming.stateStore.maintenanceInterval", "1s")
                .config("spark.sql.session.timeZone", "UTC"))
+    for key, value in (confs or {}).items():
+        builder = builder.config(key, value)
     os.environ["PYSPARK_PYTHON"] = sys.executable  # Python UDF workers: this venv (pandas)
     spark = ttlstate.configure(builder, **ttl_options).getOrCreate()  # type: ignore[arg-type]
     spark.sparkContext.setLogLevel("ERROR")
@@ -61,6 +65,7 @@ class Run:
 
     def start(self) -> None:
         self.spark.conf.set(K.PROVIDER_CLASS_KEY, self.provider)
+        previous = {k: self.spark.conf.get(k, None) for k in self.confs}
         for k, v in self.confs.items():
             self.spark.conf.set(k, v)
         sources = {name: self.spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
@@ -71,11 +76,19 @@ class Run:
 
         self.query = (self.build(sources).writeStream.outputMode(self.output_mode)
                       .foreachBatch(sink).option("checkpointLocation", self.checkpoint).start())
-        for k in self.confs:
-            self.spark.conf.unset(k)
+        for k, v in previous.items():  # the session's own values again (unset would mean Spark's default)
+            if v is None:
+                self.spark.conf.unset(k)
+            else:
+                self.spark.conf.set(k, v)
 
     def step(self, rows: dict[str, list[dict]] | list[dict]) -> None:
         """Write one file per source (a list means the only source), then process it all."""
+        self.feed(rows)
+        self.settle()
+
+    def feed(self, rows: dict[str, list[dict]] | list[dict]) -> None:
+        """Write one file per source; the query picks it up on its own (see `settle`)."""
         by_source = rows if isinstance(rows, dict) else {next(iter(self.schemas)): rows}
         for name, items in by_source.items():
             path = os.path.join(self.root, name, f"step-{self.step_no:04d}.json")
@@ -84,6 +97,9 @@ class Run:
                 f.writelines(json.dumps(r) + "\n" for r in items)
             os.replace(hidden, path)
         self.step_no += 1
+
+    def settle(self) -> None:
+        """Wait until everything fed is processed and its progress reported."""
         assert self.query is not None
         self.query.processAllAvailable()
         # Progress is reported after the batch commits, so it can lag processAllAvailable().

@@ -96,8 +96,9 @@ def test_checkpoint_layout_reader_retention_restore_and_shutdown() -> None:
         assert {st["operator_name"] for st in stores} == {"stateStoreSave"}
         assert report["operators"] == [{"operator": "0", "name": "stateStoreSave", "stores": 2,
                                          "rows": len(latest), "expired_rows": None, "ttl_ms": [None]}]
-        assert _shim_operator_names(os.path.join(run.checkpoint, "state")) == {"0": "stateStoreSave"}
-        assert _shim_operator_names("file://" + os.path.join(run.checkpoint, "state")) == {"0": "stateStoreSave"}
+        state = os.path.join(run.checkpoint, "state")
+        for root in (state, "file://" + state):
+            assert _shim_operator_names(root) == {"0": "stateStoreSave"}
         with pytest.raises(SystemExit) as bad:
             _inspect([os.path.join(run.root, "events")])
         assert bad.value.code == 2

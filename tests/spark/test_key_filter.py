@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from tests.spark.harness import ROCKSDB, TTLSTATE, run_steps, session
+from tests.spark.harness import ROCKSDB, TTLSTATE, run_steps, session, state_rows_per_batch
 from ttlstate.config import keys as K
 
 pytestmark = pytest.mark.spark
@@ -24,25 +24,38 @@ def spark() -> Iterator[SparkSession]:
     s.stop()
 
 
-def test_bloom_filter_has_no_false_negatives_and_few_false_positives(spark: SparkSession) -> None:
+def test_growing_filter_has_no_false_negatives_few_false_positives_and_a_bound(spark: SparkSession) -> None:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     rnd = random.Random(7)
-    f = jvm.ttlstate.spark.KeyFilter.sized(1, 1, 1, 1000)  # sized for 2 x 1000 keys (min 16384)
-    capacity = f.capacity()
-    members = {rnd.randbytes(rnd.randint(1, 40)) for _ in range(3000)}
+    f = jvm.ttlstate.spark.KeyFilter.withCapacity(1, 1, 1, 500, 6000)  # first layer 500 keys, at most 6000
+    members = list({rnd.randbytes(rnd.randint(1, 40)) for _ in range(5000)})
     for k in members:
         f.add(bytearray(k))
+    assert f.layerCount() >= 4  # 500, 1000, 2000, then 4000: it grew instead of saturating
     assert all(f.mightContain(bytearray(k)) for k in members)
-    others = [k for k in (rnd.randbytes(rnd.randint(1, 40)) for _ in range(5000)) if k not in members]
+    others = [k for k in (rnd.randbytes(rnd.randint(1, 40)) for _ in range(5000)) if k not in set(members)]
     false_positives = sum(bool(f.mightContain(bytearray(k))) for k in others)
     assert false_positives / len(others) < 0.02, false_positives
-    assert not f.overfull()
     getattr(f, "version_$eq")(5)  # Scala's setter of `var version`
     assert f.matches(1, 1, 1, 5) and not f.matches(1, 1, 2, 5) and not f.matches(1, 1, 1, 4)
-    for i in range(capacity - len(members) + 10):  # past its capacity: must be rebuilt
+    for i in range(1500):  # past maxKeys: it gives up, frees its layers, and everything "might" be there
         f.add(bytearray(b"x%d" % i))
-    assert f.overfull() and not f.matches(1, 1, 1, 5)
+    assert not f.active() and f.memoryBytes() == 0 and not f.matches(1, 1, 1, 5)
+    assert all(f.mightContain(bytearray(k)) for k in others[:200] + members[:200])
+
+
+def test_a_large_first_batch_keeps_skipping_reads_of_new_keys(spark: SparkSession) -> None:
+    """An empty store's filter starts at its minimum size (16k keys); one batch of 70k new keys
+    into one partition outgrows it fourfold and must still skip (nearly) every read. (A filter that
+    kept its first size would skip about 92% of them, saturating as it fills.)"""
+    rows = [{"k": f"first-{i}", "v": i} for i in range(70_000)]
+    run = run_steps(spark, TTLSTATE, lambda s: s["events"].dropDuplicates(["k"]), SCHEMA, [rows],
+                    confs={"spark.sql.shuffle.partitions": "1"})
+    assert len(run.outputs[0]) == len(rows)
+    assert state_rows_per_batch(run) == [len(rows)]
+    skipped = _custom_sum(run, "keyFilterSkippedReads")
+    assert skipped >= 0.98 * len(rows), skipped
 
 
 def _dedup_steps() -> list[list[dict]]:

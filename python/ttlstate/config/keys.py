@@ -131,9 +131,10 @@ WRITE_BATCH_SIZE = ConfKey("writeBatchBytes", "262144", "an integer >= 1024",
                            option="write_batch_bytes")
 KEY_FILTER_MAX_KEYS = ConfKey("keyFilter.maxKeys", "1000000", "an integer >= 0 (0 = off)",
                               "Stores with at most this many keys keep a Bloom filter of their keys "
-                              "in the executor JVM (2.5 to 5 bytes per key), so a read of a key the "
-                              "store does not have, such as every new key of a deduplication, needs "
-                              "no round trip to the state server.",
+                              "in the executor JVM, so a read of a key the store does not have, such "
+                              "as every new key of a deduplication, needs no round trip to the state "
+                              "server. It grows with the store up to this many keys (about 4 bytes "
+                              "per key: at most about 4 MB per store with the default).",
                               option="key_filter_max_keys")
 MEMORY_MAX_BYTES = ConfKey("memory.maxBytes", "256m", "a size such as 256m or 1g, at least 16m",
                           "Memory of RocksDB per state server worker process (native engine): one "
@@ -141,7 +142,7 @@ MEMORY_MAX_BYTES = ConfKey("memory.maxBytes", "256m", "a size such as 256m or 1g
                           "charged to as well (RocksDB's WriteBufferManager), as Spark's "
                           "`boundedMemoryUsage`. The executor's total is this times the workers. "
                           "Read when a worker opens its first store.",
-                           option="memory_max_bytes")
+                          option="memory_max_bytes")
 MEMORY_WRITE_BUFFER_RATIO = ConfKey("memory.writeBufferRatio", "0.5", "a number in (0, 1)",
                                     "Share of `memory.maxBytes` that memtables (writes not yet "
                                     "flushed) may use; past it RocksDB flushes the largest.",
@@ -153,7 +154,14 @@ CACHE_MAX_BYTES = ConfKey("cache.maxBytes", "64m", "a size such as 64m or 1g; 0 
                          "(it applies Flink's expiry rule itself); off for stores whose reads must "
                          "all reach the server (ReturnExpiredIfNotCleanedUp, per-record incremental "
                          "cleanup).",
-                          option="cache_max_bytes")
+                         option="cache_max_bytes")
+REQUEST_TIMEOUT = ConfKey("requestTimeout", "5m", "a duration of at least 1s: 30s, 5m, 1h",
+                          "How long the shim waits for the state server with no sign of progress "
+                          "before it gives up: no answer, no checkpoint callback, and a worker "
+                          "process that uses no CPU (or is stopped). The server is then killed and "
+                          "the task fails naming it; Spark's retry starts a new server. A slow but "
+                          "working server (e.g. a long snapshot) is waited for.",
+                          option="request_timeout")
 OPERATOR_TTL = ConfKey("operator.<operatorId>.ttl", "(the global ttl)",
                        "off, or a duration",
                        "TTL for one stateful operator, by operator id: the number of its "
@@ -182,7 +190,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON,
     LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, MEMORY_MAX_BYTES,
-    MEMORY_WRITE_BUFFER_RATIO, CACHE_MAX_BYTES, OPERATOR_TTL, OPERATOR_NAME_TTL,
+    MEMORY_WRITE_BUFFER_RATIO, CACHE_MAX_BYTES, REQUEST_TIMEOUT, OPERATOR_TTL, OPERATOR_NAME_TTL,
 )
 
 

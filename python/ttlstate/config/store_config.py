@@ -18,6 +18,9 @@ from ttlstate.config.parse import (
     parse_int,
 )
 
+# Below a second, a healthy server on a loaded machine could be taken for a hung one.
+MIN_REQUEST_TIMEOUT_MS = 1000
+
 
 @dataclass(frozen=True)
 class IncrementalCleanup:
@@ -126,6 +129,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
     parse_int(K.WRITE_BATCH_SIZE.key, get(K.WRITE_BATCH_SIZE), minimum=1024, maximum=1 << 30)
     parse_int(K.KEY_FILTER_MAX_KEYS.key, get(K.KEY_FILTER_MAX_KEYS), minimum=0, maximum=1 << 26)
     parse_bytes(K.CACHE_MAX_BYTES.key, get(K.CACHE_MAX_BYTES), minimum=0)
+    _request_timeout_ms(get(K.REQUEST_TIMEOUT))
     return StoreConfig(
         ttl=ttl,
         engine=parse_enum(K.ENGINE.key, get(K.ENGINE), EngineKind),
@@ -193,3 +197,14 @@ def _ttl_of_operator(confs: Mapping[str, str], global_ttl: int | None, operator_
                         f"{', '.join(map(str, same))} are all named {name}: set "
                         f"{' and '.join(K.operator_ttl_key(i) for i in same)} instead")
     return by_name[name][1], key
+
+
+def _request_timeout_ms(value: str) -> int:
+    try:
+        ms = parse_duration_ms(K.REQUEST_TIMEOUT.key, value)
+    except ConfError:
+        ms = 0
+    if ms < MIN_REQUEST_TIMEOUT_MS:
+        raise ConfError(K.REQUEST_TIMEOUT.key, value, K.REQUEST_TIMEOUT.allowed)
+    return ms
+

@@ -3,11 +3,14 @@
 A supervisor that starts `--workers` worker processes (the shim passes the executor's cores
 unless `...ttlstate.workers` says otherwise; stores are sharded over the workers, so
 concurrent tasks do not serialize on one interpreter), prints one line
-`READY <socket> <socket> ...` and then waits. It exits, and its workers with it (their stdin
-is a pipe from here), when its own stdin reaches EOF because the executor JVM is gone, or
-when any worker dies, so the shim restarts the whole server and stores reload from the
-checkpoint. No orphan processes. A start that fails (a worker that does not come up) removes
-`--root` like a normal exit, so no directory is left behind.
+`READY <socket> <socket> ...` and then waits. The sockets live under `--root` with the stores,
+or under `--socket-dir` when the shim found `--root` too deep for a Unix socket path (107
+bytes). It exits, and its workers with it (their stdin is a pipe from here), when its own
+stdin reaches EOF because the executor JVM is gone, or when any worker dies, so the shim
+restarts the whole server and stores reload from the checkpoint. No orphan processes. A worker
+that stops answering without exiting is the shim's to notice (its watchdog sees the requests
+waiting), and it then kills the whole server. A start that fails (a worker that does not come
+up) removes `--root` and `--socket-dir` like a normal exit, so no directory is left behind.
 
 It logs one line at INFO when it has started (pid, workers, engine, memory budget; see
 `store_log` for where it goes and `TTLSTATE_LOG_LEVEL`).
@@ -57,7 +60,7 @@ def describe_start(workers: list[subprocess.Popen]) -> str:
             "first store each worker opens")
 
 
-def _start_workers(root: str, n: int, workers: list[subprocess.Popen]) -> list[str] | None:
+def _start_workers(root: str, socket_dir: str, n: int, workers: list[subprocess.Popen]) -> list[str] | None:
     """Starts `n` workers into `workers`; their sockets once all are ready, None if one failed."""
     env = dict(os.environ)  # a worker must not fail on a level it cannot read (warned about above)
     env.pop(store_log.LEVEL_ENV, None)
@@ -65,7 +68,7 @@ def _start_workers(root: str, n: int, workers: list[subprocess.Popen]) -> list[s
         env[store_log.LEVEL_ENV] = store_log.level_from_env()  # type: ignore[assignment]
     sockets = []
     for i in range(n):
-        sock = os.path.join(root, f"w{i}.sock")
+        sock = os.path.join(socket_dir, f"w{i}.sock")
         workers.append(subprocess.Popen(
             [sys.executable, "-m", "ttlstate.server.worker", "--socket", sock,
              "--root", os.path.join(root, f"w{i}")],
@@ -84,36 +87,41 @@ def _start_workers(root: str, n: int, workers: list[subprocess.Popen]) -> list[s
     return sockets
 
 
-def _stop(workers: list[subprocess.Popen], root: str) -> None:
+def _stop(workers: list[subprocess.Popen], dirs: list[str]) -> None:
     for p in workers:
         if p.poll() is None:
             p.kill()
     for p in workers:
         p.wait()
-    shutil.rmtree(root, ignore_errors=True)  # sockets and local stores: a cache
+    for d in dict.fromkeys(dirs):
+        shutil.rmtree(d, ignore_errors=True)  # sockets and local stores: a cache
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--root", required=True, help="private directory for sockets and stores")
+    ap.add_argument("--socket-dir", help="private directory for the sockets instead of --root "
+                                         "(removed on exit like --root)")
     ap.add_argument("--workers", type=int, default=0,
                     help="worker processes; the shim passes the executor's cores by default. "
                          "0 = os.cpu_count(), a fallback for running the server by hand")
     args = ap.parse_args(argv)
     if args.workers < 0:
-        shutil.rmtree(args.root, ignore_errors=True)
         ap.error(f"--workers must be >= 0 (0 = one per core), not {args.workers}")
     store_log.configure_logging()
     os.umask(0o077)
     n = args.workers or os.cpu_count() or 1
+    socket_dir = args.socket_dir or args.root
+    dirs = [args.root, socket_dir]
     workers: list[subprocess.Popen] = []
     sockets = None
     try:
-        os.makedirs(args.root, mode=0o700, exist_ok=True)
-        sockets = _start_workers(args.root, n, workers)
+        for d in dirs:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+        sockets = _start_workers(args.root, socket_dir, n, workers)
     finally:
         if sockets is None:  # failed (or raised): nothing of this server may stay behind
-            _stop(workers, args.root)
+            _stop(workers, dirs)
     if sockets is None:
         return 1
     print("READY " + " ".join(sockets), flush=True)
@@ -129,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
             done.wait(0.2)
     finally:
-        _stop(workers, args.root)
+        _stop(workers, dirs)
     return 0
 
 

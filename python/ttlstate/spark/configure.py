@@ -27,7 +27,7 @@ MIN_PYTHON = (3, 10)
 OPERATOR_TTL_OPTION = K.OPERATOR_TTL.option
 _OPTION_KEYS: dict[str, K.ConfKey] = {k.option: k for k in K.ALL_KEYS if k.option and "<" not in k.suffix}
 # Options that are durations: a bare number has no unit, so it is refused (5 is not "5s").
-_DURATION_OPTIONS = {K.TTL.option, K.FILTER_PERIODIC_COMPACTION.option}
+_DURATION_OPTIONS = {K.TTL.option, K.FILTER_PERIODIC_COMPACTION.option, K.REQUEST_TIMEOUT.option}
 
 
 class UnsupportedEnvironment(RuntimeError):
@@ -136,8 +136,9 @@ def configure(builder: Any, **options: Any) -> Any:
     state_visibility, time_source, full_snapshot, incremental_size, incremental_per_record,
     compaction_filter, query_time_after_num_entries, periodic_compaction, compact_every, engine,
     snapshot_interval, python, local_mode_python, workers, write_batch_bytes, key_filter_max_keys,
-    memory_max_bytes, memory_write_buffer_ratio, cache_max_bytes, and operator_ttl (a dict of
-    operator id or name, as progress shows it, to a TTL or "off": {"dedupe": "10m", 2: "off"}).
+    memory_max_bytes, memory_write_buffer_ratio, cache_max_bytes, request_timeout, and
+    operator_ttl (a dict of operator id or name, as progress shows it, to a TTL or "off":
+    {"dedupe": "10m", 2: "off"}).
 
     The state server's interpreter: `python` if given, else the driver's PYSPARK_PYTHON if set
     (PySpark gives that one to the executors' Python workers too), else the executor's

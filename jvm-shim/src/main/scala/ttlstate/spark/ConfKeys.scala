@@ -10,7 +10,7 @@ object ConfKeys {
     "cleanup.compactionFilter.queryTimeAfterNumEntries", "cleanup.compactionFilter.periodicCompaction",
     "cleanup.compactionFilter.compactEvery", "engine", "snapshotInterval", "python", "localModePython",
     "workers", "writeBatchBytes", "keyFilter.maxKeys", "memory.maxBytes", "memory.writeBufferRatio",
-    "cache.maxBytes", "operator.<operatorId>.ttl", "operator.<operatorName>.ttl")
+    "cache.maxBytes", "requestTimeout", "operator.<operatorId>.ttl", "operator.<operatorName>.ttl")
 
   val PYTHON: String = PREFIX + "python"
   val LOCAL_MODE_PYTHON: String = PREFIX + "localModePython"
@@ -34,6 +34,21 @@ object ConfKeys {
         case _ => 1L
       }
       scala.util.Try(math.multiplyExact(n.toLong, mult)).toOption
+    case _ => None
+  }
+
+  val REQUEST_TIMEOUT: String = PREFIX + "requestTimeout"
+  val DEFAULT_REQUEST_TIMEOUT_MS = 300000L
+  val MIN_REQUEST_TIMEOUT_MS = 1000L // as python/ttlstate/config/store_config.py
+
+  private val Duration = """(\d+)\s*([a-z]*)""".r
+  private val UnitMs = Map("" -> 1L, "ms" -> 1L, "s" -> 1000L, "sec" -> 1000L, "m" -> 60000L, "min" -> 60000L,
+    "h" -> 3600000L, "d" -> 86400000L)
+
+  /** A duration as python/ttlstate/config/parse.py reads it (`30s`, `5m`, bare = ms); None if it
+   *  is not one. The server validates the value at OPEN and fails the query with the message. */
+  def durationMs(value: String): Option[Long] = value.trim.toLowerCase match {
+    case Duration(n, unit) if UnitMs.contains(unit) && n.length < 12 => Some(n.toLong * UnitMs(unit))
     case _ => None
   }
 }

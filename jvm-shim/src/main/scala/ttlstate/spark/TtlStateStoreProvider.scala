@@ -35,6 +35,7 @@ class TtlStateStoreProvider extends StateStoreProvider {
   @volatile private[spark] var updateOnRead = false
   private var cacheMaxBytes: Long = ConfKeys.DEFAULT_CACHE_MAX_BYTES
   private lazy val cacheView = new CacheView(HotCache.newOwner())
+  private var requestTimeoutNanos: Long = ConfKeys.DEFAULT_REQUEST_TIMEOUT_MS * 1000000L
 
   override def init(
       stateStoreId: StateStoreId,
@@ -71,6 +72,9 @@ class TtlStateStoreProvider extends StateStoreProvider {
       .getOrElse(ConfKeys.DEFAULT_CACHE_MAX_BYTES)
     this.keyFilterMaxKeys = confs.get(ConfKeys.KEY_FILTER_MAX_KEYS)
       .flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS)
+    // A bad value fails the query at OPEN (the server validates every key); until then, the default.
+    this.requestTimeoutNanos = confs.get(ConfKeys.REQUEST_TIMEOUT).flatMap(ConfKeys.durationMs)
+      .filter(_ >= ConfKeys.MIN_REQUEST_TIMEOUT_MS).getOrElse(ConfKeys.DEFAULT_REQUEST_TIMEOUT_MS) * 1000000L
     val queryRun = Option(hadoopConf.get("sql.streaming.runId"))
     val runId = queryRun.getOrElse(UUID.randomUUID().toString)
     this.providerKey = Seq(stateStoreId.checkpointRootLocation, stateStoreId.operatorId,
@@ -105,12 +109,12 @@ class TtlStateStoreProvider extends StateStoreProvider {
   /** Runs `f` with a connection to this store's worker and its server-side handle, starting
    *  the server if needed. */
   private[spark] def withConnection[T](keep: Boolean)(f: (ServerConnection, Int, Int) => T): T =
-    withServerConnection(StateServer.get(python, workers), keep)(f)
+    withServerConnection(StateServer.get(python, workers, requestTimeoutNanos), keep)(f)
 
   private def withServerConnection[T](server: RunningServer, keep: Boolean)(
       f: (ServerConnection, Int, Int) => T): T = {
     val worker = workerOf(server)
-    val conn = server.borrow(worker)
+    val conn = server.borrow(worker, requestTimeoutNanos)
     var ok = false
     try {
       val handle = synchronized {
@@ -181,8 +185,8 @@ class TtlStateStoreProvider extends StateStoreProvider {
   }
 
   /** Gives `store` the key filter of its version: the kept one when it still describes exactly
-   *  this version of the server's lineage, else (write stores of small enough stores) a new one
-   *  filled by one scan of the keys. Read-only stores never pay for a scan: the state data source
+   *  this version of the server's lineage (and has not grown past `keyFilter.maxKeys`), else
+   *  (write stores of small enough stores) a new one filled by one scan of the keys. Read-only stores never pay for a scan: the state data source
    *  reads once, and an operator's read store builds it when upgraded. */
   private[spark] def attachKeyFilter(store: TtlStateStore): Unit = {
     val l = store.loaded
@@ -190,7 +194,7 @@ class TtlStateStoreProvider extends StateStoreProvider {
     if (kept != null && kept.matches(l.generation, l.handle, l.lineage, store.version)) {
       store.keyFilter = kept
     } else if (!store.isReadOnly && keyFilterAllowed && keyFilterMaxKeys > 0 && l.numKeys <= keyFilterMaxKeys) {
-      val fresh = KeyFilter.sized(l.generation, l.handle, l.lineage, l.numKeys)
+      val fresh = KeyFilter.sized(l.generation, l.handle, l.lineage, l.numKeys, keyFilterMaxKeys)
       store.scanKeys(fresh.add)
       fresh.version = store.version
       keyFilter = fresh
