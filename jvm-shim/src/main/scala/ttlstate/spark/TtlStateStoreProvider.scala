@@ -101,8 +101,7 @@ class TtlStateStoreProvider extends StateStoreProvider {
   override def stateStoreId: StateStoreId = id
 
   private[spark] def label: String =
-    s"ttlstate store (operator ${id.operatorId}${operatorName.map(n => s" ($n)").getOrElse("")}, " +
-      s"partition ${id.partitionId}, store ${id.storeName})"
+    s"ttlstate store (operator ${id.operatorId}, partition ${id.partitionId}, store ${id.storeName})"
 
   private def workerOf(server: RunningServer): Int = Math.floorMod(providerKey.hashCode, server.sockets.size)
 
@@ -129,8 +128,10 @@ class TtlStateStoreProvider extends StateStoreProvider {
           if (TtlStateStoreProvider.log.isInfoEnabled) {
             val ttl = if (ttlMs < 0) "TTL off" else
               s"TTL ${TtlStateStoreProvider.duration(ttlMs)} (${if (updateOnRead) "OnReadAndWrite" else "OnCreateAndWrite"})"
-            TtlStateStoreProvider.log.info(s"$label opened on ttlstate state server pid ${server.pid} " +
-              s"(#${server.generation} in this JVM), worker $worker of ${server.sockets.size}: $ttl")
+            TtlStateStoreProvider.log.info(s"ttlstate store (operator ${id.operatorId}" +
+              s"${operatorName.map(n => s" $n").getOrElse("")}, partition ${id.partitionId}, store " +
+              s"${id.storeName}) opened on ttlstate state server pid ${server.pid} (#${server.generation} " +
+              s"in this JVM), worker $worker of ${server.sockets.size}: $ttl")
           }
         }
         opened._2
