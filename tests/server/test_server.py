@@ -220,3 +220,49 @@ def test_negative_worker_count_is_refused(tmp_path) -> None:  # noqa: ANN001
                            "--workers", "-1"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--workers must be >= 0" in proc.stderr
     assert "READY" not in proc.stdout
+
+
+def test_a_failed_start_leaves_no_directory_and_no_process(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """A worker that cannot start (here: it fails at import on a bad TTLSTATE_FAULTS): the
+    supervisor stops the others, removes the root the shim created for it, and exits 1."""
+    root = tmp_path / "srv"
+    root.mkdir(mode=0o700)  # as the shim does before it starts the server
+    monkeypatch.setenv(faults.ENV, "no-such-point")
+    proc = subprocess.Popen([sys.executable, "-m", "ttlstate.server", "--root", str(root), "--workers", "3"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "READY" not in out
+    assert "failed to start" in err and "no-such-point" in err
+    assert not root.exists()
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(root) in " ".join(p.info["cmdline"] or [])]
+
+
+def _start_log(tmp_path, monkeypatch, level: str | None) -> str:  # noqa: ANN001
+    """The supervisor's stderr from start to a clean exit."""
+    if level is None:
+        monkeypatch.delenv("TTLSTATE_LOG_LEVEL", raising=False)
+    else:
+        monkeypatch.setenv("TTLSTATE_LOG_LEVEL", level)
+    proc = subprocess.Popen([sys.executable, "-m", "ttlstate.server", "--root", str(tmp_path / "srv"),
+                             "--workers", "2"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().startswith("READY")
+    workers = sorted(p.pid for p in _children(proc))
+    _out, err = proc.communicate("", timeout=60)  # EOF on stdin: a clean exit
+    assert proc.returncode == 0
+    return err.replace("\n", " ") + f" WORKERS={workers} PID={proc.pid}"
+
+
+def test_the_start_is_logged_at_info(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """One line (shown by default): pid, workers and their pids, engine, memory budget."""
+    log = _start_log(tmp_path, monkeypatch, None)
+    workers = log.split("WORKERS=")[1].split(" PID=")[0].strip("[]").split(", ")
+    pid = log.split("PID=")[1]
+    assert log.count("INFO ttlstate.lifecycle: ttlstate state server started") == 1
+    assert f"pid {pid}, 2 worker(s) (pids {', '.join(workers)})" in log
+    assert "native engine available" in log and "memory.maxBytes (default 256m)" in log
+    assert "state server started" not in _start_log(tmp_path, monkeypatch, "WARNING")
+    lower = _start_log(tmp_path, monkeypatch, "info")  # a worker must not trip over the case
+    assert "state server started" in lower
+    bad = _start_log(tmp_path, monkeypatch, "chatty")  # not a level: warned, default, starts anyway
+    assert "TTLSTATE_LOG_LEVEL='chatty' is not a logging level" in bad and "state server started" in bad

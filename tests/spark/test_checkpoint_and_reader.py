@@ -38,6 +38,21 @@ def _inspect(argv: list[str]) -> dict:
     return json.loads(out.getvalue())
 
 
+def _shim_operator_names(state_root: str) -> dict[str, str]:
+    """What the shim reads as the operator names of a checkpoint (OperatorNames.scala)."""
+    import json
+    import subprocess
+
+    import pyspark
+
+    from ttlstate.spark.configure import jar_path
+
+    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.spark.OperatorNames",
+                          state_root], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def _server_processes(wait_s: float = 15.0) -> list[psutil.Process]:
     """Servers still running after a bounded wait: spark.stop() ends them asynchronously."""
     poll_until(lambda: not our_server_processes(), wait_s)
@@ -76,6 +91,14 @@ def test_checkpoint_layout_reader_retention_restore_and_shutdown() -> None:
         assert {(st["operator"], st["partition"]) for st in stores} == {("0", "0"), ("0", "1")}
         assert sum(st["rows"] for st in stores) == len(latest)
         assert all(st["latest_version"] == 8 for st in stores)
+        # Operator names come from Spark's state metadata (the shim reads the same files to match
+        # operator.<name>.ttl keys), with each operator's TTL: off here.
+        assert {st["operator_name"] for st in stores} == {"stateStoreSave"}
+        assert report["operators"] == [{"operator": "0", "name": "stateStoreSave", "stores": 2,
+                                         "rows": len(latest), "expired_rows": None, "ttl_ms": [None]}]
+        state = os.path.join(run.checkpoint, "state")
+        for root in (state, "file://" + state):
+            assert _shim_operator_names(root) == {"0": "stateStoreSave"}
         with pytest.raises(SystemExit) as bad:
             _inspect([os.path.join(run.root, "events")])
         assert bad.value.code == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 
@@ -166,6 +167,35 @@ def test_every_bad_conf_value_fails_the_query_at_start(spark: SparkSession) -> N
         finally:
             run.stop()
     assert not wrong, wrong
+
+
+@pytest.mark.parametrize("how", ["worker-fails", "interpreter-fails"])
+def test_a_failed_server_start_leaves_no_directory(spark: SparkSession, tmp_path, how: str) -> None:  # noqa: ANN001
+    """A state server that does not start: a worker of it cannot start (the supervisor cleans
+    up), or the interpreter fails at once, as one without ttlstate does (the shim cleans up).
+    The query fails saying the server did not start, and no directory the shim made for it is
+    left. The interpreter is a wrapper that records its arguments, so the test knows them."""
+    args = tmp_path / "args"
+    wrapper = tmp_path / "python"
+    run_it = (f'TTLSTATE_FAULTS=no-such-point exec {sys.executable} "$@"' if how == "worker-fails"
+              else 'echo "No module named ttlstate" >&2; exit 1')
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {args}\n{run_it}\n')
+    wrapper.chmod(0o755)
+    spark._jvm.ttlstate.spark.StateServer.shutdown()  # type: ignore[union-attr]
+    run = Run(spark, TTLSTATE, agg, SCHEMA, "update", {K.PYTHON.key: str(wrapper)})
+    run.start()
+    try:
+        with pytest.raises(StreamingQueryException, match="state server did not start"):
+            run.step(STEPS[0])
+    finally:
+        run.stop()
+    starts = [line.split() for line in args.read_text().splitlines()]
+    dirs = [a[i + 1] for a in starts for i, flag in enumerate(a) if flag in ("--root", "--socket-dir")]
+    assert dirs, "the wrapper was not used"
+    assert [d for d in dirs if os.path.exists(d)] == []
+    # The next query starts a working server.
+    ok = run_steps(spark, TTLSTATE, agg, SCHEMA, STEPS[:1], output_mode="update")
+    assert ok.outputs[0] == [("a", 1), ("b", 2)]
 
 
 def test_two_stateful_queries_at_once(spark: SparkSession) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from ttlstate.config import keys as K
 from ttlstate.config.keys import EngineKind, StateVisibility, TimeSource, UpdateType
-from ttlstate.config.parse import ConfError, parse_duration_ms
+from ttlstate.config.parse import ConfError, format_duration_ms, parse_duration_ms
 from ttlstate.config.store_config import store_config_from_confs
 
 BAD = {
@@ -29,7 +29,8 @@ def test_bad_values_name_key_value_and_allowed(key: K.ConfKey) -> None:
 
 
 def test_every_validated_key_has_a_bad_value_case() -> None:
-    not_validated = {K.PYTHON, K.OPERATOR_TTL}  # free-form path; pattern key tested below
+    not_validated = {K.PYTHON, K.LOCAL_MODE_PYTHON,  # free-form paths; pattern keys tested below
+                     K.OPERATOR_TTL, K.OPERATOR_NAME_TTL}
     assert set(K.ALL_KEYS) - not_validated == set(BAD)
 
 
@@ -81,3 +82,66 @@ def test_per_operator_ttl_override() -> None:
     assert store_config_from_confs(confs, operator_id=5).ttl.ttl_ms == 3_600_000
     with pytest.raises(ConfError, match=r"operator\.7\.ttl"):
         store_config_from_confs({K.operator_ttl_key(7): "later"}, operator_id=1)
+
+
+QUERY = {0: "stateStoreSave", 1: "dedupe", 2: "symmetricHashJoin"}  # a query's operators by id
+
+
+def test_operator_ttl_by_name_as_progress_shows_it() -> None:
+    """`operator.<name>.ttl` applies to the operators of that name (names from the checkpoint's
+    state metadata); an id key beats it, and it beats the global ttl. The config says which key
+    its TTL comes from (the server logs it)."""
+    confs = {K.TTL.key: "1h", K.operator_ttl_key("dedupe"): "1m", K.operator_ttl_key("stateStoreSave"): "off"}
+    dedupe = store_config_from_confs(confs, operator_id=1, operator_names=QUERY)
+    assert dedupe.ttl.ttl_ms == 60_000 and dedupe.ttl_key == K.operator_ttl_key("dedupe")
+    agg = store_config_from_confs(confs, operator_id=0, operator_names=QUERY)
+    assert agg.ttl.ttl_ms is None and agg.ttl_key == K.operator_ttl_key("stateStoreSave")
+    join = store_config_from_confs(confs, operator_id=2, operator_names=QUERY)
+    assert join.ttl.ttl_ms == 3_600_000 and join.ttl_key == K.TTL.key
+    by_id = store_config_from_confs({**confs, K.operator_ttl_key(1): "5s"}, operator_id=1,
+                                    operator_names=QUERY)
+    assert by_id.ttl.ttl_ms == 5_000 and by_id.ttl_key == K.operator_ttl_key(1)
+    assert store_config_from_confs(confs).ttl.ttl_ms == 3_600_000  # configure(): validation only
+
+
+def test_a_name_several_operators_have_fails_naming_them() -> None:
+    names = {0: "dedupe", 1: "stateStoreSave", 3: "dedupe"}
+    confs = {K.operator_ttl_key("dedupe"): "1m"}
+    with pytest.raises(ConfError) as e:
+        store_config_from_confs(confs, operator_id=3, operator_names=names)
+    msg = str(e.value)
+    assert K.operator_ttl_key("dedupe") in msg and "operators 0, 3" in msg
+    assert K.operator_ttl_key(0) in msg and K.operator_ttl_key(3) in msg
+    # Other operators are unaffected, and ids for both make the name irrelevant.
+    assert store_config_from_confs(confs, operator_id=1, operator_names=names).ttl.ttl_ms is None
+    both = {**confs, K.operator_ttl_key(0): "2m", K.operator_ttl_key(3): "3m"}
+    assert store_config_from_confs(both, operator_id=3, operator_names=names).ttl.ttl_ms == 180_000
+
+
+def test_unknown_operator_names_and_bad_values_are_refused() -> None:
+    with pytest.raises(ConfError, match=r"operator\.dedup\.ttl.*dedupe, dedupeWithinWatermark"):
+        store_config_from_confs({K.operator_ttl_key("dedup"): "1m"})
+    with pytest.raises(ConfError, match=r"operator\.dedupe\.ttl"):
+        store_config_from_confs({K.operator_ttl_key("dedupe"): "soon"})
+    with pytest.raises(ConfError, match="a known ttlstate key"):
+        store_config_from_confs({K.PREFIX + "operator.my-op.ttl": "1m"})
+
+
+def test_a_name_key_with_unknown_operator_names_fails_instead_of_being_ignored() -> None:
+    """If the store's operator name could not be read, a name key might be meant for it: the
+    query fails naming the metadata file and the id key to use, rather than ignore the key."""
+    confs = {K.operator_ttl_key("dedupe"): "1m"}
+    for names in (None, {0: "stateStoreSave"}):
+        with pytest.raises(ConfError) as e:
+            store_config_from_confs(confs, operator_id=1, operator_names=names)
+        assert "state/1/_metadata/metadata" in str(e.value) and K.operator_ttl_key(1) in str(e.value)
+    # Without name keys, unknown names do not matter.
+    assert store_config_from_confs({K.TTL.key: "1h"}, operator_id=1).ttl.ttl_ms == 3_600_000
+
+
+@pytest.mark.parametrize(("ms", "text"), [(None, "off"), (1_800_000, "30m"), (1500, "1500ms"),
+                                          (90_000, "90s"), (172_800_000, "2d"), (3_600_000, "1h")])
+def test_durations_are_written_back_in_the_largest_exact_unit(ms: int | None, text: str) -> None:
+    assert format_duration_ms(ms) == text
+    if ms is not None:
+        assert parse_duration_ms("k", text) == ms

@@ -21,14 +21,84 @@ class FakeBuilder:
         return self
 
 
+@pytest.fixture(autouse=True)
+def no_pyspark_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+
+
 def test_sets_provider_jar_interpreter_and_keys() -> None:
     b = C.configure(FakeBuilder(), ttl="30m", update_type="OnReadAndWrite", operator_ttl={2: "off"})
     opts = b._options
     assert opts[K.PROVIDER_CLASS_KEY] == K.PROVIDER_CLASS
     assert opts["spark.jars"].split(",") == ["/x/other.jar", C.jar_path()]
-    assert opts[K.PYTHON.key] == sys.executable
+    assert K.PYTHON.key not in opts  # no PYSPARK_PYTHON: the executor decides
+    assert opts[K.LOCAL_MODE_PYTHON.key] == sys.executable  # only local mode uses it
     assert opts[K.TTL.key] == "30m" and opts[K.UPDATE_TYPE.key] == "OnReadAndWrite"
     assert opts[K.operator_ttl_key(2)] == "off"
+
+
+def test_pyspark_python_is_used_not_overridden(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's PYSPARK_PYTHON is the interpreter PySpark gives the executors' Python
+    workers: the state server gets the same one. An explicit `python` still wins."""
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/executors/bin/python3")
+    assert C.settings()[K.PYTHON.key] == "/opt/executors/bin/python3"
+    assert C.settings(python="/srv/py/bin/python")[K.PYTHON.key] == "/srv/py/bin/python"
+
+
+@pytest.mark.parametrize(("python", "local_python", "pyspark_python", "mode", "expected"), [
+    ("/p/conf", "/p/driver", "/p/env", "local", "/p/conf"),
+    ("-", "/p/driver", "/p/env", "local", "/p/env"),
+    ("-", "/p/driver", "-", "local", "/p/driver"),
+    ("-", "/p/driver", "-", "cluster", "python3"),  # the driver's path means nothing on an executor
+    ("-", "-", "-", "local", "python3"),
+])
+def test_the_shim_chooses_the_server_interpreter(python: str, local_python: str, pyspark_python: str,
+                                                 mode: str, expected: str) -> None:
+    import glob
+    import os
+    import subprocess
+
+    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    assert glob.glob(os.path.join(spark_jars, "scala-library*.jar"))
+    out = subprocess.run(["java", "-cp", f"{C.jar_path()}:{spark_jars}/*", "ttlstate.spark.ServerPython",
+                          python, local_python, pyspark_python, mode],
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == expected
+
+
+def test_durations_take_a_unit_or_a_timedelta() -> None:
+    from datetime import timedelta
+
+    confs = C.settings(ttl=timedelta(minutes=30), periodic_compaction=timedelta(days=2),
+                       operator_ttl={"dedupe": timedelta(seconds=90), 1: "off", "2": None})
+    assert confs[K.TTL.key] == "30m" and confs[K.FILTER_PERIODIC_COMPACTION.key] == "2d"
+    assert confs[K.operator_ttl_key("dedupe")] == "90s"
+    assert confs[K.operator_ttl_key(1)] == "off" and confs[K.operator_ttl_key(2)] == "off"
+    assert C.settings(periodic_compaction=0)[K.FILTER_PERIODIC_COMPACTION.key] == "0"
+    for bare in (5, 5.0, "5"):
+        with pytest.raises(ValueError, match=r"ttl=.*has no unit.*5s.*timedelta"):
+            C.settings(ttl=bare)
+    with pytest.raises(ValueError, match=r"operator_ttl\['dedupe'\]=1 has no unit"):
+        C.settings(operator_ttl={"dedupe": 1})
+    with pytest.raises(ValueError, match="whole number of milliseconds"):
+        C.settings(ttl=timedelta(microseconds=1500))
+    with pytest.raises(ValueError, match="positive"):
+        C.settings(ttl=timedelta(0))
+    with pytest.raises(TypeError, match="ttl must be a duration"):
+        C.settings(ttl=True)
+
+
+def test_operator_ttl_by_id_or_name() -> None:
+    confs = C.settings(operator_ttl={"dedupe": "1m", "stateStoreSave": "off", 3: "10s", "4": "1h"})
+    assert confs[K.operator_ttl_key("dedupe")] == "1m"
+    assert confs[K.operator_ttl_key("stateStoreSave")] == "off"
+    assert confs[K.operator_ttl_key(3)] == "10s" and confs[K.operator_ttl_key(4)] == "1h"
+    with pytest.raises(ConfError, match=r"operator\.dedup\.ttl.*one of|dedupe"):
+        C.settings(operator_ttl={"dedup": "1m"})  # a typo of a name is refused, listing the names
+    with pytest.raises(TypeError, match="dict of operator id or name"):
+        C.settings(operator_ttl=["dedupe"])
+    with pytest.raises(ValueError, match="ids are >= 0"):
+        C.settings(operator_ttl={-1: "1m"})
 
 
 def test_bad_values_and_unknown_options_are_refused_before_any_query() -> None:
@@ -50,7 +120,14 @@ def test_old_python_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         C.check_environment()
 
 
-def test_every_conf_key_has_a_configure_option() -> None:
-    by_option = set(C._OPTION_KEYS.values()) | {K.OPERATOR_TTL}  # operator_ttl={id: ttl}
+def test_every_conf_key_has_a_configure_option_documented() -> None:
+    by_option = set(C._OPTION_KEYS.values()) | {K.OPERATOR_TTL, K.OPERATOR_NAME_TTL}  # operator_ttl={...}
     assert by_option == set(K.ALL_KEYS)
+    assert all(k.option for k in K.ALL_KEYS)
     assert all(name in C.configure.__doc__ for name in C._OPTION_KEYS)  # type: ignore[operator]
+    # The README's conf table (checked against the README by test_readme_tables) names each option.
+    from ttlstate.docs.tables import conf_table
+
+    table = conf_table()
+    assert all(f"`{name}`" in table for name in C._OPTION_KEYS)
+    assert 'operator_ttl={"dedupe"' in table and "operator_ttl={3" in table

@@ -1,8 +1,13 @@
 """`ttlstate inspect CHECKPOINT`: what a (stopped) query's ttlstate checkpoint holds.
 
-Per operator, partition and store: the versions present, snapshot and changelog files, bytes,
-and, for the latest version (rebuilt in a temporary directory with the portable engine, so
-the checkpoint is only read), the rows and how many of them are expired at a given time.
+Per operator (its id, and its name as progress reports it, from Spark's state metadata in the
+checkpoint), partition and store: the versions present, snapshot and changelog files, bytes,
+the TTL recorded in the files, and, for the latest version (rebuilt in a temporary directory
+with the portable engine, so the checkpoint is only read), the rows and how many of them are
+expired at a given time (`--at`: now, an ISO timestamp, a duration ago or ahead, epoch ms).
+
+It reads local paths only (a directory, or a `file:` URI): for a checkpoint on HDFS, S3, GCS
+or ABFS, copy it to a local disk first.
 """
 
 from __future__ import annotations
@@ -10,10 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from urllib.parse import unquote, urlparse
 
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import CheckpointError
@@ -25,7 +33,9 @@ from ttlstate.checkpoint.record_file import (
     RecordFileError,
     verify_record_file,
 )
+from ttlstate.cli.operator_metadata import operator_names
 from ttlstate.config.keys import EngineKind
+from ttlstate.config.parse import ConfError, format_duration_ms, parse_duration_ms
 from ttlstate.config.store_config import StoreConfig, TtlConfig
 from ttlstate.store.provider import StoreProvider
 from ttlstate.ttl import ttl_value
@@ -53,12 +63,45 @@ class StoreReport:
     oldest_access_ms: int | None
     newest_access_ms: int | None
     problems: list[str]  # misplaced or damaged files, or why the latest version cannot be rebuilt
+    operator_name: str | None = None  # as progress reports it (Spark's state metadata)
+
+
+@dataclass
+class OperatorReport:
+    operator: str
+    name: str | None
+    stores: int
+    rows: int
+    expired_rows: int | None
+    ttl_ms: list[int | None] = field(default_factory=list)  # the distinct TTLs of its stores
+
+
+REMOTE_HINT = ("ttlstate inspect reads local paths only (a directory, or a file: URI). Copy the "
+               "checkpoint to a local disk first (e.g. `hadoop fs -copyToLocal <uri> /tmp/ck`, "
+               "`aws s3 cp --recursive`, `gsutil -m cp -r`) and inspect the copy")
+
+
+def local_path(location: str) -> str:
+    """A local path for `location`: a path, or a `file:` URI (`file:///x`, `file:/x`, as Spark
+    prints checkpoint locations, or `file://localhost/x`). Any other URI is refused."""
+    if os.path.exists(location):
+        return location
+    url = urlparse(location)
+    if url.scheme == "file":
+        if url.netloc not in ("", "localhost"):
+            raise NotATtlstateCheckpoint(f"{location} names the host {url.netloc!r}: {REMOTE_HINT}")
+        return unquote(url.path)
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", location):
+        raise NotATtlstateCheckpoint(f"{location} is a remote location ({url.scheme}): {REMOTE_HINT}")
+    return location
 
 
 def find_store_dirs(checkpoint: str) -> list[tuple[str, str, str, str]]:
     """(operator, partition, store name, directory) for every directory holding our files."""
+    if not os.path.exists(checkpoint):
+        raise NotATtlstateCheckpoint(f"{checkpoint} does not exist (inspect reads local paths only)")
     if not os.path.isdir(checkpoint):
-        raise NotATtlstateCheckpoint(f"{checkpoint} is not a directory")
+        raise NotATtlstateCheckpoint(f"{checkpoint} is a file, not a query's checkpoint directory")
     state = os.path.join(checkpoint, "state")
     if os.path.isdir(state):
         root = state
@@ -81,6 +124,13 @@ def find_store_dirs(checkpoint: str) -> list[tuple[str, str, str, str]]:
             "<version>.snapshot files under it (Spark's HDFS provider writes .delta files, its "
             "RocksDB provider .zip files)")
     return sorted(found)
+
+
+def state_root_of(checkpoint: str) -> str:
+    """`<checkpoint>/state` (or `checkpoint` itself when it is that directory)."""
+    if os.path.basename(os.path.normpath(checkpoint)) == "state":
+        return checkpoint
+    return os.path.join(checkpoint, "state")
 
 
 def query_id_of(checkpoint: str) -> str | None:
@@ -117,7 +167,8 @@ def check_files(directory: str, files: list[names.CheckpointFile], store_id: str
 
 
 def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
-                  ttl_ms: int | None, query_id: str | None = None) -> StoreReport:
+                  ttl_ms: int | None, query_id: str | None = None,
+                  operator_name: str | None = None) -> StoreReport:
     files = names.parse_all(os.listdir(directory))
     latest = max(f.version for f in files)
     store_id = store_label(op, part, store)
@@ -154,7 +205,21 @@ def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
         [f.version for f in files if f.kind == names.CHANGELOG],
         sum(os.path.getsize(os.path.join(directory, f.name)) for f in files),
         latest, rows, expired if ttl is not None and rows is not None else None, ttl, oldest, newest,
-        problems)
+        problems, operator_name)
+
+
+def operator_reports(reports: list[StoreReport]) -> list[OperatorReport]:
+    """Per operator: its stores, rows and expired rows summed, and the TTLs its stores have."""
+    out: dict[str, OperatorReport] = {}
+    for r in reports:
+        o = out.setdefault(r.operator, OperatorReport(r.operator, r.operator_name, 0, 0, 0))
+        o.stores += 1
+        o.rows += r.rows or 0
+        o.expired_rows = (None if o.expired_rows is None or r.expired_rows is None
+                          else o.expired_rows + r.expired_rows)
+        if r.ttl_ms not in o.ttl_ms:
+            o.ttl_ms.append(r.ttl_ms)
+    return sorted(out.values(), key=lambda o: (len(o.operator), o.operator))
 
 
 def _ranges(vs: list[int]) -> str:
@@ -171,15 +236,29 @@ def _ranges(vs: list[int]) -> str:
     return ",".join(out)
 
 
-def render(reports: list[StoreReport]) -> str:
-    head = (f"{'op':>3} {'part':>4} {'store':<26} {'versions':<12} {'snapshots':<10} "
-            f"{'rows':>8} {'expired':>8} {'bytes':>10}")
-    lines = [head]
+def _ttls(ttls: list[int | None]) -> str:
+    return "/".join(format_duration_ms(t) for t in ttls) or "-"
+
+
+def render(reports: list[StoreReport], at_ms: int | None = None) -> str:
+    lines = []
+    if at_ms is not None:
+        lines.append(f"expired rows counted at {iso_utc(at_ms)} ({at_ms} ms)")
+    name_w = max([len(r.operator_name or "-") for r in reports] + [4])
+    head = (f"{'op':>3} {'name':<{name_w}} {'part':>4} {'store':<26} {'versions':<12} {'snapshots':<10} "
+            f"{'rows':>8} {'expired':>8} {'ttl':>6} {'bytes':>10}")
+    lines.append(head)
     for r in reports:
         expired = "-" if r.expired_rows is None else str(r.expired_rows)
         rows = "?" if r.rows is None else str(r.rows)
-        lines.append(f"{r.operator:>3} {r.partition:>4} {r.store:<26} {_ranges(r.versions):<12} "
-                     f"{_ranges(r.snapshots):<10} {rows:>8} {expired:>8} {r.bytes:>10}")
+        lines.append(f"{r.operator:>3} {r.operator_name or '-':<{name_w}} {r.partition:>4} {r.store:<26} "
+                     f"{_ranges(r.versions):<12} {_ranges(r.snapshots):<10} {rows:>8} {expired:>8} "
+                     f"{format_duration_ms(r.ttl_ms):>6} {r.bytes:>10}")
+    lines.append("per operator:")
+    for o in operator_reports(reports):
+        expired = "-" if o.expired_rows is None else str(o.expired_rows)
+        lines.append(f"  operator {o.operator} ({o.name or 'name unknown'}): {o.stores} stores, "
+                     f"{o.rows} rows, {expired} expired, TTL {_ttls(o.ttl_ms)}")
     total_rows = sum(r.rows or 0 for r in reports)
     total_bytes = sum(r.bytes for r in reports)
     lines.append(f"{len(reports)} stores, {total_rows} rows, {total_bytes} bytes")
@@ -190,33 +269,80 @@ def render(reports: list[StoreReport]) -> str:
     return "\n".join(lines)
 
 
+AT_HELP = ("when to count expired rows: now (default), an ISO 8601 time (2026-11-23T18:40:00Z; "
+           "without an offset, this machine's local time), a duration ago (10m, -10m, '10m ago') "
+           "or ahead (+1h, 'in 1h'), or epoch milliseconds")
+
+
+def parse_at(text: str, now_ms: int) -> int:
+    """`--at`: epoch ms of `now`, an ISO time, a duration ago (`10m`, `-10m`, `10m ago`) or ahead
+    (`+1h`, `in 1h`), or epoch milliseconds (a bare number, as Spark's batchTimestampMs)."""
+    t = text.strip()
+    low = t.lower()
+    if low == "now":
+        return now_ms
+    if re.fullmatch(r"\d+", t):
+        return int(t)
+    sign, body = -1, low
+    if low.startswith("+") or low.startswith("in "):
+        sign, body = 1, low[1:] if low.startswith("+") else low[3:]
+    elif low.startswith("-"):
+        body = low[1:]
+    elif low.endswith(" ago"):
+        body = low[:-4]
+    if re.fullmatch(r"\s*\d+\s*[a-z]+\s*", body):
+        try:
+            return now_ms + sign * parse_duration_ms("--at", body)
+        except ConfError:
+            pass
+    try:
+        when = datetime.fromisoformat(t[:-1] + "+00:00" if t.endswith(("Z", "z")) else t)
+    except ValueError:
+        raise ValueError(f"--at {text!r}: expected {AT_HELP}") from None
+    if when.tzinfo is None:
+        when = when.astimezone()  # local time
+    return int(when.timestamp() * 1000)
+
+
+def iso_utc(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="ttlstate inspect", description=__doc__)
-    ap.add_argument("checkpoint", help="the query's checkpoint location (or its state/ dir)")
-    ap.add_argument("--at", type=int, default=None,
-                    help="time in epoch ms at which to count expired rows (default: now)")
+    ap = argparse.ArgumentParser(prog="ttlstate inspect", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("checkpoint", help="the query's checkpoint location (or its state/ dir): a local "
+                                       "path or a file: URI")
+    ap.add_argument("--at", default="now", help=AT_HELP)
     ap.add_argument("--ttl", default=None,
                     help="TTL to count expiry with (default: the TTL recorded in the files)")
     ap.add_argument("--json", action="store_true", help="machine-readable output")
     args = ap.parse_args(argv)
-    at = args.at if args.at is not None else time.time_ns() // 1_000_000
+    try:
+        at = parse_at(args.at, time.time_ns() // 1_000_000)
+    except ValueError as e:
+        ap.error(str(e))
     ttl_ms = None
     if args.ttl is not None:
-        from ttlstate.config.parse import ConfError, parse_duration_ms
-
         try:
             ttl_ms = parse_duration_ms("--ttl", args.ttl)
         except ConfError as e:
             ap.error(str(e))
     try:
-        stores = find_store_dirs(args.checkpoint)
+        checkpoint = local_path(args.checkpoint)
+        stores = find_store_dirs(checkpoint)
     except NotATtlstateCheckpoint as e:
         ap.exit(2, f"ttlstate inspect: {e}\n")
-    query = query_id_of(args.checkpoint)
-    reports = [inspect_store(op, part, store, d, at, ttl_ms, query) for op, part, store, d in stores]
+    query = query_id_of(checkpoint)
+    names = operator_names(state_root_of(checkpoint))
+    reports = [inspect_store(op, part, store, d, at, ttl_ms, query,
+                             names.get(int(op)) if op.isdigit() else None)
+               for op, part, store, d in stores]
     if args.json:
-        print(json.dumps({"checkpoint": os.path.abspath(args.checkpoint), "atMs": at,
+        print(json.dumps({"checkpoint": os.path.abspath(checkpoint), "atMs": at, "at": iso_utc(at),
+                          "operators": [asdict(o) for o in operator_reports(reports)],
                           "stores": [asdict(r) for r in reports]}, indent=1))
     else:
-        print(render(reports))
+        print(render(reports, at))
     return 1 if any(r.problems for r in reports) else 0

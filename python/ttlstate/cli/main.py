@@ -1,22 +1,37 @@
-"""The `ttlstate` command: `demo`, `inspect CHECKPOINT`, `jar`."""
+"""The `ttlstate` command (also `python -m ttlstate`): `demo`, `inspect CHECKPOINT`, `jar`, `migrate`,
+`--version`."""
 
 from __future__ import annotations
 
 import sys
 
+USAGE = """usage: ttlstate [--version] {demo,inspect,jar,migrate} ...
+  demo                 run the churn demo (ttlstate vs Spark's RocksDB provider); needs matplotlib
+                       for its plot: pip install 'ttlstate[demo]' (or run it with --no-plot)
+  inspect CHECKPOINT   per operator (id and name) and store: versions, rows, expired rows, TTL, bytes
+  jar                  print the path of the shim jar for spark.jars
+  migrate SOURCE TARGET  copy a stopped query's checkpoint into a new one on ttlstate
+                       (--to rocksdb: back to Spark's RocksDB provider)
+  --version            print ttlstate's version
+`ttlstate COMMAND --help` describes a command's options.
+"""
+
+
+def version() -> str:
+    from ttlstate import __version__
+
+    return f"ttlstate {__version__}"
+
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    usage = ("usage: ttlstate {demo,inspect,jar,migrate} ...\n"
-             "  demo                 run the churn demo (ttlstate vs Spark's RocksDB provider)\n"
-             "  inspect CHECKPOINT   versions, rows, expired rows and bytes per store\n"
-             "  jar                  print the path of the shim jar for spark.jars\n"
-             "  migrate SOURCE TARGET  copy a stopped query's checkpoint into a new one on ttlstate\n"
-             "                       (--to rocksdb: back to Spark's RocksDB provider)\n")
     if not args or args[0] in ("-h", "--help"):
-        print(usage, end="")
+        print(USAGE, end="", file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
     command, rest = args[0], args[1:]
+    if command in ("--version", "-V", "version"):
+        print(version())
+        return 0
     if command == "jar":
         from ttlstate.spark.configure import jar_path
 
@@ -34,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         from ttlstate.spark.migrate import main as migrate_main
 
         return migrate_main(rest)
-    print(f"ttlstate: unknown command {command!r}\n{usage}", end="", file=sys.stderr)
+    print(f"ttlstate: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
     return 2
 
 

@@ -43,6 +43,7 @@ class ConfKey:
     default: str
     allowed: str
     doc: str
+    option: str = ""  # its keyword argument of `ttlstate.configure` (README's conf table)
 
     @property
     def key(self) -> str:
@@ -53,96 +54,146 @@ def _enum_allowed(e: type[Enum]) -> str:
     return ", ".join(m.value for m in e)
 
 
-TTL = ConfKey("ttl", "off", "off, or a duration: 500ms, 10s, 30m, 1h, 2d",
+TTL = ConfKey("ttl", "off", "off, or a duration: 500ms, 10s, 30m, 1h, 2d (in the conf, a bare number "
+              "is milliseconds; `configure` refuses bare numbers)",
               "Time to live of a state entry since its last access (per UpdateType). "
-              "`off` disables TTL.")
+              "`off` disables TTL.",
+              option="ttl")
 UPDATE_TYPE = ConfKey("updateType", UpdateType.ON_CREATE_AND_WRITE.value, _enum_allowed(UpdateType),
-                      "Which accesses refresh an entry's timestamp (Flink's UpdateType).")
+                      "Which accesses refresh an entry's timestamp (Flink's UpdateType).",
+                      option="update_type")
 STATE_VISIBILITY = ConfKey("stateVisibility", StateVisibility.NEVER_RETURN_EXPIRED.value,
                            _enum_allowed(StateVisibility),
                            "Whether an expired entry that is still stored may be returned once "
-                           "(Flink's StateVisibility).")
+                           "(Flink's StateVisibility).",
+                           option="state_visibility")
 TIME_SOURCE = ConfKey("timeSource", TimeSource.BATCH_TIMESTAMP.value, _enum_allowed(TimeSource),
                       "`batchTimestamp`: now is the micro-batch's timestamp from the offset log, "
-                      "so replays are deterministic. `wallClock`: the executor's clock.")
+                      "so replays are deterministic. `wallClock`: the executor's clock.",
+                      option="time_source")
 FULL_SNAPSHOT = ConfKey("cleanup.fullSnapshot", "true", "true, false",
-                        "Write snapshots without the entries expired at the snapshot's batch time.")
+                        "Write snapshots without the entries expired at the snapshot's batch time.",
+                        option="full_snapshot")
 INCREMENTAL_SIZE = ConfKey("cleanup.incremental.size", "1000", "an integer >= 0 (0 = off)",
                            "Entries the incremental cleanup cursor checks per trigger; expired "
                            "ones are deleted. On by default: the compaction filter never sees "
-                           "entries still in the memtable.")
+                           "entries still in the memtable.",
+                           option="incremental_size")
 INCREMENTAL_PER_RECORD = ConfKey("cleanup.incremental.perRecord", "false", "true, false",
                                  "Trigger incremental cleanup on every state access; otherwise "
-                                 "once per batch, at commit.")
+                                 "once per batch, at commit.",
+                                 option="incremental_per_record")
 FILTER_ENABLED = ConfKey("cleanup.compactionFilter.enabled", "true", "true, false",
-                         "Let RocksDB compaction drop expired entries (native engine only).")
+                         "Let RocksDB compaction drop expired entries (native engine only).",
+                         option="compaction_filter")
 FILTER_QUERY_TIME_AFTER = ConfKey("cleanup.compactionFilter.queryTimeAfterNumEntries", "1000",
                                   "an integer >= 0",
                                   "The filter re-reads the clock after this many entries "
-                                  "(Flink's queryTimeAfterNumEntries).")
+                                  "(Flink's queryTimeAfterNumEntries).",
+                                  option="query_time_after_num_entries")
 FILTER_PERIODIC_COMPACTION = ConfKey("cleanup.compactionFilter.periodicCompaction", "30d",
                                      "a duration, 0 = off",
                                      "RocksDB periodic_compaction_seconds, so cold files reach "
-                                     "the filter too.")
+                                     "the filter too.",
+                                     option="periodic_compaction")
 FILTER_COMPACT_EVERY = ConfKey("cleanup.compactionFilter.compactEvery", "0",
                                "an integer >= 0 (0 = only RocksDB's own compactions)",
                                "Compact the whole local DB every this many commits, so the filter "
-                               "also reaches entries still in the memtable (small states).")
+                               "also reaches entries still in the memtable (small states).",
+                               option="compact_every")
 ENGINE = ConfKey("engine", EngineKind.NATIVE.value, _enum_allowed(EngineKind),
                  "Storage engine. `native` has the compaction filter; `rocksdict` is the "
-                 "portable fallback; `auto` prefers native and falls back with a warning.")
+                 "portable fallback; `auto` prefers native and falls back with a warning.",
+                 option="engine")
 SNAPSHOT_INTERVAL = ConfKey("snapshotInterval", "10", "an integer >= 1",
-                            "Write a full snapshot every this many versions (changelogs between).")
+                            "Write a full snapshot every this many versions (changelogs between).",
+                            option="snapshot_interval")
 PYTHON = ConfKey("python", "", "a path to a Python interpreter with ttlstate installed",
-                 "Interpreter of the state server. Default: PYSPARK_PYTHON, then python3. "
-                 "Read when an executor starts its server (first use), so a later query in the same "
-                 "JVM with another value uses the running server.")
+                 "Interpreter of the state server. Default: PYSPARK_PYTHON (`configure` passes the "
+                 "driver's, which PySpark also gives the executors' Python workers; otherwise the "
+                 "executor's), then in local mode `localModePython`, then python3. Read when an "
+                 "executor starts its server (first use), so a later query in the same JVM with "
+                 "another value uses the running server.",
+                 option="python")
+LOCAL_MODE_PYTHON = ConfKey("localModePython", "", "a path to a Python interpreter with ttlstate installed",
+                            "Interpreter of the state server in local mode only (the executor is the "
+                            "driver's JVM), when neither `python` nor PYSPARK_PYTHON is set. "
+                            "`configure` sets it to the driver's interpreter (`sys.executable`); "
+                            "executors of a cluster never use it.",
+                            option="local_mode_python")
 WORKERS = ConfKey("workers", "0", "an integer >= 0 (0 = one per executor core)",
                   "Worker processes of the state server; stores are sharded over them. 0: the "
                   "executor's cores (local mode: its threads; otherwise the cores it was launched "
-                  "with, else `spark.executor.cores`, else the processors the JVM sees).")
+                  "with, else `spark.executor.cores`, else the processors the JVM sees).",
+                  option="workers")
 WRITE_BATCH_SIZE = ConfKey("writeBatchBytes", "262144", "an integer >= 1024",
-                           "Bytes of pipelined puts/removes the shim buffers before sending.")
+                           "Bytes of pipelined puts/removes the shim buffers before sending.",
+                           option="write_batch_bytes")
 KEY_FILTER_MAX_KEYS = ConfKey("keyFilter.maxKeys", "1000000", "an integer >= 0 (0 = off)",
                               "Stores with at most this many keys keep a Bloom filter of their keys "
                               "in the executor JVM, so a read of a key the store does not have, such "
                               "as every new key of a deduplication, needs no round trip to the state "
                               "server. It grows with the store up to this many keys (about 4 bytes "
-                              "per key: at most about 4 MB per store with the default).")
+                              "per key: at most about 4 MB per store with the default).",
+                              option="key_filter_max_keys")
 MEMORY_MAX_BYTES = ConfKey("memory.maxBytes", "256m", "a size such as 256m or 1g, at least 16m",
                           "Memory of RocksDB per state server worker process (native engine): one "
                           "block cache shared by all of the worker's stores, which memtables are "
                           "charged to as well (RocksDB's WriteBufferManager), as Spark's "
                           "`boundedMemoryUsage`. The executor's total is this times the workers. "
-                          "Read when a worker opens its first store.")
+                          "Read when a worker opens its first store.",
+                          option="memory_max_bytes")
 MEMORY_WRITE_BUFFER_RATIO = ConfKey("memory.writeBufferRatio", "0.5", "a number in (0, 1)",
                                     "Share of `memory.maxBytes` that memtables (writes not yet "
-                                    "flushed) may use; past it RocksDB flushes the largest.")
+                                    "flushed) may use; past it RocksDB flushes the largest.",
+                                    option="memory_write_buffer_ratio")
 CACHE_MAX_BYTES = ConfKey("cache.maxBytes", "64m", "a size such as 64m or 1g; 0 = off",
                          "The executor's cross-batch cache of recently used state entries in the JVM, "
                          "shared by all stores of the executor, least recently used evicted first: a "
                          "read of a hot key needs no round trip to the state server. Exact under TTL "
                          "(it applies Flink's expiry rule itself); off for stores whose reads must "
                          "all reach the server (ReturnExpiredIfNotCleanedUp, per-record incremental "
-                         "cleanup).")
+                         "cleanup).",
+                         option="cache_max_bytes")
 REQUEST_TIMEOUT = ConfKey("requestTimeout", "5m", "a duration of at least 1s: 30s, 5m, 1h",
                           "How long the shim waits for the state server with no sign of progress "
                           "before it gives up: no answer, no checkpoint callback, and a worker "
                           "process that uses no CPU (or is stopped). The server is then killed and "
                           "the task fails naming it; Spark's retry starts a new server. A slow but "
-                          "working server (e.g. a long snapshot) is waited for.")
+                          "working server (e.g. a long snapshot) is waited for.",
+                          option="request_timeout")
 OPERATOR_TTL = ConfKey("operator.<operatorId>.ttl", "(the global ttl)",
-                       "off, or a duration", "TTL for one stateful operator, by operator id.")
+                       "off, or a duration",
+                       "TTL for one stateful operator, by operator id: the number of its "
+                       "`<checkpoint>/state/<operatorId>` directory, listed with its name by "
+                       "`ttlstate inspect`. Overrides `operator.<operatorName>.ttl` and `ttl`.",
+                       option="operator_ttl")
+
+# The names Spark 4.3's stateful operators report (`operatorName` in progress, and the state
+# metadata of the checkpoint), for those that run on a custom state store provider.
+OPERATOR_NAMES: tuple[str, ...] = (
+    "stateStoreSave", "StatefulStreamlineAggregate", "dedupe", "dedupeWithinWatermark",
+    "sessionWindowStateStoreSaveExec", "flatMapGroupsWithState", "applyInPandasWithState",
+    "symmetricHashJoin", "globalLimit",
+)
+OPERATOR_NAME_TTL = ConfKey("operator.<operatorName>.ttl", "(the global ttl)",
+                            "off, or a duration; the name one of " + ", ".join(OPERATOR_NAMES),
+                            "TTL for the stateful operators of this name, as progress reports it "
+                            "(`operatorName`), e.g. `operator.dedupe.ttl`. A store finds its operator's "
+                            "name in the checkpoint's state metadata when it opens; a name that "
+                            "several operators of one query have fails the query (use their ids). "
+                            "Overrides `ttl`.",
+                            option="operator_ttl")
 
 ALL_KEYS: tuple[ConfKey, ...] = (
     TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
-    FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON, WORKERS,
-    WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, MEMORY_MAX_BYTES, MEMORY_WRITE_BUFFER_RATIO, CACHE_MAX_BYTES,
-    REQUEST_TIMEOUT,
-    OPERATOR_TTL,
+    FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON,
+    LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, MEMORY_MAX_BYTES,
+    MEMORY_WRITE_BUFFER_RATIO, CACHE_MAX_BYTES, REQUEST_TIMEOUT, OPERATOR_TTL, OPERATOR_NAME_TTL,
 )
 
 
-def operator_ttl_key(operator_id: int) -> str:
-    return f"{PREFIX}operator.{operator_id}.ttl"
+def operator_ttl_key(operator: int | str) -> str:
+    """The TTL key of one operator, by id (an int) or by name (`dedupe`)."""
+    return f"{PREFIX}operator.{operator}.ttl"

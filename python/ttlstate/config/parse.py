@@ -66,6 +66,16 @@ def parse_duration_ms(key: str, value: str, *, allow_zero: bool = False) -> int:
     return min(ms, INT64_MAX)
 
 
+def format_duration_ms(ms: int | None) -> str:
+    """`off` for None, else the largest unit that divides it: 1800000 -> `30m`, 1500 -> `1500ms`."""
+    if ms is None:
+        return "off"
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms >= size and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
 _UNIT_BYTES = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
                "g": 1 << 30, "gb": 1 << 30}
 

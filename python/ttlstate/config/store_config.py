@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -78,6 +79,7 @@ class StoreConfig:
     engine: EngineKind = EngineKind.NATIVE
     snapshot_interval: int = 10
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    ttl_key: str = K.TTL.key  # the conf key the TTL comes from (the global one, or an operator's)
 
 
 def _parse_ttl(key: str, value: str) -> int | None:
@@ -86,25 +88,25 @@ def _parse_ttl(key: str, value: str) -> int | None:
     return parse_duration_ms(key, value)
 
 
-def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = None) -> StoreConfig:
-    """Validate every ttlstate key present in `confs` (others are ignored) and build the config.
+def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = None,
+                            operator_names: Mapping[int, str] | None = None) -> StoreConfig:
+    """Validate every ttlstate key present in `confs` (others are ignored) and build the config
+    of a store of operator `operator_id` (None: just validate, as `configure` does).
 
+    `operator_names` are the names of the query's stateful operators by id, from the
+    checkpoint's state metadata (the shim reads them); `operator.<name>.ttl` keys need them.
     Unknown keys under our prefix are refused too: a typo must not silently mean "default".
     """
     known = {k.key for k in K.ALL_KEYS if "<" not in k.suffix}
     for key in confs:
-        if key.startswith(K.PREFIX) and key not in known and not _is_operator_key(key):
+        if key.startswith(K.PREFIX) and key not in known and _operator_of_key(key) is None:
             raise UnknownConfKey(key, confs[key], sorted(known | {K.operator_ttl_key(0)}))
 
     def get(ck: K.ConfKey) -> str:
         return str(confs.get(ck.key, ck.default))
 
-    ttl_ms = _parse_ttl(K.TTL.key, get(K.TTL))
-    for key, value in confs.items():
-        if _is_operator_key(key):
-            op_ttl = _parse_ttl(key, value)  # validate every override, not just ours
-            if operator_id is not None and key == K.operator_ttl_key(operator_id):
-                ttl_ms = op_ttl
+    ttl_ms, ttl_key = _ttl_of_operator(confs, _parse_ttl(K.TTL.key, get(K.TTL)), operator_id,
+                                       operator_names)
 
     inc_size = parse_int(K.INCREMENTAL_SIZE.key, get(K.INCREMENTAL_SIZE), minimum=0)
     inc_per_record = parse_bool(K.INCREMENTAL_PER_RECORD.key, get(K.INCREMENTAL_PER_RECORD))
@@ -136,7 +138,66 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
         memory=MemoryConfig(
             parse_bytes(K.MEMORY_MAX_BYTES.key, get(K.MEMORY_MAX_BYTES), minimum=16 << 20),
             parse_fraction(K.MEMORY_WRITE_BUFFER_RATIO.key, get(K.MEMORY_WRITE_BUFFER_RATIO))),
+        ttl_key=ttl_key,
     )
+
+
+_OPERATOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _operator_of_key(key: str) -> int | str | None:
+    """The operator of an `operator.<id>.ttl` (an int) or `operator.<name>.ttl` key (a str)."""
+    head = K.PREFIX + "operator."
+    if not key.startswith(head) or not key.endswith(".ttl"):
+        return None
+    middle = key[len(head):-len(".ttl")]
+    if middle.isdigit():
+        return int(middle)
+    return middle if _OPERATOR_NAME.fullmatch(middle) else None
+
+
+def _ttl_of_operator(confs: Mapping[str, str], global_ttl: int | None, operator_id: int | None,
+                     operator_names: Mapping[int, str] | None) -> tuple[int | None, str]:
+    """The TTL of `operator_id` and the key it comes from: its `operator.<id>.ttl`, else its
+    name's `operator.<name>.ttl`, else the global `ttl`. Every operator key is validated."""
+    by_id: dict[int, int | None] = {}
+    by_name: dict[str, tuple[str, int | None]] = {}
+    for key, value in confs.items():
+        op = _operator_of_key(key)
+        if op is None:
+            continue
+        if isinstance(op, str) and op not in K.OPERATOR_NAMES:
+            raise ConfError(key, value, "a key operator.<id>.ttl, or operator.<name>.ttl with a name Spark "
+                                        f"reports in progress: {', '.join(K.OPERATOR_NAMES)}")
+        ttl = _parse_ttl(key, value)  # validate every override, not just ours
+        if isinstance(op, int):
+            by_id[op] = ttl
+        else:
+            by_name[op] = (str(value), ttl)
+    if operator_id is None:
+        return global_ttl, K.TTL.key
+    if operator_id in by_id:
+        return by_id[operator_id], K.operator_ttl_key(operator_id)
+    if not by_name:
+        return global_ttl, K.TTL.key
+    name = (operator_names or {}).get(operator_id)
+    if name is None:
+        some = sorted(by_name)[0]
+        raise ConfError(K.operator_ttl_key(some), by_name[some][0],
+                        f"operator names only where they are known, but the name of operator {operator_id} "
+                        "is not: ttlstate reads it from the checkpoint's state metadata "
+                        f"(<checkpoint>/state/{operator_id}/_metadata/metadata), which it could not read. "
+                        f"Set {K.operator_ttl_key(operator_id)} instead")
+    if name not in by_name:
+        return global_ttl, K.TTL.key
+    key = K.operator_ttl_key(name)
+    same = sorted(i for i, n in (operator_names or {}).items() if n == name)
+    if len(same) > 1:
+        raise ConfError(key, by_name[name][0],
+                        f"a name that only one operator of the query has, but operators "
+                        f"{', '.join(map(str, same))} are all named {name}: set "
+                        f"{' and '.join(K.operator_ttl_key(i) for i in same)} instead")
+    return by_name[name][1], key
 
 
 def _request_timeout_ms(value: str) -> int:
@@ -148,9 +209,3 @@ def _request_timeout_ms(value: str) -> int:
         raise ConfError(K.REQUEST_TIMEOUT.key, value, K.REQUEST_TIMEOUT.allowed)
     return ms
 
-
-def _is_operator_key(key: str) -> bool:
-    if not key.startswith(K.PREFIX + "operator.") or not key.endswith(".ttl"):
-        return False
-    middle = key[len(K.PREFIX + "operator."):-len(".ttl")]
-    return middle.isdigit()

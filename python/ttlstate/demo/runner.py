@@ -2,8 +2,9 @@
 
 Two stateful queries per provider (a per-session aggregation in update mode and a
 dropDuplicates on session), fed the same files batch by batch. Per batch it prints input rows,
-state rows, checkpoint bytes and TTL removals, then writes a PNG of state rows and bytes over
-batches and a one-paragraph summary.
+state rows, checkpoint bytes and TTL removals (each column explained under the header), then
+writes a PNG of state rows and bytes over batches (it needs matplotlib: the `demo` extra) and
+a one-paragraph summary.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from ttlstate.config import keys as K
@@ -32,6 +35,79 @@ class BatchStats:
     checkpoint_bytes: dict[str, int] = field(default_factory=dict)  # "<provider>" -> bytes
     ttl_removed: int = 0
     filter_removed: int = 0
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    meaning: str
+    value: Callable[[BatchStats], int]
+
+
+# The per-batch table: each column once, with the line that explains it.
+COLUMNS: tuple[Column, ...] = (
+    Column("batch", "micro-batch number", lambda s: s.batch),
+    Column("input", "rows in this batch's input file (all four queries read the same file)",
+           lambda s: s.input_rows),
+    Column("ttl agg rows", "state rows (numRowsTotal) of the aggregation on ttlstate",
+           lambda s: s.state_rows["ttlstate/aggregation"]),
+    Column("rocksdb agg rows", "state rows of the same aggregation on Spark's RocksDB provider",
+           lambda s: s.state_rows["rocksdb/aggregation"]),
+    Column("ttl dedup rows", "state rows of dropDuplicates on ttlstate",
+           lambda s: s.state_rows["ttlstate/dropDuplicates"]),
+    Column("rocksdb dedup rows", "state rows of the same dropDuplicates on Spark's RocksDB provider",
+           lambda s: s.state_rows["rocksdb/dropDuplicates"]),
+    Column("ttl bytes", "checkpoint bytes on disk of both ttlstate queries together",
+           lambda s: s.checkpoint_bytes["ttlstate"]),
+    Column("rocksdb bytes", "checkpoint bytes on disk of both RocksDB-provider queries together",
+           lambda s: s.checkpoint_bytes["rocksdb"]),
+    Column("read/incr-removed", "expired entries this batch removed on read or by incremental "
+           "cleanup, both ttlstate queries together", lambda s: s.ttl_removed),
+    Column("filter-removed", "expired entries this batch's compactions removed (the TTL "
+           "compaction filter), both ttlstate queries together", lambda s: s.filter_removed),
+)
+
+
+def table_header() -> str:
+    return " ".join(f"{c.header:>{max(5, len(c.header))}}" for c in COLUMNS)
+
+
+def table_row(st: BatchStats) -> str:
+    return " ".join(f"{c.value(st):>{max(5, len(c.header))}}" for c in COLUMNS)
+
+
+def column_legend() -> list[str]:
+    width = max(len(c.header) for c in COLUMNS)
+    return [f"  {c.header:<{width}}  {c.meaning}" for c in COLUMNS]
+
+
+# Non-default settings of the ttlstate queries (configure() options), so both physical
+# cleanups show in a state this small: incremental cleanup checks few entries per commit
+# (with the defaults it alone would remove everything) and a full compaction runs every 4.
+DEMO_OPTIONS = {"snapshot_interval": 5, "incremental_size": 50, "compact_every": 4}
+# Spark's own settings of the demo: a small state in few partitions, maintenance often.
+SPARK_CONFS = {"spark.sql.shuffle.partitions": "2", "spark.sql.streaming.minBatchesToRetain": "5",
+               "spark.sql.streaming.stateStore.maintenanceInterval": "2s"}
+
+
+def settings_lines(ttl: str) -> list[str]:
+    """The ttlstate confs the demo sets, under their conf names (what a user would set)."""
+    from ttlstate.spark.configure import settings
+
+    confs = {**settings(ttl=ttl, **DEMO_OPTIONS), **SPARK_CONFS}
+    return [f"  {key}={confs[key]}" for key in sorted(confs)
+            if key not in (K.PROVIDER_CLASS_KEY, K.PYTHON.key, K.LOCAL_MODE_PYTHON.key)]
+
+
+def plot_available() -> str | None:
+    """None if the plot can be drawn, else how to get what it needs."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return ("ttlstate demo draws its plot with matplotlib, which is not installed here. Install "
+                "it with `pip install 'ttlstate[demo]'` (or `pip install matplotlib`), or run "
+                "`ttlstate demo --no-plot` for the table and summary alone.")
+    return None
 
 
 def _dir_bytes(path: str) -> int:
@@ -85,33 +161,32 @@ def _collect(batch: int, rows: int, queries: dict[str, object], work: str) -> Ba
 
 
 def run(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, out_dir: str,
-        keep: bool = False) -> list[BatchStats]:
+        keep: bool = False, plot: bool = True) -> list[BatchStats]:
     from pyspark.sql import SparkSession
 
     import ttlstate
 
+    # The state server's start line would land in the middle of the table (its stderr is this
+    # console in local mode); the demo prints its settings itself.
+    os.environ.setdefault("TTLSTATE_LOG_LEVEL", "WARNING")
     work = tempfile.mkdtemp(prefix="ttlstate-demo-")
     input_dir = os.path.join(work, "input")
     builder = (SparkSession.builder.master("local[2]").appName("ttlstate-demo")
-               .config("spark.sql.shuffle.partitions", "2")
                .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.streaming.minBatchesToRetain", "5")
-               .config("spark.sql.streaming.stateStore.maintenanceInterval", "2s"))
-    # Incremental cleanup checks few entries per commit and a full compaction runs every 4
-    # commits, so both physical cleanups show in the table (with the defaults, incremental
-    # cleanup alone would remove everything in a state this small).
-    cleanup = {"incremental_size": 50, "compact_every": 4}
-    spark = ttlstate.configure(builder, ttl=ttl, snapshot_interval=5, **cleanup).getOrCreate()
+               .config("spark.ui.showConsoleProgress", "false"))
+    for key, value in SPARK_CONFS.items():
+        builder = builder.config(key, value)
+    spark = ttlstate.configure(builder, ttl=ttl, **DEMO_OPTIONS).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     stats: list[BatchStats] = []
     print(f"ttlstate demo: {batches} batches every {interval_s}s, TTL {ttl}, "
           f"{workload.new_sessions} new sessions per batch, each active {workload.active_batches} "
-          f"batches; cleanup {cleanup}; working dir {work}")
-    header = (f"{'batch':>5} {'input':>6} {'ttl agg rows':>12} {'rocksdb agg rows':>16} "
-              f"{'ttl dedup rows':>14} {'rocksdb dedup rows':>18} {'ttl bytes':>10} "
-              f"{'rocksdb bytes':>13} {'read/incr-removed':>17} {'filter-removed':>14}")
-    print(header)
+          f"batches; working dir {work}")
+    print("settings of the demo (all others are defaults):")
+    print("\n".join(settings_lines(ttl)))
+    print("columns:")
+    print("\n".join(column_legend()))
+    print(table_header())
     try:
         queries = None
         for b in range(batches):
@@ -123,12 +198,7 @@ def run(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, out_
                 q.processAllAvailable()  # type: ignore[attr-defined]
             st = _collect(b, rows, queries, work)
             stats.append(st)
-            print(f"{b:>5} {rows:>6} {st.state_rows['ttlstate/aggregation']:>12} "
-                  f"{st.state_rows['rocksdb/aggregation']:>16} "
-                  f"{st.state_rows['ttlstate/dropDuplicates']:>14} "
-                  f"{st.state_rows['rocksdb/dropDuplicates']:>18} "
-                  f"{st.checkpoint_bytes['ttlstate']:>10} {st.checkpoint_bytes['rocksdb']:>13} "
-                  f"{st.ttl_removed:>17} {st.filter_removed:>14}", flush=True)
+            print(table_row(st), flush=True)
             time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
         for q in (queries or {}).values():
             q.stop()  # type: ignore[attr-defined]
@@ -139,12 +209,13 @@ def run(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, out_
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "demo.json"), "w") as f:
         json.dump([asdict(s) for s in stats], f, indent=1)
-    from ttlstate.demo.plot import plot_demo
-
-    png = plot_demo(stats, os.path.join(out_dir, "demo.png"), ttl)
     print()
     print(summary(stats, ttl, interval_s, workload))
-    print(f"\nplot: {png}")
+    if plot:
+        from ttlstate.demo.plot import plot_demo
+
+        print(f"\nplot: {plot_demo(stats, os.path.join(out_dir, 'demo.png'), ttl)}")
+    print(f"numbers: {os.path.join(out_dir, 'demo.json')}")
     return stats
 
 
@@ -178,9 +249,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--active", type=int, default=2, help="batches a session stays active")
     ap.add_argument("--out", default="demo-output", help="where demo.png and demo.json go")
     ap.add_argument("--keep", action="store_true", help="keep the working dir (checkpoints)")
+    ap.add_argument("--no-plot", action="store_true", help="no PNG (no matplotlib needed)")
     args = ap.parse_args(argv)
     if args.batches < 2:
         ap.error("--batches must be at least 2")
+    missing = None if args.no_plot else plot_available()
+    if missing:  # say so now, not after the whole run
+        print(f"ttlstate demo: {missing}", file=sys.stderr)
+        return 2
     run(args.batches, args.interval, args.ttl,
-        ChurnWorkload(new_sessions=args.sessions, active_batches=args.active), args.out, args.keep)
+        ChurnWorkload(new_sessions=args.sessions, active_batches=args.active), args.out, args.keep,
+        plot=not args.no_plot)
     return 0

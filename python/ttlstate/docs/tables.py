@@ -6,13 +6,23 @@ contains every row.
 
 from __future__ import annotations
 
-from ttlstate.config.keys import ALL_KEYS
+from ttlstate.config.keys import ALL_KEYS, OPERATOR_NAME_TTL, OPERATOR_TTL, ConfKey
 from ttlstate.store.metric_names import ALL_METRICS
 
 
+def configure_option(k: ConfKey) -> str:
+    """How `ttlstate.configure(builder, ...)` sets the key."""
+    if k is OPERATOR_TTL:
+        return '`operator_ttl={3: "10m"}`'
+    if k is OPERATOR_NAME_TTL:
+        return '`operator_ttl={"dedupe": "10m"}`'
+    return f"`{k.option}`"
+
+
 def conf_table() -> str:
-    rows = ["| key | meaning | default | allowed values |", "|---|---|---|---|"]
-    rows += [f"| `{k.key}` | {k.doc} | `{k.default}` | {k.allowed} |" for k in ALL_KEYS]
+    rows = ["| key | `configure()` option | meaning | default | allowed values |", "|---|---|---|---|---|"]
+    rows += [f"| `{k.key}` | {configure_option(k)} | {k.doc} | `{k.default}` | {k.allowed} |"
+             for k in ALL_KEYS]
     return "\n".join(rows)
 
 

@@ -1,41 +1,41 @@
 """`ttlstate.configure(builder, ttl=...)`: one call turns a SparkSession builder into ttlstate.
 
 It adds the shim jar to `spark.jars`, the start-time checks to `spark.sql.extensions`, sets the
-provider class, our conf keys (validated here, so a bad value fails before any query starts)
-and the state server's interpreter (this one).
+provider class and our conf keys (validated here, so a bad value fails before any query starts),
+and says which interpreter runs the state server: the `python` option if given, else the
+driver's PYSPARK_PYTHON (the interpreter PySpark itself gives the executors' Python workers);
+and, for local mode only, this one (`localModePython`, which executors of a cluster never use).
 
 `spark.jars` reaches the driver only when this Python process launches the JVM (`python
 job.py`). Under `spark-submit job.py`, in the `pyspark` shell or in a notebook whose session
 already exists, the driver JVM is running already: there the shim must have been given at
 launch (`--jars`, spark-defaults.conf), and `configure` checks that the JVM can load it,
 raising at once with the exact fix if it cannot.
+
+The keyword arguments are the `configure()` option column of the README's conf table, defined
+once with the keys (`ConfKey.option`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from ttlstate.config import keys as K
+from ttlstate.config.parse import format_duration_ms
 from ttlstate.config.store_config import store_config_from_confs
 
 SUPPORTED_PYSPARK = "4.3"
 EXTENSIONS_KEY = "spark.sql.extensions"
 EXTENSIONS_CLASS = "ttlstate.spark.TtlStateExtensions"
 MIN_PYTHON = (3, 10)
-_OPTION_KEYS = {
-    "ttl": K.TTL, "update_type": K.UPDATE_TYPE, "state_visibility": K.STATE_VISIBILITY,
-    "time_source": K.TIME_SOURCE, "full_snapshot": K.FULL_SNAPSHOT,
-    "incremental_size": K.INCREMENTAL_SIZE, "incremental_per_record": K.INCREMENTAL_PER_RECORD,
-    "compaction_filter": K.FILTER_ENABLED, "query_time_after_num_entries": K.FILTER_QUERY_TIME_AFTER,
-    "periodic_compaction": K.FILTER_PERIODIC_COMPACTION, "compact_every": K.FILTER_COMPACT_EVERY,
-    "engine": K.ENGINE,
-    "snapshot_interval": K.SNAPSHOT_INTERVAL, "python": K.PYTHON, "workers": K.WORKERS,
-    "write_batch_bytes": K.WRITE_BATCH_SIZE, "key_filter_max_keys": K.KEY_FILTER_MAX_KEYS,
-    "memory_max_bytes": K.MEMORY_MAX_BYTES, "memory_write_buffer_ratio": K.MEMORY_WRITE_BUFFER_RATIO,
-    "cache_max_bytes": K.CACHE_MAX_BYTES, "request_timeout": K.REQUEST_TIMEOUT,
-}
+OPERATOR_TTL_OPTION = K.OPERATOR_TTL.option
+_OPTION_KEYS: dict[str, K.ConfKey] = {k.option: k for k in K.ALL_KEYS if k.option and "<" not in k.suffix}
+# Options that are durations: a bare number has no unit, so it is refused (5 is not "5s").
+_DURATION_OPTIONS = {K.TTL.option, K.FILTER_PERIODIC_COMPACTION.option, K.REQUEST_TIMEOUT.option}
 
 
 class UnsupportedEnvironment(RuntimeError):
@@ -69,22 +69,75 @@ def check_environment() -> None:
             f"ttlstate needs Python >= {'.'.join(map(str, MIN_PYTHON))}; this is {sys.version.split()[0]}")
 
 
+def duration_value(option: str, value: object, *, allow_off: bool = True) -> str:
+    """A duration option as a conf string: `"30m"`, a `datetime.timedelta`, or `"off"`.
+
+    A bare number is refused: in the conf it would mean milliseconds, so `ttl=5` would silently
+    be 5 ms."""
+    if isinstance(value, bool):
+        raise TypeError(f"{option} must be a duration such as \"30m\" or a datetime.timedelta, not {value}")
+    if allow_off and isinstance(value, str) and value.strip().lower() in ("off", "none"):
+        return "off"
+    if isinstance(value, timedelta):
+        ms, rest = divmod(value, timedelta(milliseconds=1))
+        if rest or ms <= 0:
+            raise ValueError(f"{option}={value!r}: a timedelta for ttlstate must be a positive whole "
+                             "number of milliseconds")
+        return format_duration_ms(ms)
+    number = isinstance(value, (int, float)) or (isinstance(value, str) and value.strip().isdigit())
+    if number and str(value).strip() != "0":
+        n = float(value)  # type: ignore[arg-type]
+        example = (f'{option}="{int(n)}s" or "{int(n)}m"' if n.is_integer()
+                   else f'{option}="{round(n * 1000)}ms"')
+        raise ValueError(f"{option}={value!r} has no unit: write it with one, e.g. {example} (units "
+                         "ms, s, m, h, d), or pass a datetime.timedelta")
+    if not isinstance(value, str) and not number:
+        raise TypeError(f"{option} must be a duration string such as \"30m\" or a datetime.timedelta, "
+                        f"not {type(value).__name__}")
+    return str(value)
+
+
+def _operator_ttl_confs(value: object) -> dict[str, str]:
+    """`operator_ttl={1: "10m", "dedupe": timedelta(hours=1), "stateStoreSave": "off"}`: by id
+    (an int, or digits) or by the name progress shows (`operatorName`)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{OPERATOR_TTL_OPTION} must be a dict of operator id or name -> TTL, e.g. "
+                        f"{{\"dedupe\": \"1h\", 2: \"off\"}}, not {type(value).__name__}")
+    confs = {}
+    for op, ttl in value.items():
+        if isinstance(op, bool) or not isinstance(op, (int, str)):
+            raise TypeError(f"{OPERATOR_TTL_OPTION}: {op!r} is neither an operator id nor a name")
+        op_key = int(op) if isinstance(op, int) or op.strip().isdigit() else op.strip()
+        if isinstance(op_key, int) and op_key < 0:
+            raise ValueError(f"{OPERATOR_TTL_OPTION}: operator ids are >= 0, not {op}")
+        confs[K.operator_ttl_key(op_key)] = duration_value(f"{OPERATOR_TTL_OPTION}[{op!r}]",
+                                                           "off" if ttl is None else ttl)
+    return confs
+
+
 def settings(**options: Any) -> dict[str, str]:
     """The Spark confs for these options (names as in `configure`), validated."""
-    unknown = set(options) - set(_OPTION_KEYS) - {"operator_ttl"}
+    unknown = set(options) - set(_OPTION_KEYS) - {OPERATOR_TTL_OPTION}
     if unknown:
         import difflib
 
-        known = sorted([*_OPTION_KEYS, "operator_ttl"])
+        known = sorted([*_OPTION_KEYS, OPERATOR_TTL_OPTION])
         hints = [f"{u!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(u, known, 1))
                  else repr(u) for u in sorted(unknown)]
         raise TypeError(f"unknown ttlstate option(s) {', '.join(hints)}; known: {', '.join(known)}")
-    confs = {K.PROVIDER_CLASS_KEY: K.PROVIDER_CLASS, K.PYTHON.key: sys.executable}
+    confs = {K.PROVIDER_CLASS_KEY: K.PROVIDER_CLASS, K.LOCAL_MODE_PYTHON.key: sys.executable}
+    pyspark_python = os.environ.get("PYSPARK_PYTHON")
+    if pyspark_python:
+        confs[K.PYTHON.key] = pyspark_python
     for name, value in options.items():
-        if name == "operator_ttl":
-            for op_id, ttl in dict(value).items():
-                confs[K.operator_ttl_key(int(op_id))] = str(ttl)
-        elif value is not None:
+        if value is None:
+            continue
+        if name == OPERATOR_TTL_OPTION:
+            confs.update(_operator_ttl_confs(value))
+        elif name in _DURATION_OPTIONS:
+            confs[_OPTION_KEYS[name].key] = duration_value(name, value,
+                                                           allow_off=name == K.TTL.option)
+        else:
             v = str(value).lower() if isinstance(value, bool) else str(value)
             confs[_OPTION_KEYS[name].key] = v
     store_config_from_confs(confs)
@@ -94,11 +147,18 @@ def settings(**options: Any) -> dict[str, str]:
 def configure(builder: Any, **options: Any) -> Any:
     """Configure a `SparkSession.Builder` for ttlstate; returns the builder.
 
-    Options: ttl ("30m"), update_type, state_visibility, time_source, full_snapshot,
-    incremental_size, incremental_per_record, compaction_filter, query_time_after_num_entries,
-    periodic_compaction, compact_every, engine, snapshot_interval, python, workers, write_batch_bytes,
-    key_filter_max_keys, memory_max_bytes, memory_write_buffer_ratio, cache_max_bytes, request_timeout,
-    and operator_ttl ({operator_id: "10m" or "off"}). See the README's conf table.
+    Every option is a conf key of the README's conf table (its `configure()` column): ttl
+    ("30m" or a datetime.timedelta; a bare number is refused, it has no unit), update_type,
+    state_visibility, time_source, full_snapshot, incremental_size, incremental_per_record,
+    compaction_filter, query_time_after_num_entries, periodic_compaction, compact_every, engine,
+    snapshot_interval, python, local_mode_python, workers, write_batch_bytes, key_filter_max_keys,
+    memory_max_bytes, memory_write_buffer_ratio, cache_max_bytes, request_timeout, and
+    operator_ttl (a dict of operator id or name, as progress shows it, to a TTL or "off":
+    {"dedupe": "10m", 2: "off"}).
+
+    The state server's interpreter: `python` if given, else the driver's PYSPARK_PYTHON if set
+    (PySpark gives that one to the executors' Python workers too), else the executor's
+    PYSPARK_PYTHON, else, in local mode only, this interpreter, else python3.
     """
     check_environment()
     confs = settings(**options)

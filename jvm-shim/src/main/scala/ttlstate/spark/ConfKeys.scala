@@ -8,11 +8,12 @@ object ConfKeys {
     "ttl", "updateType", "stateVisibility", "timeSource", "cleanup.fullSnapshot",
     "cleanup.incremental.size", "cleanup.incremental.perRecord", "cleanup.compactionFilter.enabled",
     "cleanup.compactionFilter.queryTimeAfterNumEntries", "cleanup.compactionFilter.periodicCompaction",
-    "cleanup.compactionFilter.compactEvery", "engine", "snapshotInterval", "python", "workers",
-    "writeBatchBytes", "keyFilter.maxKeys", "memory.maxBytes", "memory.writeBufferRatio",
-    "cache.maxBytes", "requestTimeout", "operator.<operatorId>.ttl")
+    "cleanup.compactionFilter.compactEvery", "engine", "snapshotInterval", "python", "localModePython",
+    "workers", "writeBatchBytes", "keyFilter.maxKeys", "memory.maxBytes", "memory.writeBufferRatio",
+    "cache.maxBytes", "requestTimeout", "operator.<operatorId>.ttl", "operator.<operatorName>.ttl")
 
   val PYTHON: String = PREFIX + "python"
+  val LOCAL_MODE_PYTHON: String = PREFIX + "localModePython"
   val WORKERS: String = PREFIX + "workers"
   val WRITE_BATCH_BYTES: String = PREFIX + "writeBatchBytes"
   val DEFAULT_WRITE_BATCH_BYTES = 262144

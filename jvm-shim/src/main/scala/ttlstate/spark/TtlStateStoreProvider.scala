@@ -4,6 +4,7 @@ import java.util.UUID
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
+import org.apache.spark.SparkEnv
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
@@ -24,6 +25,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   private var providerKey: String = _
   private var openJson: (String, String) = _
   private var python: String = _
+  private var operatorName: Option[String] = None
   private var workers: Int = 0
   private[spark] var writeBatchBytes: Int = ConfKeys.DEFAULT_WRITE_BATCH_BYTES
   @volatile private var opened: (Long, Int) = (-1L, -1)
@@ -62,8 +64,8 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     this.codec = KeyCodec(keyStateEncoderSpec, keySchema)
     this.files = new CheckpointFiles(new Path(stateStoreId.storeCheckpointLocation().toString), hadoopConf)
     val confs = storeConfs.sqlConfs.filter(_._1.startsWith(ConfKeys.PREFIX))
-    this.python = confs.get(ConfKeys.PYTHON).filter(_.nonEmpty)
-      .orElse(Option(System.getenv("PYSPARK_PYTHON"))).getOrElse("python3")
+    this.python = ServerPython.choose(confs, Option(System.getenv("PYSPARK_PYTHON")),
+      localMode = Option(SparkEnv.get).exists(_.executorId == "driver"))
     this.workers = confs.get(ConfKeys.WORKERS).flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(0)
     this.writeBatchBytes = confs.get(ConfKeys.WRITE_BATCH_BYTES)
       .flatMap(v => scala.util.Try(v.trim.toInt).toOption).filter(_ >= 1024)
@@ -75,16 +77,24 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     // A bad value fails the query at OPEN (the server validates every key); until then, the default.
     this.requestTimeoutNanos = confs.get(ConfKeys.REQUEST_TIMEOUT).flatMap(ConfKeys.durationMs)
       .filter(_ >= ConfKeys.MIN_REQUEST_TIMEOUT_MS).getOrElse(ConfKeys.DEFAULT_REQUEST_TIMEOUT_MS) * 1000000L
-    val runId = Option(hadoopConf.get("sql.streaming.runId")).getOrElse(UUID.randomUUID().toString)
+    val queryRun = Option(hadoopConf.get("sql.streaming.runId"))
+    val runId = queryRun.getOrElse(UUID.randomUUID().toString)
     this.providerKey = Seq(stateStoreId.checkpointRootLocation, stateStoreId.operatorId,
       stateStoreId.partitionId, stateStoreId.storeName, runId).mkString("|")
+    // The names of the query's operators (`operator.<name>.ttl`, and the logs), from Spark's state metadata.
+    val operatorNames = OperatorNames.of(stateStoreId.checkpointRootLocation, queryRun, hadoopConf)
+    this.operatorName = operatorNames.get(stateStoreId.operatorId)
     val info = Seq(
       "operatorId" -> stateStoreId.operatorId.toString,
       "partitionId" -> stateStoreId.partitionId.toString,
       "storeName" -> Json.str(stateStoreId.storeName),
       "checkpointDir" -> Json.str(stateStoreId.storeCheckpointLocation().toString),
       "keySchema" -> Json.str(keySchema.json),
-      "valueSchema" -> Json.str(valueSchema.json)) ++
+      "valueSchema" -> Json.str(valueSchema.json),
+      "operatorNames" -> OperatorNames.json(operatorNames),
+      // The server logs each store it opens at INFO when the executor's log level shows INFO.
+      "logInfo" -> TtlStateStoreProvider.log.isInfoEnabled.toString) ++
+      operatorName.map(n => "operatorName" -> Json.str(n)) ++
       QueryIdentity.forStateRoot(stateStoreId.checkpointRootLocation, hadoopConf).map(q => "queryId" -> Json.str(q))
     this.openJson = (Json.obj(confs.toSeq.map { case (k, v) => k -> Json.str(v) }), Json.obj(info))
     StateServer.watchApplication()
@@ -117,6 +127,14 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
           keyFilterAllowed = r.u8() == 1
           ttlMs = r.i64()
           updateOnRead = r.u8() == 1
+          if (TtlStateStoreProvider.log.isInfoEnabled) {
+            val ttl = if (ttlMs < 0) "TTL off" else
+              s"TTL ${TtlStateStoreProvider.duration(ttlMs)} (${if (updateOnRead) "OnReadAndWrite" else "OnCreateAndWrite"})"
+            TtlStateStoreProvider.log.info(s"ttlstate store (operator ${id.operatorId}" +
+              s"${operatorName.map(n => s" $n").getOrElse("")}, partition ${id.partitionId}, store " +
+              s"${id.storeName}) opened on ttlstate state server pid ${server.pid} (#${server.generation} " +
+              s"in this JVM), worker $worker of ${server.sockets.size}: $ttl")
+          }
         }
         opened._2
       }
@@ -338,6 +356,16 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   }
 
   override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = Metrics.all
+}
+
+object TtlStateStoreProvider {
+  private[spark] val log: org.slf4j.Logger = org.slf4j.LoggerFactory.getLogger(classOf[TtlStateStoreProvider])
+
+  /** 1800000 -> "30m", as the server and the README write durations. */
+  private[spark] def duration(ms: Long): String =
+    Seq("d" -> 86400000L, "h" -> 3600000L, "m" -> 60000L, "s" -> 1000L)
+      .collectFirst { case (unit, size) if ms >= size && ms % size == 0 => s"${ms / size}$unit" }
+      .getOrElse(s"${ms}ms")
 }
 
 /** What the server said when it loaded a version: which local DB (`lineage`), its key count, and

@@ -1,0 +1,139 @@
+"""The `ttlstate` command: `python -m ttlstate`, `--version`, `inspect`'s location and `--at`
+parsing and operator names, and `demo` without matplotlib."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+
+import pytest
+
+import ttlstate
+from ttlstate.cli.inspect_checkpoint import (
+    NotATtlstateCheckpoint,
+    StoreReport,
+    local_path,
+    main,
+    operator_reports,
+    parse_at,
+    render,
+)
+from ttlstate.cli.operator_metadata import operator_names, parse_operator_metadata
+
+NOW = 1_795_460_000_000
+
+
+def test_python_dash_m_ttlstate_and_version() -> None:
+    out = subprocess.run([sys.executable, "-m", "ttlstate", "--version"], capture_output=True, text=True,
+                         timeout=60, check=True)
+    assert out.stdout.strip() == f"ttlstate {ttlstate.__version__}"
+    assert importlib.metadata.version("ttlstate") == ttlstate.__version__  # pyproject's version
+    usage = subprocess.run([sys.executable, "-m", "ttlstate", "--help"], capture_output=True, text=True,
+                           timeout=60, check=True)
+    assert "inspect CHECKPOINT" in usage.stdout and "ttlstate[demo]" in usage.stdout
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("now", NOW),
+    ("1795459200000", 1_795_459_200_000),  # epoch ms, as Spark's batchTimestampMs
+    ("10m", NOW - 600_000), ("-10m", NOW - 600_000), ("10m ago", NOW - 600_000), ("2h ago", NOW - 7_200_000),
+    ("+1h", NOW + 3_600_000), ("in 30s", NOW + 30_000),
+    ("2026-11-23T18:40:00Z", int(datetime(2026, 11, 23, 18, 40, tzinfo=timezone.utc).timestamp() * 1000)),
+    ("2026-11-23T19:40:00+01:00", int(datetime(2026, 11, 23, 18, 40, tzinfo=timezone.utc).timestamp() * 1e3)),
+    ("2026-11-23 18:40", int(datetime(2026, 11, 23, 18, 40).astimezone().timestamp() * 1000)),  # local time
+])
+def test_at_takes_iso_times_durations_ago_and_epoch_ms(text: str, expected: int) -> None:
+    assert parse_at(text, NOW) == expected
+
+
+@pytest.mark.parametrize("bad", ["yesterday", "10 parsecs ago", "2026-13-01"])
+def test_a_bad_at_says_what_is_allowed(bad: str) -> None:
+    with pytest.raises(ValueError, match="ISO 8601.*duration ago.*epoch milliseconds"):
+        parse_at(bad, NOW)
+
+
+def test_local_paths_and_file_uris_are_read_remote_uris_refused(tmp_path) -> None:  # noqa: ANN001
+    d = str(tmp_path)
+    assert local_path(d) == d
+    assert local_path(f"file://{d}") == d  # file:///tmp/...
+    assert local_path(f"file:{d}") == d  # file:/tmp/..., as Spark prints locations
+    assert local_path(f"file://localhost{d}") == d
+    for remote in ("s3a://bucket/ck", "hdfs://namenode:8020/ck", "gs://b/ck", "abfss://c@a.dfs.core.windows.net/ck",
+                   "file://otherhost/ck"):
+        with pytest.raises(NotATtlstateCheckpoint, match="reads local paths only"):
+            local_path(remote)
+
+
+def test_inspect_says_why_a_location_cannot_be_read(tmp_path, capsys) -> None:  # noqa: ANN001
+    for location, says in ((str(tmp_path / "missing"), "does not exist"),
+                           ("s3a://bucket/ck", "reads local paths only")):
+        with pytest.raises(SystemExit) as e:
+            main([location])
+        assert e.value.code == 2 and says in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main([str(tmp_path), "--at", "soon"])
+    assert e.value.code == 2 and "--at 'soon'" in capsys.readouterr().err
+
+
+def write_metadata(state: str, op: int, name: str, version: str = "v1") -> None:
+    d = os.path.join(state, str(op), "_metadata")
+    if version == "v2":
+        d = os.path.join(d, "v2")
+    os.makedirs(d, exist_ok=True)
+    info = (f'{{"operatorInfo":{{"operatorId":{op},"operatorName":"{name}"}},"stateStoreInfo":'
+            '[{"storeName":"default","numColsPrefixKey":0,"numPartitions":2}]}')
+    with open(os.path.join(d, "metadata" if version == "v1" else "3"), "w") as f:
+        f.write(f"{version}\n{info}")
+
+
+def test_operator_names_from_spark_state_metadata(tmp_path) -> None:  # noqa: ANN001
+    state = str(tmp_path / "state")
+    write_metadata(state, 0, "stateStoreSave")
+    write_metadata(state, 1, "dedupe")
+    write_metadata(state, 2, "transformWithStateExec", "v2")
+    os.makedirs(os.path.join(state, "3", "0"))  # no metadata: left out
+    assert operator_names(state) == {0: "stateStoreSave", 1: "dedupe", 2: "transformWithStateExec"}
+    assert parse_operator_metadata("v1\nnot json") is None
+    assert operator_names(str(tmp_path / "none")) == {}
+
+
+def report(op: str, name: str | None, part: str, rows: int, expired: int | None,
+           ttl: int | None) -> StoreReport:
+    return StoreReport(op, part, "default", [1, 2], [], [1, 2], 100, 2, rows, expired, ttl, None, None, [],
+                       name)
+
+
+def test_the_table_has_operator_names_and_ttl_per_store_and_operator() -> None:
+    reports = [report("0", "stateStoreSave", "0", 3, 1, 1_800_000),
+               report("0", "stateStoreSave", "1", 2, 0, 1_800_000),
+               report("1", "dedupe", "0", 5, None, None), report("2", None, "0", 1, 0, 60_000),
+               report("2", None, "1", 1, 1, 120_000)]
+    text = render(reports, NOW)
+    lines = text.splitlines()
+    assert lines[0].startswith("expired rows counted at 2026-") and str(NOW) in lines[0]
+    assert lines[1].split() == ["op", "name", "part", "store", "versions", "snapshots", "rows", "expired",
+                                "ttl", "bytes"]
+    assert lines[2].split()[:3] == ["0", "stateStoreSave", "0"] and lines[2].split()[-2] == "30m"
+    assert lines[4].split()[:2] == ["1", "dedupe"] and lines[4].split()[-2] == "off"
+    assert "  operator 0 (stateStoreSave): 2 stores, 5 rows, 1 expired, TTL 30m" in lines
+    assert "  operator 1 (dedupe): 1 stores, 5 rows, - expired, TTL off" in lines
+    assert "  operator 2 (name unknown): 2 stores, 2 rows, 1 expired, TTL 1m/2m" in lines
+    assert [o.operator for o in operator_reports(reports)] == ["0", "1", "2"]
+
+
+def test_demo_without_matplotlib_says_how_to_get_it_at_once(monkeypatch, capsys) -> None:  # noqa: ANN001
+    """Before any Spark work: the message names the `demo` extra and `--no-plot`."""
+    from ttlstate.demo import runner
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    monkeypatch.setattr(runner, "run", lambda *a, **k: pytest.fail("the demo started without its plot"))
+    assert runner.main([]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'ttlstate[demo]'" in err and "--no-plot" in err
+    assert 'matplotlib; extra == "demo"' in (importlib.metadata.requires("ttlstate") or [])  # the extra
+    ran = []
+    monkeypatch.setattr(runner, "run", lambda *a, **k: ran.append(k))
+    assert runner.main(["--no-plot"]) == 0 and ran == [{"plot": False}]
