@@ -123,7 +123,7 @@ def test_unknown_operator_names_and_bad_values_are_refused() -> None:
         store_config_from_confs({K.operator_ttl_key("dedup"): "1m"})
     with pytest.raises(ConfError, match=r"operator\.dedupe\.ttl"):
         store_config_from_confs({K.operator_ttl_key("dedupe"): "soon"})
-    with pytest.raises(ConfError, match="a known ttlstate key"):
+    with pytest.raises(ConfError, match="Unknown ttlstate conf .*operator.my-op.ttl"):
         store_config_from_confs({K.PREFIX + "operator.my-op.ttl": "1m"})
 
 

@@ -28,6 +28,7 @@ from ttlstate.config.parse import ConfError
 from ttlstate.config.store_config import MemoryConfig, store_config_from_confs
 from ttlstate.engine.select import EngineUnavailable
 from ttlstate.server import protocol as P
+from ttlstate.server import store_log
 from ttlstate.server.remote_checkpoint import RemoteCheckpointLocation, set_current_channel
 from ttlstate.server.ttl_scope import ttl_applies
 from ttlstate.store.provider import StoreProvider
@@ -79,11 +80,12 @@ class Registry:
             if handle is not None:
                 return handle
             operator_id = int(info.get("operatorId", -1))  # type: ignore[arg-type]
-            config = store_config_from_confs(confs, operator_id)
+            config = store_config_from_confs(confs, operator_id, store_log.operator_names(info))
             self._apply_memory(config.memory)
             if not ttl_applies(str(info.get("storeName", "default")), str(info.get("keySchema", "")),
                                str(info.get("valueSchema", ""))):
                 config = replace(config, ttl=config.ttl.disabled())
+            store_log.log_store_opened(info, config)
             handle = self._next
             self._next += 1
             local = os.path.join(self.root, f"{handle}-{re.sub(r'[^A-Za-z0-9_.-]', '_', key)[-80:]}")
