@@ -454,8 +454,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--socket", required=True)
     ap.add_argument("--root", required=True)
     args = ap.parse_args(argv)
-    logging.basicConfig(level=os.environ.get("TTLSTATE_LOG_LEVEL", "WARNING"), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    store_log.configure_logging()  # a bad TTLSTATE_LOG_LEVEL warns instead of killing the worker
     serve(args.socket, args.root)
 
 
