@@ -116,9 +116,10 @@ object StartChecks {
       val p = pb.start()
       p.getOutputStream.write(json.getBytes(UTF_8))
       p.getOutputStream.close()
-      val out = new String(p.getInputStream.readAllBytes(), UTF_8).trim
-      if (!p.waitFor(60, TimeUnit.SECONDS)) { p.destroyForcibly(); throw new IllegalStateException("timed out") }
-      (p.exitValue(), out)
+      // Wait first: an interpreter that hangs (or is stopped) never closes its output. The
+      // answer is one short line, well within a pipe's buffer.
+      if (!p.waitFor(20, TimeUnit.SECONDS)) { p.destroyForcibly(); throw new IllegalStateException("timed out after 20 s") }
+      (p.exitValue(), new String(p.getInputStream.readAllBytes(), UTF_8).trim)
     }
     outcome match {
       case scala.util.Success((0, _)) => None
