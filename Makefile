@@ -46,11 +46,16 @@ test: setup
 test-long: setup
 	$(PY) -m pytest -m long tests
 
+# BASELINE=<ref> also runs ttlstate as of that commit in the Spark benchmarks, in the same run
+# (benchmarks/baseline.py checks it out and builds it under ~/.cache/ttlstate-bench).
+BASELINE ?=
+BENCH_ARGS := $(if $(BASELINE),--baseline $(BASELINE))
+
 bench: setup
-	$(PY) -m benchmarks.run_all
+	$(PY) -m benchmarks.run_all $(BENCH_ARGS)
 
 bench-quick: setup
-	$(PY) -m benchmarks.run_all --quick
+	$(PY) -m benchmarks.run_all --quick $(BENCH_ARGS)
 
 # A self-contained wheel for executors: the native extension with librocksdb and the libraries
 # it needs that a base system lacks (gflags, snappy, lz4, zstd, bz2) copied into ttlstate.libs/

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import statistics
+from typing import Any
 
 
 def _table(rows: list[dict[str, object]], cols: list[str]) -> list[str]:
@@ -34,6 +36,47 @@ def _plot_spark(rows: list[dict[str, object]], path: str) -> None:
     plt.close(fig)
 
 
+GROWTH_COLUMNS = ["variant", "median_batch_ms", "first_batch_ms", "restore_ms", "restore_load_ms",
+                  "median_commit_ms", "snapshot_ms_total", "jvm_peak_rss_mb", "server_peak_rss_mb",
+                  "checkpoint_bytes", "vs rocksdb (batch, restore)", "vs baseline (batch, restore)",
+                  "restore_state_rows_ok"]
+
+
+def _pair(ratios: object) -> str:
+    """'median batch ratio, restore ratio' of a summary's ratio dict, or ''."""
+    if not isinstance(ratios, dict):
+        return ""
+    return f"{ratios.get('median_batch_ms')}, {ratios.get('restore_ms')}"
+
+
+def _batch_median(runs: list[dict[str, Any]], variant: str, i: int) -> object:
+    """Median over the variant's rounds of batch i's time."""
+    times = [r["batches"][i]["batch_ms"] for r in runs if r["variant"] == variant and i < len(r["batches"])]
+    return statistics.median(times) if times else ""
+
+
+def growth_section(result: dict[str, Any]) -> list[str]:
+    """The growth benchmark: its plot, the summary per variant, and batch time per batch for
+    every variant side by side (how each grows with the state)."""
+    p = result["params"]
+    lines = ["## Growth: state growing batch after batch, then a restore", "",
+             f"dropDuplicates, {p['batches']} x {p['keys_per_batch']:,} new keys, "
+             f"{p['partitions']} partitions, {p['master']}; each variant in its own fresh JVM. "
+             "Ratios are this variant's value / the other's (below 1 is better).", "",
+             "![growth](growth.png)", ""]
+    summary = [{**s, "vs rocksdb (batch, restore)": _pair(s.get("ratio_to_rocksdb")),
+                "vs baseline (batch, restore)": _pair(s.get("ratio_to_baseline"))}
+               for s in result["summary"]]
+    lines += _table(summary, GROWTH_COLUMNS) + [""]
+    names = [s["variant"] for s in result["summary"]]
+    per_batch = [{"batch": i, "state rows": b["state_rows"],
+                  **{n: _batch_median(result["runs"], n, i) for n in names}}
+                 for i, b in enumerate(result["runs"][0]["batches"])]
+    lines += ["Batch time (ms) per batch (median over rounds):", ""]
+    lines += _table(per_batch, ["batch", "state rows", *names]) + [""]
+    return lines
+
+
 def write_summary(report: dict[str, object], out_dir: str) -> str:
     m = report["machine"]
     lines = ["# ttlstate benchmark report", "",
@@ -60,8 +103,10 @@ def write_summary(report: dict[str, object], out_dir: str) -> str:
         lines += ["## Spark providers side by side", "",
                   "![providers](spark_providers.png)", ""]
         lines += _table(rows, ["workload", "provider", "rows", "seconds", "rows_per_s",  # type: ignore[arg-type]
-                               "ratio_to_rocksdb", "round_trips_per_input_row",
+                               "ratio_to_rocksdb", "ratio_to_baseline", "round_trips_per_input_row",
                                "reads_answered_by_key_filter"]) + [""]
+    if "growth" in report:
+        lines += growth_section(report["growth"])  # type: ignore[arg-type]
     if "churn" in report:
         lines += ["## State size under churn, with and without TTL", "",
                   "![churn](churn/demo.png)", ""]

@@ -1,9 +1,11 @@
 """`make bench`: every benchmark in one run, one JSON file, plots and a markdown summary.
 
 Sections: embedded store operations per engine; round trips through the state server;
-compaction throughput with the filter off and on; Spark providers side by side; state size
-over time under churn with and without TTL.
-`--quick` shrinks every section to CI size. Results go to `benchmarks/results/<date>/`.
+compaction throughput with the filter off and on; Spark providers side by side; growth (state
+growing batch after batch, each provider in its own JVM, then a restore); state size over time
+under churn with and without TTL.
+`--quick` shrinks every section to CI size. `--baseline REF` adds, to the Spark sections, ttlstate
+as of an older commit, run in the same invocation. Results go to `benchmarks/results/<date>/`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 
 from benchmarks.machine import describe
 
+SECTIONS = ("store", "bridge", "compaction", "spark", "growth", "churn")
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
@@ -40,13 +43,16 @@ def _churn(quick: bool, out_dir: str) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", help="comma-separated sections: store,bridge,compaction,spark,churn")
+    ap.add_argument("--only", help="comma-separated sections: " + ",".join(SECTIONS))
+    ap.add_argument("--baseline", metavar="REF",
+                    help="also run ttlstate from this older commit in the spark and growth sections")
     args = ap.parse_args(argv)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
     out_dir = os.path.join(RESULTS, stamp + ("-quick" if args.quick else ""))
     os.makedirs(out_dir, exist_ok=True)
     quick = ["--quick"] if args.quick else []
-    wanted = set(args.only.split(",")) if args.only else {"store", "bridge", "compaction", "spark", "churn"}
+    baseline = ["--baseline", args.baseline] if args.baseline else []
+    wanted = set(args.only.split(",")) if args.only else set(SECTIONS)
     report: dict[str, object] = {"machine": describe(), "quick": args.quick, "started": stamp}
 
     if "store" in wanted:
@@ -64,7 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     if "spark" in wanted:
         from benchmarks import spark_side_by_side
 
-        _section("spark", lambda: spark_side_by_side.main(quick), report)
+        _section("spark", lambda: spark_side_by_side.main(quick + baseline), report)
+    if "growth" in wanted:
+        from benchmarks import growth
+
+        _section("growth", lambda: growth.main(
+            quick + baseline + ["--plot", os.path.join(out_dir, "growth.png")]), report)
     if "churn" in wanted:
         _section("churn", lambda: _churn(args.quick, out_dir), report)
 

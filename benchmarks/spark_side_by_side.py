@@ -1,130 +1,168 @@
 """Spark's HDFS and RocksDB providers vs ttlstate (TTL off, TTL on), same data, one run.
 
 `ttlstate-ttl-on-no-keyfilter` is ttlstate with TTL on and the shim's key filter off
-(`keyFilter.maxKeys=0`): the before/after of that optimisation, measured in the same run.
+(`keyFilter.maxKeys=0`), `ttlstate-ttl-on-no-cache` with the executor's cross-batch cache off
+(`cache.maxBytes=0`), `ttlstate-ttl-on-small-cache` with a 4 MiB cache (a tenth of the default
+workload's working set): the before/after of those optimisations, measured in the same run.
+`--distribution zipf` draws keys from a Zipf distribution (s = 1.1) instead of uniformly.
+With `--baseline REF`, `ttlstate-ttl-on@<sha>` is the same configuration run by an older
+checkout (see `benchmarks/baseline.py`), and `ratio_to_baseline` compares the two.
 
 Workloads: `groupBy(key).count()` in update mode and `dropDuplicates(key)`, on a file source
 of `batches` JSON files (default 1M rows over 200k keys in 5 batches), 4 shuffle partitions,
-`local[2]`. Reports rows/s per provider and workload, the ratio to Spark's RocksDB provider,
-and for ttlstate the bridge round trips per state operation (from its custom metrics).
+`local[2]`. Each variant runs in its own child process (its own JVM and state server): first
+an unmeasured warm-up pass of both workloads on a small input, then both workloads. Reports
+rows/s per variant and workload, the ratio to Spark's RocksDB provider in the same run, for
+ttlstate the bridge round trips per state operation (from its custom metrics), and the peak
+RSS of the variant's JVM (and state server) over its whole child process. `--rounds N` runs
+every variant N times in alternating order and reports medians.
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
+import itertools
 import os
 import random
 import shutil
+import statistics
 import tempfile
-import time
+from typing import Any
 
+from benchmarks.baseline import prepare
 from benchmarks.output import save
-from ttlstate.config import keys as K
+from benchmarks.subproc import run_child
+from benchmarks.variants import (
+    CACHE_KEY,
+    HDFS,
+    KEY_FILTER_KEY,
+    ROCKSDB,
+    TTL_KEY,
+    TTLSTATE,
+    Variant,
+    pick,
+    ratio,
+    with_baseline,
+)
 
-PROVIDERS: dict[str, tuple[str, dict[str, str]]] = {
-    "hdfs": ("org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider", {}),
-    "rocksdb": ("org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider", {}),
-    "ttlstate-ttl-off": (K.PROVIDER_CLASS, {K.TTL.key: "off"}),
-    "ttlstate-ttl-on": (K.PROVIDER_CLASS, {K.TTL.key: "1h"}),
-    "ttlstate-ttl-on-no-keyfilter": (K.PROVIDER_CLASS, {K.TTL.key: "1h", K.KEY_FILTER_MAX_KEYS.key: "0"}),
+VARIANTS: dict[str, Variant] = {
+    "hdfs": Variant("hdfs", HDFS),
+    "rocksdb": Variant("rocksdb", ROCKSDB),
+    "ttlstate-ttl-off": Variant("ttlstate-ttl-off", TTLSTATE, {TTL_KEY: "off"}),
+    "ttlstate-ttl-on": Variant("ttlstate-ttl-on", TTLSTATE, {TTL_KEY: "1h"}),
+    "ttlstate-ttl-on-no-keyfilter": Variant("ttlstate-ttl-on-no-keyfilter", TTLSTATE,
+                                            {TTL_KEY: "1h", KEY_FILTER_KEY: "0"}),
+    "ttlstate-ttl-on-no-cache": Variant("ttlstate-ttl-on-no-cache", TTLSTATE,
+                                        {TTL_KEY: "1h", CACHE_KEY: "0"}),
+    "ttlstate-ttl-on-small-cache": Variant("ttlstate-ttl-on-small-cache", TTLSTATE,
+                                           {TTL_KEY: "1h", CACHE_KEY: "4m"}),
 }
 WORKLOADS = ("aggregation", "dropDuplicates")
 
 
-def write_input(directory: str, rows: int, keys: int, batches: int, seed: int = 7) -> None:
+def write_input(directory: str, rows: int, keys: int, batches: int, seed: int = 7,
+                distribution: str = "uniform") -> None:
     rnd = random.Random(seed)
     os.makedirs(directory, exist_ok=True)
     per = rows // batches
+    if distribution == "zipf":  # key i has weight 1 / (i + 1)^1.1: a few hot keys, a long tail
+        weights = list(itertools.accumulate(1.0 / (i + 1) ** 1.1 for i in range(keys)))
+        draw = lambda: bisect.bisect(weights, rnd.random() * weights[-1])  # noqa: E731
+    else:
+        draw = lambda: rnd.randrange(keys)  # noqa: E731
     for b in range(batches):
         with open(os.path.join(directory, f"part-{b:03d}.json"), "w") as f:
-            f.writelines(f'{{"key":"k{rnd.randrange(keys)}","v":{i}}}\n' for i in range(per))
+            f.writelines(f'{{"key":"k{draw()}","v":{i}}}\n' for i in range(per))
 
 
-def run_one(spark, provider: str, workload: str, input_dir: str, work: str) -> dict[str, object]:  # noqa: ANN001
-    cls, confs = PROVIDERS[provider]
-    spark.conf.set(K.PROVIDER_CLASS_KEY, cls)
-    for key in (K.TTL.key, K.KEY_FILTER_MAX_KEYS.key):
-        spark.conf.unset(key)
-    for key, value in confs.items():
-        spark.conf.set(key, value)
-    src = spark.readStream.schema("key STRING, v LONG").option("maxFilesPerTrigger", 1).json(input_dir)
-    if workload == "aggregation":
-        df, mode = src.groupBy("key").count(), "update"
-    else:
-        df, mode = src.dropDuplicates(["key"]), "append"
-    ck = os.path.join(work, f"ck-{provider}-{workload}")
-    started = time.perf_counter()
-    q = (df.writeStream.format("noop").outputMode(mode).option("checkpointLocation", ck)
-         .trigger(availableNow=True).start())
-    q.awaitTermination()
-    elapsed = time.perf_counter() - started
-    progresses = q.recentProgress
-    rows = sum(p["numInputRows"] for p in progresses)
-    state_ops = 0
-    round_trips = 0
-    skipped = 0
-    for p in progresses:
-        for op in p.get("stateOperators", []):
-            state_ops += int(op.get("numRowsUpdated", 0)) + int(op.get("numRowsRemoved", 0))
-            round_trips += int(op.get("customMetrics", {}).get("bridgeRoundTrips", 0))
-            skipped += int(op.get("customMetrics", {}).get("keyFilterSkippedReads", 0))
-    out: dict[str, object] = {"provider": provider, "workload": workload, "rows": rows,
-                              "seconds": round(elapsed, 3),
-                              "rows_per_s": round(rows / elapsed, 1) if elapsed else None}
-    if provider.startswith("ttlstate"):
-        out["bridge_round_trips"] = round_trips
-        out["round_trips_per_input_row"] = round(round_trips / rows, 4) if rows else None
-        out["state_rows_updated"] = state_ops
-        out["reads_answered_by_key_filter"] = skipped
+def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: float,
+                round_no: int = 0) -> list[dict[str, Any]]:
+    """Both workloads of one variant in a fresh child process; one row per workload."""
+    here = os.path.join(work, f"{v.name.replace('@', '-at-')}-r{round_no}")
+    os.makedirs(here)
+    params = {"provider_class": v.provider_class, "confs": dict(v.confs), "ttlstate": v.is_ttlstate,
+              "workloads": list(WORKLOADS), "input_dir": input_dir, "warm_dir": warm_dir, "work": here,
+              "spark_confs": {"spark.sql.shuffle.partitions": "4"}}
+    out, rss = run_child("benchmarks.side_by_side_child", params, v.env(), here + ".log", timeout)
+    jars = [j for j in out["spark_jars"].split(",") if "ttlstate" in j]
+    v.check_code([out["ttlstate_file"], *jars], sorted(rss.server_files))
+    rows = []
+    for r in out["rows"]:
+        row = {"provider": v.name, **r, "round": round_no}
+        if v.is_ttlstate:
+            row["ttlstate_file"] = out["ttlstate_file"]
+            row["server_peak_rss_mb"] = rss.as_dict()["server_peak_rss_mb"]
+        row["jvm_peak_rss_mb"] = rss.as_dict()["jvm_peak_rss_mb"]
+        print(row, flush=True)
+        rows.append(row)
+    return rows
+
+
+def combine_rounds(rows: list[dict[str, Any]]) -> list[dict[str, object]]:
+    """One row per (provider, workload): the first round's row with the median seconds and
+    rows/s over rounds, and every round's rows/s when there were several."""
+    groups: dict[tuple[object, object], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["provider"], r["workload"]), []).append(r)
+    out: list[dict[str, object]] = []
+    for same in groups.values():
+        row = {k: v for k, v in same[0].items() if k != "round"}
+        row["seconds"] = round(statistics.median(float(x["seconds"]) for x in same), 3)
+        row["rows_per_s"] = round(statistics.median(float(x["rows_per_s"]) for x in same), 1)
+        if len(same) > 1:
+            row["rows_per_s_per_round"] = [x["rows_per_s"] for x in same]
+        out.append(row)
     return out
 
 
 def add_ratios(results: list[dict[str, object]]) -> None:
-    """rows/s of each run divided by Spark's RocksDB provider's on the same workload."""
-    base = {r["workload"]: r["rows_per_s"] for r in results if r["provider"] == "rocksdb"}
+    """rows/s of each run divided by Spark's RocksDB provider's on the same workload, and, for
+    a variant with a baseline twin (`<name>@<sha>`), by the twin's (above 1: faster)."""
+    rate = {(r["provider"], r["workload"]): r["rows_per_s"] for r in results}
     for r in results:
-        b = base.get(r["workload"])
-        if b:
-            r["ratio_to_rocksdb"] = round(float(r["rows_per_s"]) / float(b), 3)  # type: ignore[arg-type]
+        base = rate.get(("rocksdb", r["workload"]))
+        if base:
+            r["ratio_to_rocksdb"] = ratio(r["rows_per_s"], base)
+        twin = next((p for (p, w) in rate if w == r["workload"] and "@" in p
+                     and p.split("@")[0] == r["provider"]), None)
+        if twin is not None:
+            r["ratio_to_baseline"] = ratio(r["rows_per_s"], rate[(twin, r["workload"])])
+            r["baseline"] = twin
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, object]]:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--keys", type=int, default=200_000)
     ap.add_argument("--batches", type=int, default=5)
+    ap.add_argument("--distribution", choices=("uniform", "zipf"), default="uniform")
     ap.add_argument("--quick", action="store_true", help="50k rows, 10k keys")
-    ap.add_argument("--providers", default=",".join(PROVIDERS))
+    ap.add_argument("--providers", default=",".join(VARIANTS))
+    ap.add_argument("--baseline", metavar="REF", help="also run ttlstate from this older commit")
+    ap.add_argument("--baseline-variants", default="ttlstate-ttl-on",
+                    help="which ttlstate variants get a baseline twin")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run every variant this many times, in alternating order; medians")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds per variant")
     ap.add_argument("--json", help="write results here")
     args = ap.parse_args(argv)
     if args.quick:
         args.rows, args.keys = 50_000, 10_000
-    from pyspark.sql import SparkSession
-
-    import ttlstate
-
+    baseline = prepare(args.baseline) if args.baseline else None
+    variants = with_baseline(pick(VARIANTS, args.providers), baseline, args.baseline_variants)
     work = tempfile.mkdtemp(prefix="ttlstate-sbs-")
-    input_dir = os.path.join(work, "input")
-    write_input(input_dir, args.rows, args.keys, args.batches)
-    builder = (SparkSession.builder.master("local[2]").appName("ttlstate-side-by-side")
-               .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false"))
-    spark = ttlstate.configure(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    results = []
+    runs: list[dict[str, Any]] = []
     try:
-        warm = os.path.join(work, "warmup")
-        write_input(warm, 5_000, 1_000, 1)
-        for workload in WORKLOADS:  # JIT, Python workers and the state server, unmeasured
-            for provider in args.providers.split(","):
-                run_one(spark, provider, workload, warm, os.path.join(work, "warm"))
-        for workload in WORKLOADS:
-            for provider in args.providers.split(","):
-                r = run_one(spark, provider, workload, input_dir, work)
-                print(r, flush=True)
-                results.append(r)
+        input_dir, warm_dir = os.path.join(work, "input"), os.path.join(work, "warmup")
+        write_input(input_dir, args.rows, args.keys, args.batches, distribution=args.distribution)
+        write_input(warm_dir, 5_000, 1_000, 1)
+        for round_no in range(args.rounds):
+            for v in variants if round_no % 2 == 0 else list(reversed(variants)):
+                runs += run_variant(v, input_dir, warm_dir, work, args.timeout, round_no)
     finally:
-        spark.stop()
         shutil.rmtree(work, ignore_errors=True)
+    results = combine_rounds(runs)
     add_ratios(results)
     return save(results, args.json)
 

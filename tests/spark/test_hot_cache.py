@@ -65,7 +65,7 @@ def test_an_expired_cached_entry_is_hidden_deleted_and_counted(spark: SparkSessi
     assert [len(run.outputs[b]) for b in sorted(run.outputs)] == [2, 0, 2]
     last = run.progress[-1]["stateOperators"][0]["customMetrics"]
     assert run.progress[1]["stateOperators"][0]["customMetrics"]["cacheHits"] == 1
-    assert last["cacheHits"] == 2 and last["ttlExpiredOnRead"] == 2
+    assert last["cacheHits"] == 2 and last["ttlExpiredOnRead"] == 2 and last["ttlExpiredTotal"] == 2
     assert run.progress[-1]["stateOperators"][0]["numRowsTotal"] == 2  # deleted, then written again
 
 

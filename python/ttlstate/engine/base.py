@@ -58,6 +58,14 @@ class Engine(ABC):
     def disk_bytes(self) -> int:
         """Bytes of the live SST files (what compaction reclaims)."""
 
+    def memtable_bytes(self) -> int:
+        """Bytes of the memtables (writes not yet flushed to SST files)."""
+        return 0
+
+    def table_reader_bytes(self) -> int:
+        """Memory of open SST readers outside the block cache (index and filter blocks)."""
+        return 0
+
     def count_keys(self) -> int:
         return sum(1 for _ in self.iterate())
 

@@ -73,6 +73,12 @@ class NativeEngine(Engine):
     def set_time(self, now_ms: int) -> None:
         self._db.set_time(now_ms)
 
+    def memtable_bytes(self) -> int:
+        return int(self._db.int_property("rocksdb.size-all-mem-tables"))
+
+    def table_reader_bytes(self) -> int:
+        return int(self._db.int_property("rocksdb.estimate-table-readers-mem"))
+
     def disk_bytes(self) -> int:
         return int(self._db.int_property("rocksdb.live-sst-files-size"))
 

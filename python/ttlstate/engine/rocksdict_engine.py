@@ -64,6 +64,12 @@ class RocksdictEngine(Engine):
     def compact(self) -> None:
         self._db.compact_range(None, None)
 
+    def memtable_bytes(self) -> int:
+        return int(self._db.property_int_value("rocksdb.size-all-mem-tables") or 0)
+
+    def table_reader_bytes(self) -> int:
+        return int(self._db.property_int_value("rocksdb.estimate-table-readers-mem") or 0)
+
     def disk_bytes(self) -> int:
         return int(self._db.property_int_value("rocksdb.live-sst-files-size") or 0)
 

@@ -31,7 +31,17 @@ BRIDGE_TIME_MS = MetricName("bridgeTimeMs", "timing",
 KEY_FILTER_SKIPPED_READS = MetricName("keyFilterSkippedReads", "sum",
                                       "reads of absent keys answered by the shim's key filter, "
                                       "without a round trip")
-ROCKSDB_SST_BYTES = MetricName("rocksdbSstBytes", "size", "RocksDB live SST bytes on disk")
+ROCKSDB_SST_BYTES = MetricName("rocksdbSstBytes", "size",
+                               "bytes of the live SST files on disk (what compaction reclaims; "
+                               "writes still in memtables are not in it)")
+STATE_BYTES = MetricName("stateBytes", "size",
+                         "the live state's size in RocksDB: live SST files plus memtables (the state's "
+                         "bytes on disk once flushed)")
+TTL_EXPIRED_TOTAL = MetricName("ttlExpiredTotal", "sum",
+                               "entries that left the state by TTL in this batch, all ways together: "
+                               "ttlExpiredOnRead + ttlRemovedByCompactionFilter + "
+                               "ttlRemovedByIncrementalCleanup (entries left out of a snapshot are "
+                               "not counted: they are still in the state until one of those removes them)")
 COMMIT_TIME_MS = MetricName("storeCommitTimeMs", "timing",
                             "time ttlstate spent committing versions durably (Spark's commitTimeMs "
                             "includes it)")
@@ -48,5 +58,6 @@ CACHE_BYTES = MetricName("cacheBytes", "size",
 ALL_METRICS: tuple[MetricName, ...] = (
     TTL_EXPIRED_ON_READ, TTL_REMOVED_BY_FILTER, TTL_REMOVED_INCREMENTAL, TTL_DROPPED_FROM_SNAPSHOT,
     BRIDGE_ROUND_TRIPS, BRIDGE_TIME_MS, KEY_FILTER_SKIPPED_READS, ROCKSDB_SST_BYTES, COMMIT_TIME_MS,
-    SNAPSHOT_TIME_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES, CACHE_BYTES,
+    SNAPSHOT_TIME_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES, CACHE_BYTES, STATE_BYTES,
+    TTL_EXPIRED_TOTAL,
 )

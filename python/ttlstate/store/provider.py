@@ -502,10 +502,21 @@ class StoreProvider:
             out.update(self._unreported)
             self._unreported.clear()
             if self._engine is not None:
-                out[M.ROCKSDB_SST_BYTES.name] = self._engine.disk_bytes()
+                sst = self._engine.disk_bytes()
+                out[M.ROCKSDB_SST_BYTES.name] = sst
+                out[M.STATE_BYTES.name] = sst + self._engine.memtable_bytes()
                 fallback = self.config.engine is EngineKind.AUTO and self._engine.kind != "native"
                 out[M.ENGINE_FALLBACK.name] = int(fallback)
             return out
+
+    def memory_bytes(self, pending_bytes: int) -> int:
+        """Spark's `memoryUsedBytes`, as its RocksDB provider counts it for one store: memtables
+        and SST readers outside the block cache, plus the batch's pending writes. The block cache
+        is shared by a worker's stores (`memory.maxBytes`), so no store's share of it is counted."""
+        with self._lock:
+            if self._engine is None:
+                return pending_bytes
+            return self._engine.memtable_bytes() + self._engine.table_reader_bytes() + pending_bytes
 
     def close(self) -> None:
         with self._lock:

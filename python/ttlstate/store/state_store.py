@@ -235,7 +235,10 @@ class StateStore:
         custom = self._p.drain_metrics()
         custom[M.TTL_EXPIRED_ON_READ.name] = self.expired_on_read
         custom[M.TTL_REMOVED_INCREMENTAL.name] = self.removed_incremental
-        return StoreMetrics(self._p.num_keys, self._pending_bytes, custom)
+        custom[M.TTL_EXPIRED_TOTAL.name] = (custom[M.TTL_EXPIRED_ON_READ.name]
+                                            + custom[M.TTL_REMOVED_INCREMENTAL.name]
+                                            + custom.get(M.TTL_REMOVED_BY_FILTER.name, 0))
+        return StoreMetrics(self._p.num_keys, self._p.memory_bytes(self._pending_bytes), custom)
 
 
 def _merge(overlay: list[tuple[bytes, bytes | None]],

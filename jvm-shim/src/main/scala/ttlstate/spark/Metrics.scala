@@ -9,6 +9,7 @@ object Metrics {
   val BRIDGE_TIME_MS = "bridgeTimeMs"
   val KEY_FILTER_SKIPPED_READS = "keyFilterSkippedReads"
   val TTL_EXPIRED_ON_READ = "ttlExpiredOnRead"
+  val TTL_EXPIRED_TOTAL = "ttlExpiredTotal"
   val CACHE_HITS = "cacheHits"
   val CACHE_MISSES = "cacheMisses"
   val CACHE_BYTES = "cacheBytes"
@@ -21,14 +22,18 @@ object Metrics {
     (BRIDGE_ROUND_TRIPS, "sum", "synchronous round trips between the JVM and the state server"),
     (BRIDGE_TIME_MS, "timing", "time spent waiting on the state server"),
     (KEY_FILTER_SKIPPED_READS, "sum", "reads of absent keys answered by the shim's key filter, without a round trip"),
-    ("rocksdbSstBytes", "size", "RocksDB live SST bytes on disk"),
+    ("rocksdbSstBytes", "size",
+      "bytes of the live SST files on disk (what compaction reclaims; writes still in memtables are not in it)"),
     ("storeCommitTimeMs", "timing",
       "time ttlstate spent committing versions durably (Spark's commitTimeMs includes it)"),
     ("storeSnapshotTimeMs", "timing", "time to write snapshots"),
     ("engineFallback", "sum", "stores running on rocksdict because engine=auto found no native build"),
     (CACHE_HITS, "sum", "reads answered by the executor's cross-batch cache, without a round trip"),
     (CACHE_MISSES, "sum", "reads the cross-batch cache could not answer"),
-    (CACHE_BYTES, "size", "bytes the store's entries take in the executor's cross-batch cache"))
+    (CACHE_BYTES, "size", "bytes the store's entries take in the executor's cross-batch cache"),
+    ("stateBytes", "size",
+      "the live state's size in RocksDB: live SST files plus memtables (the state's bytes on disk once flushed)"),
+    (TTL_EXPIRED_TOTAL, "sum", "entries that left the state by TTL in this batch, all ways together"))
 
   val all: Seq[StateStoreCustomMetric] = defs.map {
     case (name, "sum", desc) => StateStoreCustomSumMetric(name, desc)

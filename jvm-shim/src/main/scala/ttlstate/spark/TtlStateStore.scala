@@ -321,7 +321,7 @@ final class TtlStateStore(
         case Metrics.CACHE_HITS => cacheHits
         case Metrics.CACHE_MISSES => cacheMisses
         case Metrics.CACHE_BYTES => if (cache == null) 0L else HotCache.ownerBytes(cache.owner)
-        case Metrics.TTL_EXPIRED_ON_READ => reported.getOrElse(m.name, 0L) + expiredInCacheReadOnly
+        case Metrics.TTL_EXPIRED_ON_READ | Metrics.TTL_EXPIRED_TOTAL => reported.getOrElse(m.name, 0L) + expiredInCacheReadOnly
         case name => reported.getOrElse(name, 0L)
       }
       m -> v

@@ -1,0 +1,343 @@
+"""Growth: state that grows batch after batch, each provider in its own fresh JVM, then a restore.
+
+A `dropDuplicates(key)` is fed `--batches` Parquet files of `--keys-per-batch` brand-new keys,
+one file per trigger (default 6 x 500k: the state grows to 3M keys; `--batches 12` reaches
+6M), `local[2]`, `--partitions` shuffle partitions, state maintenance every 5 s. Each variant
+runs in its own child process (fresh JVM, fresh state server); after its last batch the query
+keeps running a few seconds (`--settle`) so maintenance can snapshot, then stops. A second
+fresh child restarts the query on the same checkpoint and processes ONE small file of new
+keys: its batch must first load the whole state from the checkpoint into an empty local
+directory, so its duration is the restore time.
+
+Variants: `rocksdb` (Spark's RocksDB provider, defaults), `rocksdb-changelog` (the same with
+changelog checkpointing), `ttlstate` (TTL 1h, so nothing expires, `snapshotInterval` 2), and
+with `--baseline REF` `ttlstate@<sha>`: the same ttlstate settings run by an older checkout in
+the same invocation (see `benchmarks/baseline.py`), because only same-run ratios mean
+something on this machine.
+
+Reported per batch: batch (triggerExecution) time, addBatch, the state operator's commit time
+and state rows, ttlstate's store commit/snapshot times and round trips, Spark RocksDB's commit
+latencies and snapshot upload time; per variant: median batch time, restore time, peak RSS of
+the JVM and of the state server, checkpoint bytes, ratios to `rocksdb` and to the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+from benchmarks.baseline import prepare
+from benchmarks.machine import describe
+from benchmarks.subproc import run_child
+from benchmarks.variants import (
+    CHANGELOG_KEY,
+    ROCKSDB,
+    SNAPSHOT_INTERVAL_KEY,
+    TTL_KEY,
+    TTLSTATE,
+    Variant,
+    pick,
+    ratio,
+    with_baseline,
+)
+
+VARIANTS: dict[str, Variant] = {
+    "rocksdb": Variant("rocksdb", ROCKSDB),
+    "rocksdb-changelog": Variant("rocksdb-changelog", ROCKSDB, {CHANGELOG_KEY: "true"}),
+    "ttlstate": Variant("ttlstate", TTLSTATE, {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2"}),
+}
+REFERENCE = "rocksdb"
+# Summary fields compared across variants (all "lower is better").
+COMPARED = ("median_batch_ms", "restore_ms", "median_commit_ms", "total_peak_rss_mb", "checkpoint_bytes")
+SNAPSHOT_METRIC = {"ttlstate": "storeSnapshotTimeMs", "rocksdb": "rocksdbSaveZipFilesLatencyMs"}
+# What the restore batch spent loading state, summed over partitions: Spark RocksDB's load
+# latency; for ttlstate the time the JVM waited on the state server, whose LOAD replays the
+# checkpoint (no separate metric; this also holds the batch's few reads and its commit).
+LOAD_METRIC = {"ttlstate": "bridgeTimeMs", "rocksdb": "rocksdbLoadLatencyMs"}
+
+
+# ---- input: generated once, outside every timing ----
+
+def new_keys(start: int, count: int) -> list[str]:
+    """Keys start..start+count-1 through splitmix64's finalizer (a bijection, so every key is
+    new), as 16 hex digits: spread over the key space like real ids, not in insertion order."""
+    with np.errstate(over="ignore"):
+        z = np.arange(start, start + count, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return [f"{v:016x}" for v in z.tolist()]
+
+
+def write_keys(path: str, keys: list[str], mtime: float) -> None:
+    """One Parquet file; the mtime fixes the file source's order (oldest first)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"key": pa.array(keys, pa.string())}), path)
+    os.utime(path, (mtime, mtime))
+
+
+def write_inputs(directory: str, batches: int, per_batch: int, restore_keys: int) -> tuple[list[str], str]:
+    """The growth files and the restore file (keys after all the others)."""
+    os.makedirs(directory, exist_ok=True)
+    base = time.time() - 3600
+    files = []
+    for b in range(batches):
+        path = os.path.join(directory, f"part-{b:04d}.parquet")
+        write_keys(path, new_keys(b * per_batch, per_batch), base + b)
+        files.append(path)
+    restore = os.path.join(directory, "restore.parquet")
+    write_keys(restore, new_keys(batches * per_batch, restore_keys), base + batches + 60)
+    return files, restore
+
+
+def _place(src: str, directory: str) -> None:
+    """A hard link (same inode, same mtime, no copy) or, across file systems, a copy."""
+    dst = os.path.join(directory, os.path.basename(src))
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def dir_bytes(path: str) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
+
+
+# ---- one variant: grow in one JVM, restore in another ----
+
+def _child_params(v: Variant, args: argparse.Namespace, mode: str, input_dir: str, ck: str) -> dict[str, Any]:
+    return {"mode": mode, "provider_class": v.provider_class, "confs": dict(v.confs),
+            "ttlstate": v.is_ttlstate, "input_dir": input_dir, "checkpoint": ck,
+            "batches": args.batches, "settle_s": args.settle, "timeout_s": args.timeout,
+            "spark_confs": {"spark.sql.shuffle.partitions": str(args.partitions),
+                            "spark.sql.streaming.stateStore.maintenanceInterval": args.maintenance_interval,
+                            "spark.sql.streaming.numRecentProgressUpdates": "1000"}}
+
+
+def _kind(v: Variant) -> str:
+    return "ttlstate" if v.is_ttlstate else "rocksdb"
+
+
+def _normalized(rows: list[dict[str, Any]], v: Variant) -> list[dict[str, Any]]:
+    """Adds `snapshot_ms`: ttlstate's snapshot time reported at this commit (snapshots are
+    written by maintenance between batches), or Spark RocksDB's snapshot upload time (in its
+    commit; with changelog checkpointing uploads run in maintenance and are not reported), and
+    `load_ms` (see LOAD_METRIC)."""
+    snapshot, load = SNAPSHOT_METRIC[_kind(v)], LOAD_METRIC[_kind(v)]
+    return [{**r, "snapshot_ms": r["custom"].get(snapshot), "load_ms": r["custom"].get(load)} for r in rows]
+
+
+def _shim_jars(child_result: dict[str, Any]) -> list[str]:
+    """The ttlstate jars on the child's spark.jars (which shim its JVM loaded)."""
+    return [j for j in str(child_result.get("spark_jars", "")).split(",") if "ttlstate" in j]
+
+
+def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_file: str,
+                work: str, round_no: int) -> dict[str, Any]:
+    """Grow, then restore, each in a fresh child process; per-batch rows, RSS, checkpoint bytes."""
+    here = os.path.join(work, f"{v.name.replace('@', '-at-')}-r{round_no}")
+    input_dir, ck = os.path.join(here, "input"), os.path.join(here, "ck")
+    os.makedirs(input_dir)
+    for f in files:
+        _place(f, input_dir)
+    print(f"growth: {v.name} (round {round_no}): {len(files)} batches", flush=True)
+    grown, grow_rss = run_child("benchmarks.growth_child", _child_params(v, args, "grow", input_dir, ck),
+                                v.env(), os.path.join(work, "logs", f"{os.path.basename(here)}-grow.log"),
+                                args.timeout)
+    ck_bytes = dir_bytes(os.path.join(ck, "state"))
+    _place(restore_file, input_dir)
+    restored, restore_rss = run_child(
+        "benchmarks.growth_child", _child_params(v, args, "restore", input_dir, ck), v.env(),
+        os.path.join(work, "logs", f"{os.path.basename(here)}-restore.log"), args.timeout)
+    run = {"variant": v.name, "round": round_no, "ttlstate_file": grown["ttlstate_file"],
+           "shim_jars": _shim_jars(grown) + _shim_jars(restored),
+           "grow_wall_s": grown["grow_wall_s"], "batches": _normalized(grown["batches"], v),
+           "checkpoint_bytes": ck_bytes, **grow_rss.as_dict(),
+           "restore": {**_normalized([restored["batch"]], v)[0], "query_wall_s": restored["query_wall_s"],
+                       "ttlstate_file": restored["ttlstate_file"], **restore_rss.as_dict()}}
+    if not args.keep:
+        shutil.rmtree(here, ignore_errors=True)
+    _print_run(run)
+    return run
+
+
+def _print_run(run: dict[str, Any]) -> None:
+    for r in run["batches"]:
+        print(f"  batch {r['batch_id']}: {r['batch_ms']} ms, commit {r['commit_ms']} ms, "
+              f"snapshot {r['snapshot_ms']} ms, state rows {r['state_rows']}", flush=True)
+    rs = run["restore"]
+    print(f"  restore: {rs['batch_ms']} ms (state rows {rs['state_rows']}); peak RSS JVM "
+          f"{run['jvm_peak_rss_mb']} MB, server {run['server_peak_rss_mb']} MB; checkpoint "
+          f"{run['checkpoint_bytes'] / 1e6:.1f} MB", flush=True)
+
+
+# ---- summary ----
+
+def _median(values: list[Any]) -> float | None:
+    nums = [float(x) for x in values if isinstance(x, (int, float))]
+    return round(statistics.median(nums), 1) if nums else None
+
+
+def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:
+    """The scalars of one variant's run."""
+    rows, rs = run["batches"], run["restore"]
+    return {"median_batch_ms": _median([r["batch_ms"] for r in rows]),
+            "first_batch_ms": rows[0]["batch_ms"], "max_batch_ms": max(r["batch_ms"] for r in rows),
+            "median_commit_ms": _median([r["commit_ms"] for r in rows]),
+            "snapshot_ms_total": sum(int(r["snapshot_ms"] or 0) for r in rows),
+            "restore_ms": rs["batch_ms"], "restore_load_ms": rs["load_ms"],
+            "restore_commit_ms": rs["commit_ms"],
+            "restore_state_rows_ok": rs["state_rows"] == expected_rows,
+            "jvm_peak_rss_mb": run["jvm_peak_rss_mb"], "server_peak_rss_mb": run["server_peak_rss_mb"],
+            "total_peak_rss_mb": run["total_peak_rss_mb"], "checkpoint_bytes": run["checkpoint_bytes"],
+            "final_state_rows": rows[-1]["state_rows"]}
+
+
+def _combine_rounds(per_round: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians over rounds; with several rounds also every round's median batch and restore."""
+    if len(per_round) == 1:
+        return per_round[0]
+    out: dict[str, Any] = {}
+    for key, first in per_round[0].items():
+        values = [s[key] for s in per_round]
+        out[key] = all(values) if isinstance(first, bool) else _median(values)
+    out["median_batch_ms_per_round"] = [s["median_batch_ms"] for s in per_round]
+    out["restore_ms_per_round"] = [s["restore_ms"] for s in per_round]
+    return out
+
+
+def summarize(variants: list[Variant], runs: list[dict[str, Any]],
+              expected_rows: int) -> list[dict[str, Any]]:
+    """One summary row per variant, with ratios to Spark's RocksDB provider and to the baseline
+    (this variant's value / the other's: below 1 is better for every compared field)."""
+    rows = {v.name: {"variant": v.name, **_combine_rounds(
+        [summarize_run(r, expected_rows) for r in runs if r["variant"] == v.name])} for v in variants}
+    ref = rows.get(REFERENCE)
+    for v in variants:
+        s = rows[v.name]
+        if ref is not None and v.name != REFERENCE:
+            s["ratio_to_rocksdb"] = {k: ratio(s[k], ref[k]) for k in COMPARED}
+        if v.is_ttlstate and ref is not None:
+            s["meets_target"] = {k: s[k] is not None and ref[k] is not None and s[k] <= ref[k]
+                                 for k in ("median_batch_ms", "restore_ms")}
+        twin = next((w for w in variants if w.baseline is not None and w.name.split("@")[0] == v.name), None)
+        if twin is not None and v.baseline is None:
+            s["ratio_to_baseline"] = {k: ratio(s[k], rows[twin.name][k]) for k in COMPARED}
+    return list(rows.values())
+
+
+# ---- main ----
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batches", type=int, default=6)
+    ap.add_argument("--keys-per-batch", type=int, default=500_000)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--providers", default="rocksdb,rocksdb-changelog,ttlstate",
+                    help=f"comma-separated, from {', '.join(VARIANTS)}")
+    ap.add_argument("--baseline", metavar="REF", help="also run ttlstate from this older commit")
+    ap.add_argument("--baseline-variants", default="ttlstate",
+                    help="which ttlstate variants get a baseline twin")
+    ap.add_argument("--restore-keys", type=int, default=100, help="new keys in the restore batch")
+    ap.add_argument("--settle", type=float, default=6.0,
+                    help="seconds the query keeps running after its last batch (maintenance)")
+    ap.add_argument("--maintenance-interval", default="5s")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="run every variant this many times, in alternating order, and report medians: "
+                         "the machine's speed drifts within minutes, and reversing the order makes a "
+                         "drift hit every variant alike (--quick: 1)")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per child process")
+    ap.add_argument("--quick", action="store_true", help="3 batches of 20k keys, settle 2 s, one round")
+    ap.add_argument("--json", help="write the results here (and the plot beside it, .png)")
+    ap.add_argument("--plot", help="write the plot here (default: beside --json)")
+    ap.add_argument("--keep", action="store_true", help="keep inputs and checkpoints")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.batches, args.keys_per_batch, args.settle, args.rounds = 3, 20_000, 2.0, 1
+    if args.json and not args.plot:
+        args.plot = os.path.splitext(args.json)[0] + ".png"
+    return args
+
+
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    return {"batches": args.batches, "keys_per_batch": args.keys_per_batch, "partitions": args.partitions,
+            "master": "local[2]", "maintenance_interval": args.maintenance_interval,
+            "settle_s": args.settle, "restore_keys": args.restore_keys, "rounds": args.rounds,
+            "quick": args.quick, "workload": "dropDuplicates(key), Parquet file source, "
+            "maxFilesPerTrigger=1, noop sink"}
+
+
+def _check_baseline_runs(variants: list[Variant], runs: list[dict[str, Any]]) -> None:
+    """A baseline variant must have imported the old package and run the old server."""
+    for v in variants:
+        for r in (r for r in runs if r["variant"] == v.name):
+            v.check_code([r["ttlstate_file"], r["restore"]["ttlstate_file"], *r["shim_jars"]],
+                         [*r["server_files"], *r["restore"]["server_files"]])
+
+
+def run_all(args: argparse.Namespace, variants: list[Variant], work: str) -> list[dict[str, Any]]:
+    files, restore = write_inputs(os.path.join(work, "input"), args.batches, args.keys_per_batch,
+                                  args.restore_keys)
+    os.makedirs(os.path.join(work, "logs"))
+    runs = []
+    for round_no in range(args.rounds):
+        order = variants if round_no % 2 == 0 else list(reversed(variants))
+        runs += [run_variant(v, args, files, restore, work, round_no) for v in order]
+    return runs
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    baseline = prepare(args.baseline) if args.baseline else None
+    variants = with_baseline(pick(VARIANTS, args.providers), baseline, args.baseline_variants)
+    started = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    work = tempfile.mkdtemp(prefix="ttlstate-growth-")
+    try:
+        runs = run_all(args, variants, work)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    _check_baseline_runs(variants, runs)
+    expected = args.batches * args.keys_per_batch + args.restore_keys
+    result = {"benchmark": "growth", "started": started, "machine": describe(), "params": _params(args),
+              "variants": [v.describe() for v in variants], "runs": runs,
+              "summary": summarize(variants, runs, expected)}
+    for s in result["summary"]:
+        print(json.dumps(s), flush=True)
+    _save(result, args)
+    return result
+
+
+def _save(result: dict[str, Any], args: argparse.Namespace) -> None:
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+        print(f"growth: results {args.json}", flush=True)
+    if args.plot:
+        from benchmarks.growth_plot import plot
+
+        plot(result, args.plot)
+        print(f"growth: plot {args.plot}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""One step of the growth benchmark in a fresh JVM (started by `benchmarks.growth`).
+
+`grow`: a `dropDuplicates(key)` on a Parquet file source (`maxFilesPerTrigger=1`) runs until
+it has processed `batches` files, keeps running `settle_s` more seconds so that state
+maintenance (snapshots) can run as it would in a live query, then stops.
+`restore`: the same query on the same checkpoint, in a new JVM whose local state directories
+are empty, processes ONE small file (added by the parent) with `availableNow`: that batch
+loads the whole state from the checkpoint before it can commit.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from benchmarks.sparkjob import child_main, imported_ttlstate, progresses, session, state_metrics
+
+
+def batch_row(progress: dict[str, Any]) -> dict[str, Any]:
+    """The numbers of one batch the benchmark reports (durations are wall time of the
+    driver; state metrics are summed over partitions, so they can exceed the wall time)."""
+    d = progress.get("durationMs", {})
+    return {"batch_id": progress["batchId"], "input_rows": progress["numInputRows"],
+            "batch_ms": d.get("triggerExecution"), "add_batch_ms": d.get("addBatch"),
+            "wal_commit_ms": d.get("walCommit"), "commit_offsets_ms": d.get("commitOffsets"),
+            **state_metrics(progress)}
+
+
+def _start(spark: Any, params: dict[str, Any], available_now: bool) -> Any:
+    src = (spark.readStream.schema("key STRING").option("maxFilesPerTrigger", 1)
+           .parquet(params["input_dir"]))
+    writer = (src.dropDuplicates(["key"]).writeStream.format("noop").outputMode("append")
+              .option("checkpointLocation", params["checkpoint"]).queryName("growth"))
+    if available_now:
+        writer = writer.trigger(availableNow=True)
+    return writer.start()
+
+
+def _wait_for_batches(query: Any, count: int, timeout_s: float) -> None:
+    """Until `count` data batches have completed (or the query failed, or time ran out)."""
+    deadline = time.monotonic() + timeout_s
+    while len(progresses(query)) < count:
+        if query.exception() is not None:
+            raise RuntimeError(f"growth query failed: {query.exception()}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {len(progresses(query))} of {count} batches in {timeout_s:.0f}s")
+        time.sleep(0.2)
+
+
+def grow(spark: Any, params: dict[str, Any]) -> dict[str, Any]:
+    started = time.monotonic()
+    query = _start(spark, params, available_now=False)
+    _wait_for_batches(query, int(params["batches"]), float(params["timeout_s"]))
+    grown = time.monotonic() - started
+    time.sleep(float(params["settle_s"]))
+    query.stop()
+    return {"batches": [batch_row(p) for p in progresses(query)], "grow_wall_s": round(grown, 3)}
+
+
+def restore(spark: Any, params: dict[str, Any]) -> dict[str, Any]:
+    started = time.monotonic()
+    query = _start(spark, params, available_now=True)
+    query.awaitTermination(float(params["timeout_s"]))
+    wall = time.monotonic() - started
+    if query.exception() is not None:
+        raise RuntimeError(f"restore query failed: {query.exception()}")
+    rows = [batch_row(p) for p in progresses(query)]
+    query.stop()
+    if len(rows) != 1:
+        raise RuntimeError(f"restore ran {len(rows)} data batches, expected 1")
+    return {"batch": rows[0], "query_wall_s": round(wall, 3)}
+
+
+def run(params: dict[str, Any]) -> dict[str, Any]:
+    spark = session("ttlstate-growth-" + params["mode"], params["provider_class"], params["confs"],
+                    bool(params["ttlstate"]), params["spark_confs"])
+    try:
+        step = grow if params["mode"] == "grow" else restore
+        return {"ttlstate_file": imported_ttlstate() if params["ttlstate"] else None,
+                "spark_jars": spark.conf.get("spark.jars", ""), **step(spark, params)}
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(run))

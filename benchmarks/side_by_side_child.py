@@ -1,0 +1,69 @@
+"""One provider variant of the side-by-side benchmark, in its own JVM (started by
+`benchmarks.spark_side_by_side`): an unmeasured warm-up pass of every workload on a small
+input (JIT, Python workers, the state server), then every workload on the real input.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from benchmarks.sparkjob import child_main, imported_ttlstate, progresses, session
+
+
+def _bridge_counts(batches: list[dict[str, Any]]) -> dict[str, int]:
+    """ttlstate's round trips and key-filter answers, and the state rows written, summed."""
+    out = {"state_ops": 0, "round_trips": 0, "skipped": 0}
+    for p in batches:
+        for op in p.get("stateOperators", []):
+            custom = op.get("customMetrics", {})
+            out["state_ops"] += int(op.get("numRowsUpdated", 0)) + int(op.get("numRowsRemoved", 0))
+            out["round_trips"] += int(custom.get("bridgeRoundTrips", 0))
+            out["skipped"] += int(custom.get("keyFilterSkippedReads", 0))
+    return out
+
+
+def run_one(spark: Any, workload: str, input_dir: str, ck: str, ttlstate: bool) -> dict[str, Any]:
+    """One query over every file of input_dir (one file per batch, availableNow), timed."""
+    src = spark.readStream.schema("key STRING, v LONG").option("maxFilesPerTrigger", 1).json(input_dir)
+    if workload == "aggregation":
+        df, mode = src.groupBy("key").count(), "update"
+    else:
+        df, mode = src.dropDuplicates(["key"]), "append"
+    started = time.perf_counter()
+    q = (df.writeStream.format("noop").outputMode(mode).option("checkpointLocation", ck)
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    elapsed = time.perf_counter() - started
+    batches = progresses(q)
+    rows = sum(p["numInputRows"] for p in batches)
+    out: dict[str, Any] = {"workload": workload, "rows": rows, "seconds": round(elapsed, 3),
+                           "rows_per_s": round(rows / elapsed, 1) if elapsed else None}
+    if ttlstate:
+        c = _bridge_counts(batches)
+        out["bridge_round_trips"] = c["round_trips"]
+        out["round_trips_per_input_row"] = round(c["round_trips"] / rows, 4) if rows else None
+        out["state_rows_updated"] = c["state_ops"]
+        out["reads_answered_by_key_filter"] = c["skipped"]
+    return out
+
+
+def run(params: dict[str, Any]) -> dict[str, Any]:
+    spark = session("ttlstate-side-by-side", params["provider_class"], params["confs"],
+                    bool(params["ttlstate"]), params["spark_confs"])
+    work, ttl = params["work"], bool(params["ttlstate"])
+    jars = spark.conf.get("spark.jars", "")
+    try:
+        for workload in params["workloads"]:  # unmeasured
+            run_one(spark, workload, params["warm_dir"], os.path.join(work, f"warm-{workload}"), ttl)
+        rows = [run_one(spark, w, params["input_dir"], os.path.join(work, f"ck-{w}"), ttl)
+                for w in params["workloads"]]
+    finally:
+        spark.stop()
+    return {"rows": rows, "ttlstate_file": imported_ttlstate() if ttl else None, "spark_jars": jars}
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(run))

@@ -1,0 +1,177 @@
+"""Running one benchmark step in a child Python process (a fresh JVM), watching its memory.
+
+Each provider variant runs in its own process so that no JVM warm-up, class loading, state
+server or cache of one provider helps or hurts another, and so that a baseline variant can
+import an older ttlstate. The parent polls the resident memory of the child's process tree
+every ~100 ms: the JVM (the `java` child: Spark's RocksDB lives in it) and ttlstate's state
+server (`python -m ttlstate.server` and its `ttlstate.server.worker` processes; their RSS is
+summed, each worker being a separate interpreter with its own RocksDB).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+import psutil
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MB = 1024 * 1024
+
+
+@dataclass
+class PeakRss:
+    """Highest RSS seen per role; `total` is the highest JVM + server sum of one sample."""
+
+    jvm: int = 0
+    server: int = 0
+    total: int = 0
+    samples: int = 0
+    server_files: set[str] = field(default_factory=set)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"jvm_peak_rss_mb": round(self.jvm / MB, 1), "server_peak_rss_mb": round(self.server / MB, 1),
+                "total_peak_rss_mb": round(self.total / MB, 1), "rss_samples": self.samples,
+                "server_files": sorted(self.server_files)}
+
+
+SERVER_MARKERS = ("ttlstate.server", "ttlstate-server")
+LAUNCHERS = ("bash", "sh", "dash", "jspawnhelper")
+
+
+def _role(p: psutil.Process) -> str | None:
+    """'jvm', 'server' or None. Launchers are never classified: `spark-submit` is a bash
+    script whose command line names the app and jars and which later execs the JVM."""
+    name = p.name()
+    if name == "java":
+        return "jvm"
+    if name in LAUNCHERS:
+        return None
+    if any(marker in part for part in p.cmdline() for marker in SERVER_MARKERS):
+        return "server"
+    return None
+
+
+def _ttlstate_mappings(pid: int) -> set[str]:
+    """Files of ttlstate mapped by a server process (its native extension): which tree runs."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return {line.split(None, 5)[5].strip() for line in f
+                    if "ttlstate" in line and len(line.split(None, 5)) == 6}
+    except OSError:
+        return set()
+
+
+class RssPoller(threading.Thread):
+    """Samples the RSS of a process's descendants until stopped."""
+
+    def __init__(self, pid: int, interval: float = 0.1) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.interval = interval
+        self.peak = PeakRss()
+        self._roles: dict[tuple[int, float, str], str] = {}
+        self._mapped: set[int] = set()
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.interval):
+            self.sample()
+
+    def stop(self) -> PeakRss:
+        self._stop_event.set()
+        self.join(timeout=5)
+        return self.peak
+
+    def _role_of(self, p: psutil.Process) -> str | None:
+        key = (p.pid, p.create_time(), p.name())  # exec keeps pid and start time, not the name
+        role = self._roles.get(key)
+        if role is None:
+            role = _role(p)
+            if role is not None:  # only settled roles are cached: a launcher execs later
+                self._roles[key] = role
+        return role
+
+    def sample(self) -> None:
+        try:
+            procs = psutil.Process(self.pid).children(recursive=True)
+        except psutil.Error:
+            return
+        rss = {"jvm": 0, "server": 0}
+        for p in procs:
+            try:
+                role = self._role_of(p)
+                if role is None:
+                    continue
+                rss[role] += p.memory_info().rss
+                if role == "server" and p.pid not in self._mapped:
+                    found = _ttlstate_mappings(p.pid)
+                    if any(".so" in f for f in found):
+                        self._mapped.add(p.pid)
+                    self.peak.server_files |= found
+            except psutil.Error:
+                continue
+        self.peak.jvm = max(self.peak.jvm, rss["jvm"])
+        self.peak.server = max(self.peak.server, rss["server"])
+        self.peak.total = max(self.peak.total, rss["jvm"] + rss["server"])
+        self.peak.samples += 1
+
+
+class ChildFailed(RuntimeError):
+    pass
+
+
+def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """The child and everything it started (its JVM, the state server), by pid."""
+    try:
+        procs = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        procs = []
+    proc.kill()
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+
+
+def _tail(path: str, lines: int = 40) -> str:
+    with open(path, errors="replace") as f:
+        return "".join(f.readlines()[-lines:])
+
+
+def run_child(module: str, params: dict[str, object], env: dict[str, str], log: str,
+              timeout: float) -> tuple[dict[str, object], PeakRss]:
+    """Run `python -m module PARAMS OUT` from the repo root; its JSON result and peak RSS.
+
+    The child's output goes to `log`, shown on failure."""
+    with tempfile.TemporaryDirectory(prefix="ttlstate-bench-child-") as tmp:
+        params_path, out_path = os.path.join(tmp, "params.json"), os.path.join(tmp, "out.json")
+        with open(params_path, "w") as f:
+            json.dump(params, f)
+        with open(log, "a") as out:
+            proc = subprocess.Popen([sys.executable, "-m", module, params_path, out_path], cwd=REPO,
+                                    env=env, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL)
+        poller = RssPoller(proc.pid)
+        poller.start()
+        started = time.monotonic()
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc)
+            proc.wait()
+            raise ChildFailed(f"{module} timed out after {timeout:.0f}s; log {log}:\n{_tail(log)}") from None
+        finally:
+            peak = poller.stop()
+        if rc != 0 or not os.path.exists(out_path):
+            raise ChildFailed(f"{module} exited {rc} after {time.monotonic() - started:.0f}s; "
+                              f"log {log}:\n{_tail(log)}")
+        with open(out_path) as f:
+            return json.load(f), peak

@@ -1,0 +1,136 @@
+"""The benchmark harness without Spark: conf names, inputs, summaries, ratios, plot, report,
+the RSS poller's roles and the baseline environment (seconds, no JVM)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from benchmarks import growth, report, spark_side_by_side, variants
+from benchmarks.baseline import Baseline, environment
+from benchmarks.subproc import RssPoller
+
+from ttlstate.config import keys as K
+
+
+def test_variant_conf_names_are_the_packages() -> None:
+    assert variants.TTLSTATE == K.PROVIDER_CLASS
+    assert variants.PROVIDER_KEY == K.PROVIDER_CLASS_KEY
+    assert variants.TTL_KEY == K.TTL.key
+    assert variants.SNAPSHOT_INTERVAL_KEY == K.SNAPSHOT_INTERVAL.key
+    assert variants.KEY_FILTER_KEY == K.KEY_FILTER_MAX_KEYS.key
+    assert variants.CACHE_KEY == K.CACHE_MAX_BYTES.key
+
+
+def test_new_keys_are_distinct_across_batches_and_deterministic() -> None:
+    a, b = growth.new_keys(0, 5000), growth.new_keys(5000, 5000)
+    assert len(set(a) | set(b)) == 10_000
+    assert growth.new_keys(0, 5000) == a
+    assert all(len(k) == 16 for k in a)
+    assert a != sorted(a)  # spread over the key space, not in insertion order
+
+
+def test_inputs_are_ordered_by_mtime_with_the_restore_file_last(tmp_path: object) -> None:
+    files, restore = growth.write_inputs(str(tmp_path), 3, 100, 7)
+    times = [os.path.getmtime(f) for f in [*files, restore]]
+    assert times == sorted(times) and len(set(times)) == 4
+
+
+def _run(variant: str, batch_ms: list[int], restore_ms: int) -> dict[str, object]:
+    rows = [{"batch_ms": t, "commit_ms": t // 2, "snapshot_ms": 10, "state_rows": (i + 1) * 100}
+            for i, t in enumerate(batch_ms)]
+    return {"variant": variant, "round": 0, "batches": rows, "jvm_peak_rss_mb": 500.0,
+            "server_peak_rss_mb": 300.0, "total_peak_rss_mb": 800.0, "checkpoint_bytes": 10**6,
+            "restore": {"batch_ms": restore_ms, "commit_ms": 5, "state_rows": 310, "load_ms": 7}}
+
+
+def _fake_result() -> dict[str, object]:
+    base = variants.Variant("ttlstate", variants.TTLSTATE)
+    twin = base.at(Baseline("old", "abcdef0123", "/tree", "/py", {}))
+    vs = [variants.Variant("rocksdb", variants.ROCKSDB), base, twin]
+    runs = [_run("rocksdb", [900, 300, 400], 1000), _run("ttlstate", [800, 200, 300], 500),
+            _run("ttlstate@abcdef0", [800, 400, 600], 2000)]
+    summary = growth.summarize(vs, runs, expected_rows=310)
+    return {"params": {"batches": 3, "keys_per_batch": 100, "partitions": 4, "master": "local[2]"},
+            "started": "now", "variants": [v.describe() for v in vs], "runs": runs, "summary": summary}
+
+
+def test_summary_ratios_targets_and_baseline() -> None:
+    s = {row["variant"]: row for row in _fake_result()["summary"]}  # type: ignore[attr-defined]
+    assert s["ttlstate"]["median_batch_ms"] == 300
+    assert s["ttlstate"]["ratio_to_rocksdb"]["median_batch_ms"] == 0.75
+    assert s["ttlstate"]["meets_target"] == {"median_batch_ms": True, "restore_ms": True}
+    assert s["ttlstate"]["ratio_to_baseline"]["restore_ms"] == 0.25
+    assert s["ttlstate"]["restore_state_rows_ok"] is True
+    assert "ratio_to_baseline" not in s["rocksdb"]
+
+
+def test_rounds_are_combined_by_median_and_listed() -> None:
+    v = [variants.Variant("rocksdb", variants.ROCKSDB)]
+    runs = [_run("rocksdb", [100, 200, 300], 1000), {**_run("rocksdb", [500, 600, 700], 3000), "round": 1},
+            {**_run("rocksdb", [100, 100, 100], 2000), "round": 2}]
+    s = growth.summarize(v, runs, expected_rows=310)[0]
+    assert s["median_batch_ms"] == 200 and s["restore_ms"] == 2000
+    assert s["median_batch_ms_per_round"] == [200, 600, 100]
+
+
+def test_plot_and_report_render(tmp_path: object) -> None:
+    from benchmarks.growth_plot import plot
+
+    result = _fake_result()
+    path = os.path.join(str(tmp_path), "growth.png")
+    plot(result, path)
+    assert os.path.getsize(path) > 10_000
+    text = "\n".join(report.growth_section(result))
+    assert "| ttlstate@abcdef0 |" in text and "0.75, 0.5" in text
+
+
+def test_side_by_side_ratios_to_rocksdb_and_to_the_baseline_twin() -> None:
+    rows: list[dict[str, object]] = [
+        {"provider": p, "workload": "w", "rows_per_s": r}
+        for p, r in (("rocksdb", 100.0), ("ttlstate-ttl-on", 150.0), ("ttlstate-ttl-on@abc1234", 50.0))]
+    spark_side_by_side.add_ratios(rows)
+    assert rows[1]["ratio_to_rocksdb"] == 1.5 and rows[1]["ratio_to_baseline"] == 3.0
+    assert "ratio_to_baseline" not in rows[0] and "ratio_to_baseline" not in rows[2]
+
+
+def test_side_by_side_rounds_are_combined_by_median() -> None:
+    rows = [{"provider": "rocksdb", "workload": "w", "round": i, "seconds": s, "rows_per_s": 100 / s}
+            for i, s in enumerate((1.0, 4.0, 2.0))]
+    [row] = spark_side_by_side.combine_rounds(rows)
+    assert row["seconds"] == 2.0 and row["rows_per_s"] == 50.0 and "round" not in row
+    assert row["rows_per_s_per_round"] == [100.0, 25.0, 50.0]
+
+
+def test_rss_poller_sees_a_server_process_behind_a_launcher() -> None:
+    code = "import time; time.sleep(1.5)"  # exits by itself; bash waits for it
+    proc = subprocess.Popen(["bash", "-c", f"'{sys.executable}' -c '{code}' ttlstate.server & wait"])
+    poller = RssPoller(proc.pid, interval=0.05)
+    poller.start()
+    try:
+        deadline = time.monotonic() + 10
+        while poller.peak.server == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        peak = poller.stop()
+        proc.wait(timeout=10)
+    assert peak.server > 0 and peak.jvm == 0
+
+
+def test_baseline_environment_puts_the_old_tree_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    env = environment("/cache/ttlstate-abc", "/venv/bin/python")
+    assert env["PYTHONPATH"].split(os.pathsep) == ["/cache/ttlstate-abc/python", "/elsewhere"]
+    assert env["PYSPARK_PYTHON"] == "/venv/bin/python"
+
+
+def test_a_baseline_variant_that_ran_the_current_code_is_refused() -> None:
+    old = variants.Variant("ttlstate", variants.TTLSTATE).at(Baseline("r", "abc1234567", "/old", "/py", {}))
+    old.check_code(["/old/python/ttlstate/__init__.py"], ["/old/python/ttlstate/_native.so"])
+    with pytest.raises(RuntimeError, match="did not run only"):
+        old.check_code(["/new/python/ttlstate/__init__.py"], ["/old/python/ttlstate/_native.so"])
+    with pytest.raises(RuntimeError, match="did not run only"):
+        old.check_code(["/old/python/ttlstate/__init__.py"], [])  # no server seen at all
