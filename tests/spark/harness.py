@@ -74,9 +74,16 @@ class Run:
         def sink(df: DataFrame, batch_id: int) -> None:
             self.outputs[batch_id] = sorted((tuple(r) for r in df.collect()), key=repr)
 
-        self.query = (self.build(sources).writeStream.outputMode(self.output_mode)
-                      .foreachBatch(sink).option("checkpointLocation", self.checkpoint).start())
-        for k, v in previous.items():  # the session's own values again (unset would mean Spark's default)
+        try:
+            self.query = (self.build(sources).writeStream.outputMode(self.output_mode)
+                          .foreachBatch(sink).option("checkpointLocation", self.checkpoint).start())
+        finally:
+            self._restore_confs(previous)
+
+    def _restore_confs(self, previous: dict[str, str | None]) -> None:
+        """The session's own values again, also when start() failed (unset would mean Spark's
+        default; a bad value left behind would fail every later query of the module)."""
+        for k, v in previous.items():
             if v is None:
                 self.spark.conf.unset(k)
             else:

@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Iterator
 
 import pytest
-from pyspark.errors import StreamingQueryException
+from pyspark.errors import IllegalArgumentException, StreamingQueryException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -147,25 +147,25 @@ def test_damaged_checkpoint_fails_the_query_naming_file_version_and_store(
 
 
 def test_every_bad_conf_value_fails_the_query_at_start(spark: SparkSession) -> None:
-    """Each validated key of ttlstate.config.keys, one tiny query each: the query fails in its
-    first batch with a message naming the key, the value and what is allowed. `workers` comes
-    first, with no server running: the shim reads it before it starts one."""
+    """Each validated key of ttlstate.config.keys, one tiny query each: `start()` fails (the
+    start checks that `configure` installs), before any batch, with a message naming the key,
+    the value and what is allowed. `workers` comes first, with no server running."""
     cases = {K.WORKERS.key: BAD[K.WORKERS]} | {k.key: v for k, v in BAD.items()}
     cases[K.operator_ttl_key(0)] = "later"
     spark._jvm.ttlstate.spark.StateServer.shutdown()  # type: ignore[union-attr]
     wrong: dict[str, str] = {}
     for key, value in cases.items():
         run = Run(spark, TTLSTATE, agg, SCHEMA, "update", {key: value})
-        run.start()
         try:
-            run.step(STEPS[0])
-            wrong[key] = f"no failure; outputs {run.outputs}"
-        except StreamingQueryException as e:
+            run.start()
+            wrong[key] = "start() did not fail"
+        except IllegalArgumentException as e:
             msg = str(e)
-            if not (key in msg and repr(value) in msg and "allowed" in msg) or run.outputs:
+            if not (key in msg and repr(value) in msg and "allowed" in msg):
                 wrong[key] = msg[:400]
         finally:
             run.stop()
+        assert spark.conf.get(key, None) is None  # the bad value did not stay in the session
     assert not wrong, wrong
 
 

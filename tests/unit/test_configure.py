@@ -26,6 +26,14 @@ def no_pyspark_python(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in a process that has not started a JVM yet: earlier test modules of this pytest run
+    leave PySpark's gateway up (launch modes with a running JVM: tests/spark/test_launch_modes.py)."""
+    monkeypatch.setattr(C, "_running_jvm", lambda: None)
+    monkeypatch.setattr(C, "_active_session", lambda: None)
+
+
 def test_sets_provider_jar_interpreter_and_keys() -> None:
     b = C.configure(FakeBuilder(), ttl="30m", update_type="OnReadAndWrite", operator_ttl={2: "off"})
     opts = b._options
