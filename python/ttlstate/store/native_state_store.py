@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ttlstate import _native
-from ttlstate.store import metric_names as M
 from ttlstate.store.state_store import StoreMetrics, StoreStateError
 
 if TYPE_CHECKING:
@@ -110,13 +109,8 @@ class NativeStateStore:
         return int(self.txn.removed_incremental)
 
     def metrics(self) -> StoreMetrics:
-        custom = self._p.drain_metrics()
-        custom[M.TTL_EXPIRED_ON_READ.name] = self.expired_on_read
-        custom[M.TTL_REMOVED_INCREMENTAL.name] = self.removed_incremental
-        custom[M.TTL_EXPIRED_TOTAL.name] = (custom[M.TTL_EXPIRED_ON_READ.name]
-                                            + custom[M.TTL_REMOVED_INCREMENTAL.name]
-                                            + custom.get(M.TTL_REMOVED_BY_FILTER.name, 0))
-        return StoreMetrics(self._p.num_keys, self._p.memory_bytes(int(self.txn.pending_bytes)), custom)
+        return self._p.store_metrics(self.expired_on_read, self.removed_incremental,
+                                     int(self.txn.pending_bytes))
 
 
 @contextmanager

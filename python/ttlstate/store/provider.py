@@ -45,7 +45,7 @@ from ttlstate.engine.base import Engine, FilterSettings
 from ttlstate.engine.select import open_engine
 from ttlstate.faults import crash_point
 from ttlstate.store import metric_names as M
-from ttlstate.store.state_store import StateStore, StoreStateError
+from ttlstate.store.state_store import StateStore, StoreMetrics, StoreStateError
 
 if TYPE_CHECKING:
     from ttlstate.store.native_state_store import NativeStateStore
@@ -534,6 +534,17 @@ class StoreProvider:
                 fallback = self.config.engine is EngineKind.AUTO and self._engine.kind != "native"
                 out[M.ENGINE_FALLBACK.name] = int(fallback)
             return out
+
+    def store_metrics(self, expired_on_read: int, removed_incremental: int, pending_bytes: int
+                      ) -> StoreMetrics:
+        """A store version's metrics, for either data plane: the provider's counters since the
+        last report, the version's own, and their TTL total."""
+        custom = self.drain_metrics()
+        custom[M.TTL_EXPIRED_ON_READ.name] = expired_on_read
+        custom[M.TTL_REMOVED_INCREMENTAL.name] = removed_incremental
+        custom[M.TTL_EXPIRED_TOTAL.name] = (expired_on_read + removed_incremental
+                                            + custom.get(M.TTL_REMOVED_BY_FILTER.name, 0))
+        return StoreMetrics(self.num_keys, self.memory_bytes(pending_bytes), custom)
 
     def memory_bytes(self, pending_bytes: int) -> int:
         """Spark's `memoryUsedBytes`, as its RocksDB provider counts it for one store: memtables

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ttlstate.store import metric_names as M
 from ttlstate.ttl import ttl_value
 from ttlstate.ttl.expiry import is_expired
 
@@ -232,13 +231,7 @@ class StateStore:
 
     # -- metrics ---------------------------------------------------------------------------
     def metrics(self) -> StoreMetrics:
-        custom = self._p.drain_metrics()
-        custom[M.TTL_EXPIRED_ON_READ.name] = self.expired_on_read
-        custom[M.TTL_REMOVED_INCREMENTAL.name] = self.removed_incremental
-        custom[M.TTL_EXPIRED_TOTAL.name] = (custom[M.TTL_EXPIRED_ON_READ.name]
-                                            + custom[M.TTL_REMOVED_INCREMENTAL.name]
-                                            + custom.get(M.TTL_REMOVED_BY_FILTER.name, 0))
-        return StoreMetrics(self._p.num_keys, self._p.memory_bytes(self._pending_bytes), custom)
+        return self._p.store_metrics(self.expired_on_read, self.removed_incremental, self._pending_bytes)
 
 
 def _merge(overlay: list[tuple[bytes, bytes | None]],
