@@ -127,6 +127,7 @@ py::dict ProtocolConstants() {
   d["WRITE_PUT"] = p::kWritePut;
   d["WRITE_REMOVE"] = p::kWriteRemove;
   d["WRITE_PUT_NEW"] = p::kWritePutNew;
+  d["WRITE_PUT_PRESENT"] = p::kWritePutPresent;
   d["WRITE_REMOVE_EXPIRED"] = p::kWriteRemoveExpired;
   d["ITER_CHUNK_BYTES"] = p::kIterChunkBytes;
   d["ERR_INTERNAL"] = p::kErrInternal;
@@ -213,9 +214,11 @@ PYBIND11_MODULE(_native, m) {
         for (size_t i = 0; i < values.size(); ++i) out[i] = BytesOrNone(values[i]);
         return out;
       })
-      .def("put", [](ttlstate::Txn& t, const py::bytes& key, const py::bytes& value, bool known_absent) {
-        t.Put(View(key), View(value), known_absent);
-      }, py::arg("key"), py::arg("value"), py::arg("known_absent") = false)
+      .def("put", [](ttlstate::Txn& t, const py::bytes& key, const py::bytes& value, std::optional<bool> committed) {
+        // committed: what the caller proved about the key in the committed DB (None: nothing)
+        using C = ttlstate::Txn::Committed;
+        t.Put(View(key), View(value), !committed ? C::kUnknown : *committed ? C::kPresent : C::kAbsent);
+      }, py::arg("key"), py::arg("value"), py::arg("committed") = py::none())
       .def("remove", [](ttlstate::Txn& t, const py::bytes& key) { t.Remove(View(key)); })
       .def("scan", [](ttlstate::Txn& t, std::optional<std::string> lower, std::optional<std::string> upper) {
         py::gil_scoped_release release;

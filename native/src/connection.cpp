@@ -168,8 +168,11 @@ void Connection::Writes(Txn& txn, PayloadReader& r) {
   for (uint32_t i = 0; i < n; ++i) {
     const uint8_t kind = r.U8();
     const std::string_view key = r.Bytes();
-    if (kind == p::kWritePut || kind == p::kWritePutNew) {
-      txn.Put(key, r.Bytes(), kind == p::kWritePutNew);
+    if (kind == p::kWritePut || kind == p::kWritePutNew || kind == p::kWritePutPresent) {
+      const auto known = kind == p::kWritePutNew       ? Txn::Committed::kAbsent
+                         : kind == p::kWritePutPresent ? Txn::Committed::kPresent
+                                                       : Txn::Committed::kUnknown;
+      txn.Put(key, r.Bytes(), known);
     } else if (kind == p::kWriteRemove) {
       txn.Remove(key);
     } else if (kind == p::kWriteRemoveExpired) {

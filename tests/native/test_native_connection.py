@@ -26,6 +26,7 @@ class Peer:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.rfile = sock.makefile("rb")
+        self.loaded = None  # the store version the last LOAD bound
 
     def send(self, code: int, w: P.Writer) -> None:
         self.sock.sendall(P.frame(code, w.payload()))
@@ -56,11 +57,12 @@ def served(tmp_path) -> Iterator[tuple[Peer, list[int], StoreProvider, _native.C
             _h, version, now, read_only = r.u32(), r.i64(), r.i64(), r.u8()
             store = provider.get_store(version, now_ms=now, read_only=bool(read_only))
             conn.bind(H, store.txn)
+            peer.loaded = store
         return P.RESP_OK, b"control"
 
+    peer = Peer(theirs)
     thread = threading.Thread(target=conn.serve, args=(handler,), daemon=True)
     thread.start()
-    peer = Peer(theirs)
     yield peer, forwarded, provider, conn
     peer.rfile.close()  # the socket closes when its file object does too
     theirs.close()
@@ -112,3 +114,29 @@ def test_native_errors_keep_the_connection_usable(served) -> None:  # noqa: ANN0
     assert code == P.RESP_ERROR and r.u16() == P.ERR_BAD_REQUEST
     code, r = peer.call(P.OP_GET, P.Writer().u32(H).bytes(b"k"))
     assert (code, r.bytes_or_none()) == (P.RESP_OK, None)
+
+
+def test_every_write_kind_keeps_the_key_count_exact(served) -> None:  # noqa: ANN001
+    """The shim's proofs (absent: key filter; present: a live cached entry) replace the commit's
+    lookup; a plain put or remove is looked up. Either way numRowsTotal counts what is stored."""
+    peer, _forwarded, provider, _conn = served
+    peer.call(P.OP_LOAD, P.Writer().u32(H).i64(0).i64(10).u8(0))
+    w = P.Writer().u32(H).u32(3)
+    for k in (b"a", b"b", b"c"):
+        w.u8(P.WRITE_PUT_NEW).bytes(k).bytes(b"v")
+    peer.send(P.OP_WRITES, w)
+    assert peer.call(P.OP_GET, P.Writer().u32(H).bytes(b"a"))[0] == P.RESP_OK  # writes applied
+    provider.commit_store(peer.loaded)
+    assert provider.num_keys == 3
+    peer.call(P.OP_LOAD, P.Writer().u32(H).i64(1).i64(20).u8(0))
+    w = P.Writer().u32(H).u32(5)
+    w.u8(P.WRITE_PUT_PRESENT).bytes(b"a").bytes(b"v2")   # present: no lookup, no change
+    w.u8(P.WRITE_PUT).bytes(b"b").bytes(b"v2")           # looked up: present, no change
+    w.u8(P.WRITE_PUT).bytes(b"d").bytes(b"v")            # looked up: absent, +1
+    w.u8(P.WRITE_PUT_NEW).bytes(b"e").bytes(b"v")        # proved absent, +1
+    w.u8(P.WRITE_REMOVE).bytes(b"c")                     # looked up: present, -1
+    peer.send(P.OP_WRITES, w)
+    code, r = peer.call(P.OP_GET, P.Writer().u32(H).bytes(b"a"))
+    assert (code, r.bytes_or_none()) == (P.RESP_OK, b"v2")
+    provider.commit_store(peer.loaded)
+    assert provider.num_keys == 4 == provider.engine.count_keys()

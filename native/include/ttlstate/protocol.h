@@ -26,6 +26,7 @@ constexpr uint8_t kWritePut = 1;
 constexpr uint8_t kWriteRemove = 2;
 constexpr uint8_t kWritePutNew = 3;
 constexpr uint8_t kWriteRemoveExpired = 4;
+constexpr uint8_t kWritePutPresent = 5;
 
 constexpr uint32_t kIterChunkBytes = 256 * 1024;
 

@@ -94,9 +94,11 @@ class Txn : public std::enable_shared_from_this<Txn> {
   // as expired on read.
   void RemoveIfExpired(std::string_view key);
   std::vector<std::optional<std::string>> MultiGet(const std::vector<std::string_view>& keys);
-  // `known_absent`: the caller proved the key is not in the committed DB (the shim's key
-  // filter), so the commit needs no read to keep the key count exact.
-  void Put(std::string_view key, std::string_view value, bool known_absent = false);
+  // What the caller proved about the key in the committed DB: absent (the shim's key filter)
+  // or present (a live entry of the shim's cache); either way the commit needs no read to keep
+  // the key count exact.
+  enum class Committed : int8_t { kUnknown = -1, kAbsent = 0, kPresent = 1 };
+  void Put(std::string_view key, std::string_view value, Committed known = Committed::kUnknown);
   void Remove(std::string_view key);
   std::unique_ptr<Scan> NewScan(std::optional<std::string> lower, std::optional<std::string> upper);
   // Every key of the committed DB (expired ones too), values omitted: what the shim's key filter needs.

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -92,6 +92,8 @@ WRITE_PUT_NEW = 3     # a put of a key the shim's key filter proved absent from 
 #                       store (no false negatives): the commit needs no read to count it
 WRITE_REMOVE_EXPIRED = 4  # the shim's cache found the key expired: the server deletes it if it
 #                       is stored and expired at its time, and counts it as expired on read
+WRITE_PUT_PRESENT = 5  # a put of a key the shim's cache proved present in the committed store
+#                       (a live cached entry of the loaded version): the commit needs no read
 
 # Iterator chunk: u8 done, u32 n, n x (bytes key, bytes value). Chunks hold about this much.
 ITER_CHUNK_BYTES = 256 * 1024

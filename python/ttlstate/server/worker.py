@@ -283,7 +283,7 @@ class Connection(socketserver.StreamRequestHandler):
             for _ in range(r.u32()):
                 kind = r.u8()
                 key = r.bytes()
-                if kind in (P.WRITE_PUT, P.WRITE_PUT_NEW):
+                if kind in (P.WRITE_PUT, P.WRITE_PUT_NEW, P.WRITE_PUT_PRESENT):
                     store.put(key, r.bytes())
                 elif kind == P.WRITE_REMOVE:
                     store.remove(key)

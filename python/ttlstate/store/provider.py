@@ -21,7 +21,7 @@ import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ttlstate.checkpoint import names
@@ -58,6 +58,33 @@ from ttlstate.ttl.expiry import is_expired
 log = logging.getLogger(__name__)
 
 _APPLY_CHUNK = 10_000
+
+
+class _InBackground:
+    """A call (that releases the GIL) on its own thread; `result()` waits for it."""
+
+    def __init__(self, fn: Callable[[], int]) -> None:
+        self._fn = fn
+        self._value: int | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="ttlstate-apply", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._fn()
+        except BaseException as e:  # re-raised by result(), on the committing thread
+            self._error = e
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> int:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
 
 
 class StoreProvider:
@@ -349,26 +376,40 @@ class StoreProvider:
                     store.txn.incremental_step()
                 store.txn.write_changelog(local, header)
             crash_point("commit-before-upload")  # tests only; inert unless TTLSTATE_FAULTS is set
+            # The native plane applies the batch to the local DB while the changelog uploads (an
+            # upload is a round trip to the checkpoint's file system): the two are independent,
+            # so a failed upload then discards the local DB, as a failed apply does. The store's
+            # lock, held throughout, keeps every other use of this transaction out meanwhile.
+            applying = None if isinstance(store, StateStore) else _InBackground(store.txn.apply)
             try:
-                self.checkpoint.publish(local, name)
-            finally:
-                os.unlink(local)
-            self._remember_published(name, new_version)
-            crash_point("commit-after-upload")
-            try:
-                if isinstance(store, StateStore):
-                    self._apply(records)
-                else:
-                    self.num_keys += store.txn.apply()
+                self._publish_changelog(local, name, new_version)
+                if applying is not None:
+                    self.num_keys += applying.result()
             except BaseException:
-                self._drop_local()
+                if applying is not None:
+                    applying.join()
+                    self._drop_local()
                 raise
+            if applying is None:
+                try:
+                    self._apply(records)
+                except BaseException:
+                    self._drop_local()
+                    raise
             self._local_version = new_version
             self._batch_times[new_version] = store.now_ms
             self._maybe_compact(new_version)
             self._recount_if_filter_removed()
             self._unreported[M.COMMIT_TIME_MS.name] += int((time.monotonic() - started) * 1000)
             return new_version
+
+    def _publish_changelog(self, local: str, name: str, new_version: int) -> None:
+        try:
+            self.checkpoint.publish(local, name)
+        finally:
+            os.unlink(local)
+        self._remember_published(name, new_version)
+        crash_point("commit-after-upload")
 
     def _remember_published(self, name: str, new_version: int) -> None:
         """Track our own files. Re-committing version N supersedes everything after it.

@@ -3,7 +3,7 @@ package ttlstate.spark
 /** Wire protocol constants, mirrored from python/ttlstate/server/protocol.py (the spec lives
  *  there). tests/unit/test_cross_language.py checks every value against Python's. */
 object Protocol {
-  val PROTOCOL_VERSION = 4
+  val PROTOCOL_VERSION = 5
   val MAGIC = 0x54544C53
   val MAX_FRAME: Int = 1 << 30
 
@@ -49,6 +49,7 @@ object Protocol {
   val WRITE_REMOVE = 2
   val WRITE_PUT_NEW = 3
   val WRITE_REMOVE_EXPIRED = 4
+  val WRITE_PUT_PRESENT = 5
 
   val ITER_CHUNK_BYTES: Int = 256 * 1024
 
@@ -76,7 +77,7 @@ object Protocol {
     "CB_PUBLISH" -> CB_PUBLISH, "CB_DELETE" -> CB_DELETE, "CB_RESULT_OK" -> CB_RESULT_OK,
     "CB_RESULT_ERROR" -> CB_RESULT_ERROR, "CB_ERR_NOT_FOUND" -> CB_ERR_NOT_FOUND,
     "CB_ERR_IO" -> CB_ERR_IO, "WRITE_PUT" -> WRITE_PUT, "WRITE_REMOVE" -> WRITE_REMOVE, "WRITE_PUT_NEW" -> WRITE_PUT_NEW,
-    "WRITE_REMOVE_EXPIRED" -> WRITE_REMOVE_EXPIRED,
+    "WRITE_REMOVE_EXPIRED" -> WRITE_REMOVE_EXPIRED, "WRITE_PUT_PRESENT" -> WRITE_PUT_PRESENT,
     "ITER_CHUNK_BYTES" -> ITER_CHUNK_BYTES, "ERR_INTERNAL" -> ERR_INTERNAL,
     "ERR_BAD_REQUEST" -> ERR_BAD_REQUEST, "ERR_PROTOCOL_VERSION" -> ERR_PROTOCOL_VERSION,
     "ERR_CONF" -> ERR_CONF, "ERR_VERSION_NOT_FOUND" -> ERR_VERSION_NOT_FOUND,

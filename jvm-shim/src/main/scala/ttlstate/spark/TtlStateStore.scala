@@ -35,8 +35,10 @@ final class TtlStateStore(
   // Keys this task has read or written in this version, what a read now returns (null:
   // absent) and its last-access time. Exact when the server says reads are cacheable: within
   // one batch time a live entry stays live and every write to the store goes through this
-  // object. Bounded. At commit it is what the cross-batch cache learns.
-  private final class Known(val value: Array[Byte], val ts: Long)
+  // object. Bounded. At commit it is what the cross-batch cache learns. `inCommitted`: the
+  // committed store is known to hold the key (a live entry of the cross-batch cache), which a
+  // later put tells the server so that its commit need not look the key up to count rows.
+  private final class Known(val value: Array[Byte], val ts: Long, val inCommitted: Boolean)
   private val known = new java.util.HashMap[java.nio.ByteBuffer, Known]()
   private var knownBytes = 0L
   private val KnownLimit = 32L << 20
@@ -105,14 +107,17 @@ final class TtlStateStore(
   }
 
   /** Remembers what a read of `key` returns from now on; false if it could not (full). */
-  private def remember(key: Array[Byte], value: Array[Byte], ts: Long): Boolean = provider.readsCacheable && {
+  private def remember(key: Array[Byte], value: Array[Byte], ts: Long, inCommitted: Boolean = false): Boolean =
+      provider.readsCacheable && {
     val probe = java.nio.ByteBuffer.wrap(key)
-    if (known.containsKey(probe)) {
-      known.put(probe, new Known(value, ts)) // an existing entry keeps its own key copy; never left stale
+    val old = known.get(probe)
+    if (old != null) {
+      // an existing entry keeps its own key copy; never left stale
+      known.put(probe, new Known(value, ts, inCommitted || old.inCommitted))
       true
     } else if (knownBytes < KnownLimit) {
       val copy = java.util.Arrays.copyOf(key, key.length) // the caller may reuse its row buffer
-      known.put(java.nio.ByteBuffer.wrap(copy), new Known(value, ts))
+      known.put(java.nio.ByteBuffer.wrap(copy), new Known(value, ts, inCommitted))
       knownBytes += copy.length + 64 + (if (value == null) 0 else value.length)
       true
     } else false
@@ -144,9 +149,9 @@ final class TtlStateStore(
       null
     } else {
       if (!readOnly && provider.updateOnRead && e.ts != loaded.now) {
-        queueWrite(Protocol.WRITE_PUT, key, e.value) // the server stamps it with its time
-        if (!remember(key, e.value, loaded.now)) writesForgotten = true
-      } else remember(key, e.value, e.ts)
+        queueWrite(Protocol.WRITE_PUT_PRESENT, key, e.value) // the server stamps it with its time
+        if (!remember(key, e.value, loaded.now, inCommitted = true)) writesForgotten = true
+      } else remember(key, e.value, e.ts, inCommitted = true)
       e.value
     }
   }
@@ -285,10 +290,19 @@ final class TtlStateStore(
     // A key the filter has never seen is not in the committed store (no false negatives): the
     // server then counts it as new at commit without reading it.
     val isNew = keyFilter != null && !keyFilter.mightContain(encoded)
-    queueWrite(if (isNew) Protocol.WRITE_PUT_NEW else Protocol.WRITE_PUT, encoded, bytes)
+    val kind =
+      if (isNew) Protocol.WRITE_PUT_NEW
+      else if (isKnownInCommitted(encoded)) Protocol.WRITE_PUT_PRESENT
+      else Protocol.WRITE_PUT
+    queueWrite(kind, encoded, bytes)
     if (keyFilter != null) keyFilter.add(encoded)
     if (cache != null) HotCache.remove(cache.owner, encoded) // relearned at commit, if remembered
     if (!remember(encoded, java.util.Arrays.copyOf(bytes, bytes.length), loaded.now)) writesForgotten = true
+  }
+
+  private def isKnownInCommitted(key: Array[Byte]): Boolean = {
+    val k = known.get(java.nio.ByteBuffer.wrap(key))
+    k != null && k.inCommitted
   }
 
   /** A pipelined write (no reply); scans created earlier must not see it. */
