@@ -1,6 +1,5 @@
 package ttlstate.spark
 
-import java.nio.ByteBuffer
 import java.util.concurrent.atomic.AtomicLong
 
 /** The executor's cache of recently used state entries, kept across batches: encoded key ->
@@ -14,28 +13,33 @@ import java.util.concurrent.atomic.AtomicLong
 object HotCache {
   /** What a key maps to: the value and its last-access time at the tagged version. */
   final class Entry(val epoch: Long, val ts: Long, val value: Array[Byte]) {
-    def size(key: Array[Byte]): Long = key.length + value.length + Overhead
+    def size(key: StoreKey): Long = key.bytes.length + value.length + Overhead
   }
 
-  private final class Key(val owner: Long, val key: ByteBuffer) {
-    override def hashCode: Int = key.hashCode * 31 + java.lang.Long.hashCode(owner)
+  /** One provider instance's share of the cache; `bytes` is guarded by the cache's lock. */
+  final class Owner private[HotCache] (val id: Long) {
+    private[HotCache] var bytes = 0L
+  }
+
+  /** An owner's key; its hash is the key's, computed once, mixed with the owner. */
+  private final class Key(val owner: Owner, val key: StoreKey) {
+    override val hashCode: Int = key.hashCode * 31 + java.lang.Long.hashCode(owner.id)
     override def equals(o: Any): Boolean = o match {
-      case k: Key => k.owner == owner && k.key == key
+      case k: Key => (k.owner eq owner) && k.key == key
       case _ => false
     }
   }
 
-  /** Bytes per entry besides key and value: map node, key wrapper, entry object, array headers. */
-  val Overhead = 160L
+  /** Bytes per entry besides key and value: map node, key wrappers, entry object, array headers. */
+  val Overhead = 176L
 
   private val map = new java.util.LinkedHashMap[Key, Entry](1 << 12, 0.75f, true)
-  private val bytesByOwner = new java.util.HashMap[java.lang.Long, java.lang.Long]()
   private var bytes = 0L
   @volatile private var limit = ConfKeys.DEFAULT_CACHE_MAX_BYTES
   private val owners = new AtomicLong(0)
 
-  /** A new owner id, one per provider instance. */
-  def newOwner(): Long = owners.incrementAndGet()
+  /** A new owner, one per provider instance. */
+  def newOwner(): Owner = new Owner(owners.incrementAndGet())
 
   /** The executor-wide bound; the most recent value applies (all stores of an application see
    *  the same conf). Shrinking evicts at once. */
@@ -48,81 +52,100 @@ object HotCache {
 
   def usedBytes: Long = synchronized(bytes)
 
-  def ownerBytes(owner: Long): Long = synchronized {
-    val b = bytesByOwner.get(owner)
-    if (b == null) 0L else b.longValue
-  }
+  def ownerBytes(owner: Owner): Long = synchronized(owner.bytes)
 
   /** The entry of `key` for `owner`, if it belongs to `epoch`; a stale one is dropped. */
-  def get(owner: Long, epoch: Long, key: Array[Byte]): Entry = synchronized {
-    val k = new Key(owner, ByteBuffer.wrap(key))
+  def get(owner: Owner, epoch: Long, key: StoreKey): Entry = synchronized {
+    val k = new Key(owner, key)
     val e = map.get(k)
     if (e == null) null
     else if (e.epoch == epoch) e
-    else { drop(k, key, e); null }
+    else { drop(k, e); null }
   }
 
-  /** Remembers `key`'s committed state (copies the key: callers reuse their buffers). */
-  def put(owner: Long, epoch: Long, key: Array[Byte], ts: Long, value: Array[Byte]): Unit = synchronized {
-    if (limit <= 0) return
-    val e = new Entry(epoch, ts, value)
-    if (e.size(key) > limit / 4) { remove(owner, key); return } // one huge value must not flush the rest
-    val copy = java.util.Arrays.copyOf(key, key.length)
-    val k = new Key(owner, ByteBuffer.wrap(copy))
-    val old = map.put(k, e)
-    if (old != null) account(owner, -old.size(copy))
-    account(owner, e.size(copy))
+  /** Remembers the committed state of many keys at once (one lock): a value, or absent (null).
+   *  The keys are kept as given: callers hand over keys they no longer change. */
+  def putAll(owner: Owner, epoch: Long, entries: java.util.Map[StoreKey, Known]): Unit = synchronized {
+    val it = entries.entrySet.iterator
+    while (it.hasNext) {
+      val e = it.next()
+      val known = e.getValue
+      if (known.value == null || limit <= 0) remove0(owner, e.getKey)
+      else put0(owner, e.getKey, new Entry(epoch, known.ts, known.value))
+    }
     evict()
   }
 
-  def remove(owner: Long, key: Array[Byte]): Unit = synchronized {
-    val k = new Key(owner, ByteBuffer.wrap(key))
+  private def put0(owner: Owner, key: StoreKey, e: Entry): Unit = {
+    if (e.size(key) > limit / 4) { remove0(owner, key); return } // one huge value must not flush the rest
+    val k = new Key(owner, key)
+    val old = map.put(k, e)
+    if (old != null) account(owner, -old.size(key))
+    account(owner, e.size(key))
+  }
+
+  def remove(owner: Owner, key: StoreKey): Unit = synchronized(remove0(owner, key))
+
+  private def remove0(owner: Owner, key: StoreKey): Unit = {
+    val k = new Key(owner, key)
     val old = map.get(k)
-    if (old != null) drop(k, key, old)
+    if (old != null) drop(k, old)
   }
 
   /** Drops every entry of `owner` (a provider closing). */
-  def removeOwner(owner: Long): Unit = synchronized {
+  def removeOwner(owner: Owner): Unit = synchronized {
     val it = map.entrySet.iterator
     while (it.hasNext) {
       val e = it.next()
       if (e.getKey.owner == owner) {
-        account(owner, -e.getValue.size(e.getKey.key.array))
+        account(owner, -e.getValue.size(e.getKey.key))
         it.remove()
       }
     }
   }
 
-  private def drop(k: Key, key: Array[Byte], e: Entry): Unit = {
+  private def drop(k: Key, e: Entry): Unit = {
     map.remove(k)
-    account(k.owner, -e.size(key))
+    account(k.owner, -e.size(k.key))
   }
 
-  private def account(owner: Long, delta: Long): Unit = {
+  private def account(owner: Owner, delta: Long): Unit = {
     bytes += delta
-    val now = ownerBytes0(owner) + delta
-    if (now <= 0) bytesByOwner.remove(owner) else bytesByOwner.put(owner, now)
-  }
-
-  private def ownerBytes0(owner: Long): Long = {
-    val b = bytesByOwner.get(owner)
-    if (b == null) 0L else b.longValue
+    owner.bytes += delta
   }
 
   private def evict(): Unit = {
     val it = map.entrySet.iterator
     while (bytes > limit && it.hasNext) {
       val e = it.next()
-      account(e.getKey.owner, -e.getValue.size(e.getKey.key.array))
+      account(e.getKey.owner, -e.getValue.size(e.getKey.key))
       it.remove()
     }
+  }
+}
+
+/** What a task knows a key maps to in its version: the value (null: absent), the entry's
+ *  last-access time, and whether the committed store is known to hold the key (a live entry of
+ *  the cross-batch cache), which a later put tells the server so that its commit need not look
+ *  the key up to count rows. */
+final class Known(val value: Array[Byte], val ts: Long, val inCommitted: Boolean)
+
+/** An encoded state key as a map key: equality by content, the hash computed once (a key is
+ *  looked up in several maps per operation). Its bytes must not change while a map holds it:
+ *  `stable()` before keeping a key whose bytes the caller may reuse. */
+final class StoreKey private (val bytes: Array[Byte], override val hashCode: Int) {
+  def this(bytes: Array[Byte]) = this(bytes, scala.util.hashing.MurmurHash3.bytesHash(bytes))
+  def stable(): StoreKey = new StoreKey(java.util.Arrays.copyOf(bytes, bytes.length), hashCode)
+  override def equals(o: Any): Boolean = o match {
+    case k: StoreKey => k.hashCode == hashCode && java.util.Arrays.equals(k.bytes, bytes)
+    case _ => false
   }
 }
 
 /** One provider's use of the cache: which committed version its entries describe (`version`),
  *  for which server lineage, under which epoch. Like the key filter, it is valid only while the
  *  server's local DB advanced by this provider's own commits; anything else renews the epoch. */
-final class CacheView(val owner: Long) {
+final class CacheView(val owner: HotCache.Owner) {
   @volatile var epoch: Long = 0L
   @volatile private var tag: (Long, Int, Long, Long) = (-1L, -1, -1L, -1L) // generation, handle, lineage, version
   @volatile private var maxNow: Long = Long.MinValue

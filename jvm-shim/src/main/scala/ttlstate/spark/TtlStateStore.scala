@@ -35,11 +35,8 @@ final class TtlStateStore(
   // Keys this task has read or written in this version, what a read now returns (null:
   // absent) and its last-access time. Exact when the server says reads are cacheable: within
   // one batch time a live entry stays live and every write to the store goes through this
-  // object. Bounded. At commit it is what the cross-batch cache learns. `inCommitted`: the
-  // committed store is known to hold the key (a live entry of the cross-batch cache), which a
-  // later put tells the server so that its commit need not look the key up to count rows.
-  private final class Known(val value: Array[Byte], val ts: Long, val inCommitted: Boolean)
-  private val known = new java.util.HashMap[java.nio.ByteBuffer, Known]()
+  // object. Bounded. At commit it is what the cross-batch cache learns.
+  private val known = new java.util.HashMap[StoreKey, Known]()
   private var knownBytes = 0L
   private val KnownLimit = 32L << 20
   // Set by the provider after LOAD (and on upgrade); null: every read asks the server.
@@ -107,18 +104,16 @@ final class TtlStateStore(
   }
 
   /** Remembers what a read of `key` returns from now on; false if it could not (full). */
-  private def remember(key: Array[Byte], value: Array[Byte], ts: Long, inCommitted: Boolean = false): Boolean =
+  private def remember(key: StoreKey, value: Array[Byte], ts: Long, inCommitted: Boolean = false): Boolean =
       provider.readsCacheable && {
-    val probe = java.nio.ByteBuffer.wrap(key)
-    val old = known.get(probe)
+    val old = known.get(key)
     if (old != null) {
       // an existing entry keeps its own key copy; never left stale
-      known.put(probe, new Known(value, ts, inCommitted || old.inCommitted))
+      known.put(key, new Known(value, ts, inCommitted || old.inCommitted))
       true
     } else if (knownBytes < KnownLimit) {
-      val copy = java.util.Arrays.copyOf(key, key.length) // the caller may reuse its row buffer
-      known.put(java.nio.ByteBuffer.wrap(copy), new Known(value, ts, inCommitted))
-      knownBytes += copy.length + 64 + (if (value == null) 0 else value.length)
+      known.put(key.stable(), new Known(value, ts, inCommitted)) // the caller may reuse its row buffer
+      knownBytes += key.bytes.length + 64 + (if (value == null) 0 else value.length)
       true
     } else false
   }
@@ -127,30 +122,21 @@ final class TtlStateStore(
 
   /** Hands what this task learned to the cross-batch cache: the store's state at the version
    *  the cache view describes (after a commit, the new one). */
-  private def publishKnown(): Unit = if (cache != null) {
-    val it = known.entrySet.iterator
-    while (it.hasNext) {
-      val e = it.next()
-      val key = e.getKey.array
-      val k = e.getValue
-      if (k.value == null) HotCache.remove(cache.owner, key)
-      else HotCache.put(cache.owner, cacheEpoch, key, k.ts, k.value)
-    }
-  }
+  private def publishKnown(): Unit = if (cache != null) HotCache.putAll(cache.owner, cacheEpoch, known)
 
   /** A cache hit, with TTL applied as the server would: an expired entry is hidden (and, in a
    *  write store, deleted by the server, which counts it); OnReadAndWrite refreshes a live one. */
-  private def fromCache(key: Array[Byte], e: HotCache.Entry): Array[Byte] = {
+  private def fromCache(key: StoreKey, e: HotCache.Entry): Array[Byte] = {
     val ttl = provider.ttlMs
     if (ttl >= 0 && Expiry.isExpired(e.ts, ttl, loaded.now)) {
       HotCache.remove(cache.owner, key)
-      if (readOnly) expiredInCacheReadOnly += 1 else queueWrite(Protocol.WRITE_REMOVE_EXPIRED, key, null)
-      if (!remember(key, null, 0L) && !readOnly) writesForgotten = true
+      if (readOnly) expiredInCacheReadOnly += 1 else queueWrite(Protocol.WRITE_REMOVE_EXPIRED, key.bytes, null)
+      if (!remember(key, null, 0L) && !readOnly) forget(key)
       null
     } else {
       if (!readOnly && provider.updateOnRead && e.ts != loaded.now) {
-        queueWrite(Protocol.WRITE_PUT_PRESENT, key, e.value) // the server stamps it with its time
-        if (!remember(key, e.value, loaded.now, inCommitted = true)) writesForgotten = true
+        queueWrite(Protocol.WRITE_PUT_PRESENT, key.bytes, e.value) // the server stamps it with its time
+        if (!remember(key, e.value, loaded.now, inCommitted = true)) forget(key)
       } else remember(key, e.value, e.ts, inCommitted = true)
       e.value
     }
@@ -174,17 +160,18 @@ final class TtlStateStore(
     requireOpen()
     checkCf(colFamilyName)
     val encoded = codec.encode(key)
-    val k = known.get(java.nio.ByteBuffer.wrap(encoded))
+    val sk = new StoreKey(encoded)
+    val k = known.get(sk)
     if (k != null) return valueRow(k.value)
     if (usableCache) {
-      val e = HotCache.get(cache.owner, cacheEpoch, encoded)
-      if (e != null) { cacheHits += 1; return valueRow(fromCache(encoded, e)) }
+      val e = HotCache.get(cache.owner, cacheEpoch, sk)
+      if (e != null) { cacheHits += 1; return valueRow(fromCache(sk, e)) }
       cacheMisses += 1
     }
     if (keyFilter != null && !keyFilter.mightContain(encoded)) { readsSkipped += 1; return null }
     val r = call("get", request(Protocol.OP_GET).bytes(encoded).frame(Protocol.OP_GET))
     val value = r.bytesOrNull()
-    remember(encoded, value, r.i64())
+    remember(sk, value, r.i64())
     valueRow(value)
   }
 
@@ -286,22 +273,31 @@ final class TtlStateStore(
     startScans()
     if (value == null) throw new IllegalArgumentException("Cannot put a null value")
     val encoded = codec.encode(key)
+    val sk = new StoreKey(encoded)
     val bytes = value.getBytes
     // A key the filter has never seen is not in the committed store (no false negatives): the
     // server then counts it as new at commit without reading it.
     val isNew = keyFilter != null && !keyFilter.mightContain(encoded)
     val kind =
       if (isNew) Protocol.WRITE_PUT_NEW
-      else if (isKnownInCommitted(encoded)) Protocol.WRITE_PUT_PRESENT
+      else if (isKnownInCommitted(sk)) Protocol.WRITE_PUT_PRESENT
       else Protocol.WRITE_PUT
     queueWrite(kind, encoded, bytes)
     if (keyFilter != null) keyFilter.add(encoded)
-    if (cache != null) HotCache.remove(cache.owner, encoded) // relearned at commit, if remembered
-    if (!remember(encoded, java.util.Arrays.copyOf(bytes, bytes.length), loaded.now)) writesForgotten = true
+    if (!remember(sk, java.util.Arrays.copyOf(bytes, bytes.length), loaded.now)) forget(sk)
   }
 
-  private def isKnownInCommitted(key: Array[Byte]): Boolean = {
-    val k = known.get(java.nio.ByteBuffer.wrap(key))
+  /** A write `known` has no room for: the cache's committed entry of the key must no longer
+   *  answer this task's reads (the server does, with the pending write), and at commit the
+   *  cache starts afresh. A remembered write needs neither: `known` answers first, and the
+   *  commit hands it to the cache. */
+  private def forget(key: StoreKey): Unit = {
+    writesForgotten = true
+    if (cache != null) HotCache.remove(cache.owner, key)
+  }
+
+  private def isKnownInCommitted(key: StoreKey): Boolean = {
+    val k = known.get(key)
     k != null && k.inCommitted
   }
 
@@ -319,9 +315,9 @@ final class TtlStateStore(
     checkCf(colFamilyName)
     startScans()
     val encoded = codec.encode(key)
+    val sk = new StoreKey(encoded)
     queueWrite(Protocol.WRITE_REMOVE, encoded, null)
-    if (cache != null) HotCache.remove(cache.owner, encoded)
-    if (!remember(encoded, null, 0L)) writesForgotten = true
+    if (!remember(sk, null, 0L)) forget(sk)
   }
 
   // -- lifecycle --------------------------------------------------------------------------
