@@ -13,8 +13,12 @@ import java.util.concurrent.atomic.AtomicLong
 object HotCache {
   /** What a key maps to: the value and its last-access time at the tagged version. */
   final class Entry(val epoch: Long, val ts: Long, val value: Array[Byte]) {
-    def size(key: StoreKey): Long = key.bytes.length + value.length + Overhead
+    def size(key: StoreKey): Long = entryBytes(key, value)
   }
+
+  /** What an entry of `key` -> `value` (null: none) costs the cache. */
+  def entryBytes(key: StoreKey, value: Array[Byte]): Long =
+    key.bytes.length + (if (value == null) 0 else value.length) + Overhead
 
   /** One provider instance's share of the cache; `bytes` is guarded by the cache's lock. */
   final class Owner private[HotCache] (val id: Long) {
@@ -49,6 +53,9 @@ object HotCache {
   }
 
   def enabled: Boolean = limit > 0
+
+  /** Whether entries of `bytes` (by `entryBytes`) fit in the cache at all. */
+  def fits(bytes: Long): Boolean = bytes <= limit
 
   def usedBytes: Long = synchronized(bytes)
 

@@ -113,7 +113,7 @@ final class TtlStateStore(
       true
     } else if (knownBytes < KnownLimit) {
       known.put(key.stable(), new Known(value, ts, inCommitted)) // the caller may reuse its row buffer
-      knownBytes += key.bytes.length + 64 + (if (value == null) 0 else value.length)
+      knownBytes += HotCache.entryBytes(key, value)
       true
     } else false
   }
@@ -122,7 +122,12 @@ final class TtlStateStore(
 
   /** Hands what this task learned to the cross-batch cache: the store's state at the version
    *  the cache view describes (after a commit, the new one). */
-  private def publishKnown(): Unit = if (cache != null) HotCache.putAll(cache.owner, cacheEpoch, known)
+  private def publishKnown(): Unit = if (cache != null) {
+    // A task whose entries alone exceed the whole cache would evict everything else and then
+    // part of its own (tasks that cycle through more than the cache get no hits from an LRU):
+    // the store forgets its entries instead, at the cost of one epoch renewal.
+    if (HotCache.fits(knownBytes)) HotCache.putAll(cache.owner, cacheEpoch, known) else cache.invalidate()
+  }
 
   /** A cache hit, with TTL applied as the server would: an expired entry is hidden (and, in a
    *  write store, deleted by the server, which counts it); OnReadAndWrite refreshes a live one. */
