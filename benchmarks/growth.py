@@ -40,6 +40,7 @@ from benchmarks.machine import describe
 from benchmarks.subproc import run_child
 from benchmarks.variants import (
     CHANGELOG_KEY,
+    KEY_FILTER_KEY,
     ROCKSDB,
     SNAPSHOT_INTERVAL_KEY,
     TTL_KEY,
@@ -54,6 +55,9 @@ VARIANTS: dict[str, Variant] = {
     "rocksdb": Variant("rocksdb", ROCKSDB),
     "rocksdb-changelog": Variant("rocksdb-changelog", ROCKSDB, {CHANGELOG_KEY: "true"}),
     "ttlstate": Variant("ttlstate", TTLSTATE, {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2"}),
+    # the same without the shim's key filter: what rebuilding it after a restore costs
+    "ttlstate-no-keyfilter": Variant("ttlstate-no-keyfilter", TTLSTATE,
+                                     {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", KEY_FILTER_KEY: "0"}),
 }
 REFERENCE = "rocksdb"
 # Summary fields compared across variants (all "lower is better").

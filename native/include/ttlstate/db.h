@@ -153,6 +153,15 @@ class Db {
   void Close();
 
  private:
+  struct ChangelogRecord {
+    std::string key;
+    std::string value;
+    bool put;
+  };
+  // Applies a chunk of changelog records (a later record of a key wins) in key order, then
+  // clears it; returns the change in the number of keys.
+  int64_t ApplyInKeyOrder(std::vector<ChangelogRecord>* records);
+
   std::shared_ptr<TimeSource> time_ = std::make_shared<TimeSource>();
   std::shared_ptr<FilterCounters> counters_ = std::make_shared<FilterCounters>();
   std::shared_ptr<DbCore> core_ = std::make_shared<DbCore>();
