@@ -74,7 +74,7 @@ def plot(result: dict[str, Any], path: str) -> None:
           "seconds", 1000)
     _bars(axes[1][1], result, [("jvm_peak_rss_mb", "JVM"), ("server_peak_rss_mb", "state server")],
           "peak RSS while growing", "MB", 1)
-    _bars(axes[1][2], result, [("checkpoint_bytes", "checkpoint")], "checkpoint state/ after growing",
+    _bars(axes[1][2], result, [("checkpoint_bytes", "checkpoint")], "checkpoint size after growing",
           "MB", 1e6)
     fig.suptitle(f"Growth: dropDuplicates, {p['batches']} x {p['keys_per_batch']:,} new keys, "
                  f"{p['partitions']} partitions, {p['master']} ({result['started']})")
