@@ -130,6 +130,30 @@ rocksdb::DB* DbCore::Handle() const {
   return db.get();
 }
 
+std::vector<char> DbCore::Contains(const std::vector<std::string_view>& sorted_keys) {
+  std::vector<char> found(sorted_keys.size(), 0);
+  constexpr size_t kLookupChunk = 4096;  // bounds the values pinned at once
+  for (size_t start = 0; start < sorted_keys.size(); start += kLookupChunk) {
+    const size_t end = std::min(sorted_keys.size(), start + kLookupChunk);
+    std::vector<rocksdb::Slice> slices;
+    slices.reserve(end - start);
+    for (size_t i = start; i < end; ++i) slices.emplace_back(sorted_keys[i].data(), sorted_keys[i].size());
+    std::vector<rocksdb::PinnableSlice> values(slices.size());
+    std::vector<rocksdb::Status> statuses(slices.size());
+    {
+      std::shared_lock<std::shared_mutex> lock(mu);
+      rocksdb::DB* h = Handle();
+      h->MultiGet(rocksdb::ReadOptions(), h->DefaultColumnFamily(), slices.size(), slices.data(), values.data(),
+                  statuses.data(), /*sorted_input=*/true);
+    }
+    for (size_t i = 0; i < slices.size(); ++i) {
+      if (!statuses[i].IsNotFound()) CheckStatus(statuses[i], "multi_get");
+      found[start + i] = statuses[i].ok() ? 1 : 0;
+    }
+  }
+  return found;
+}
+
 void DbCore::Register(DbResource* r) {
   std::lock_guard<std::mutex> lock(resources_mu);
   resources.insert(r);
@@ -395,33 +419,20 @@ int64_t Db::ApplyInKeyOrder(std::vector<ChangelogRecord>* records) {
     if (i + 1 < recs.size() && recs[i + 1].key == recs[i].key) continue;
     last.push_back(&recs[i]);
   }
+  std::vector<std::string_view> keys;
+  keys.reserve(last.size());
+  for (const ChangelogRecord* r : last) keys.emplace_back(r->key);
+  const std::vector<char> existed = core_->Contains(keys);
   int64_t delta = 0;
   rocksdb::WriteBatch batch;
-  constexpr size_t kLookupChunk = 4096;
-  for (size_t start = 0; start < last.size(); start += kLookupChunk) {
-    const size_t end = std::min(last.size(), start + kLookupChunk);
-    std::vector<rocksdb::Slice> slices;
-    slices.reserve(end - start);
-    for (size_t i = start; i < end; ++i) slices.emplace_back(last[i]->key);
-    std::vector<rocksdb::PinnableSlice> values(slices.size());
-    std::vector<rocksdb::Status> statuses(slices.size());
-    {
-      std::shared_lock<std::shared_mutex> lock(core_->mu);
-      rocksdb::DB* db = core_->Handle();
-      db->MultiGet(rocksdb::ReadOptions(), db->DefaultColumnFamily(), slices.size(), slices.data(), values.data(),
-                   statuses.data(), /*sorted_input=*/true);
-    }
-    for (size_t i = 0; i < slices.size(); ++i) {
-      if (!statuses[i].IsNotFound()) CheckStatus(statuses[i], "multi_get");
-      const bool existed = statuses[i].ok();
-      const ChangelogRecord& r = *last[start + i];
-      if (r.put) {
-        CheckStatus(batch.Put(r.key, r.value), "put");
-        if (!existed) ++delta;
-      } else {
-        CheckStatus(batch.Delete(r.key), "delete");
-        if (existed) --delta;
-      }
+  for (size_t i = 0; i < last.size(); ++i) {
+    const ChangelogRecord& r = *last[i];
+    if (r.put) {
+      CheckStatus(batch.Put(r.key, r.value), "put");
+      if (!existed[i]) ++delta;
+    } else {
+      CheckStatus(batch.Delete(r.key), "delete");
+      if (existed[i]) --delta;
     }
   }
   rocksdb::WriteOptions wo;

@@ -259,32 +259,16 @@ int64_t Txn::Apply() {
   // Keys whose presence in the committed DB is unknown (written without being read) are looked
   // up together; reads, the key filter's proofs and the executor's cache answered the others.
   std::vector<size_t> unknown;
+  std::vector<std::string_view> unknown_keys;
   for (size_t i = 0; i < writes.size(); ++i) {
-    if (writes[i].second->in_db < 0) unknown.push_back(i);
+    if (writes[i].second->in_db < 0) {
+      unknown.push_back(i);
+      unknown_keys.push_back(writes[i].first);
+    }
   }
+  const std::vector<char> stored = core_->Contains(unknown_keys);
   std::vector<char> found(writes.size(), 0);
-  constexpr size_t kLookupChunk = 4096;
-  for (size_t start = 0; start < unknown.size(); start += kLookupChunk) {
-    const size_t end = std::min(unknown.size(), start + kLookupChunk);
-    std::vector<rocksdb::Slice> slices;
-    slices.reserve(end - start);
-    for (size_t i = start; i < end; ++i) {
-      const auto key = writes[unknown[i]].first;
-      slices.emplace_back(key.data(), key.size());
-    }
-    std::vector<rocksdb::PinnableSlice> values(slices.size());
-    std::vector<rocksdb::Status> statuses(slices.size());
-    {
-      std::shared_lock<std::shared_mutex> lock(core_->mu);
-      rocksdb::DB* db = core_->Handle();
-      db->MultiGet(rocksdb::ReadOptions(), db->DefaultColumnFamily(), slices.size(), slices.data(), values.data(),
-                   statuses.data(), /*sorted_input=*/true);
-    }
-    for (size_t i = 0; i < slices.size(); ++i) {
-      if (!statuses[i].IsNotFound()) CheckStatus(statuses[i], "multi_get");
-      found[unknown[start + i]] = statuses[i].ok() ? 1 : 0;
-    }
-  }
+  for (size_t i = 0; i < unknown.size(); ++i) found[unknown[i]] = stored[i];
   rocksdb::WriteBatch batch;
   int64_t delta = 0;
   for (size_t i = 0; i < writes.size(); ++i) {

@@ -25,6 +25,23 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 TTLSTATE = K.PROVIDER_CLASS
 
+EVENTS_SCHEMA = "k STRING, v INT, ts TIMESTAMP"
+
+
+def ev(k: str, v: int, second: int) -> dict:
+    """One row of the events stream, at `second` past 2026-01-01 00:00."""
+    return {"k": k, "v": v, "ts": f"2026-01-01 00:00:{second:02d}"}
+
+
+# Five batches of events with repeated keys and an out-of-order one (b at second 2).
+EVENT_STEPS = [
+    [ev("a", 1, 1), ev("b", 2, 2), ev("a", 3, 3)],
+    [ev("a", 4, 12), ev("c", 5, 13), ev("b", 6, 2)],
+    [ev("d", 7, 25), ev("a", 8, 26)],
+    [ev("b", 9, 41), ev("e", 10, 42), ev("a", 11, 43)],
+    [ev("f", 12, 60)],
+]
+
 
 def session(master: str = "local[2]", confs: dict[str, str] | None = None,
             **ttl_options: object) -> SparkSession:

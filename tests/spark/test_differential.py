@@ -11,24 +11,20 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
-from tests.spark.harness import ROCKSDB, TTLSTATE, run_steps, session, state_rows_per_batch
+from tests.spark.harness import (
+    EVENT_STEPS,
+    EVENTS_SCHEMA,
+    ROCKSDB,
+    TTLSTATE,
+    run_steps,
+    session,
+    state_rows_per_batch,
+)
 
 pytestmark = pytest.mark.spark
 
-EVENTS = "k STRING, v INT, ts TIMESTAMP"
-
-
-def ev(k: str, v: int, second: int) -> dict:
-    return {"k": k, "v": v, "ts": f"2026-01-01 00:00:{second:02d}"}
-
-
-STEPS = [
-    [ev("a", 1, 1), ev("b", 2, 2), ev("a", 3, 3)],
-    [ev("a", 4, 12), ev("c", 5, 13), ev("b", 6, 2)],
-    [ev("d", 7, 25), ev("a", 8, 26)],
-    [ev("b", 9, 41), ev("e", 10, 42), ev("a", 11, 43)],
-    [ev("f", 12, 60)],
-]
+EVENTS = EVENTS_SCHEMA
+STEPS = EVENT_STEPS
 
 
 @pytest.fixture(scope="module")

@@ -13,25 +13,23 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tests.spark.harness import HDFS, ROCKSDB, TTLSTATE, Run, run_steps, session
+from tests.spark.harness import (
+    EVENT_STEPS,
+    EVENTS_SCHEMA,
+    HDFS,
+    ROCKSDB,
+    TTLSTATE,
+    Run,
+    ev,
+    run_steps,
+    session,
+)
 from ttlstate.spark.migrate import TARGETS, MigrationError, migrate
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = {"events": "k STRING, v INT, ts TIMESTAMP"}
-
-
-def ev(k: str, v: int, second: int) -> dict:
-    return {"k": k, "v": v, "ts": f"2026-01-01 00:00:{second:02d}"}
-
-
-STEPS = [
-    [ev("a", 1, 1), ev("b", 2, 2), ev("a", 3, 3)],
-    [ev("a", 4, 12), ev("c", 5, 13), ev("b", 6, 2)],
-    [ev("d", 7, 25), ev("a", 8, 26)],
-    [ev("b", 9, 41), ev("e", 10, 42), ev("a", 11, 43)],
-    [ev("f", 12, 60), ev("c", 13, 61)],
-]
+SCHEMA = {"events": EVENTS_SCHEMA}
+STEPS = [*EVENT_STEPS[:-1], [*EVENT_STEPS[-1], ev("c", 13, 61)]]
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -61,6 +62,9 @@ struct DbCore {
   std::mutex resources_mu;
   std::set<DbResource*> resources;
   rocksdb::DB* Handle() const;  // requires mu held; throws if closed
+  // Whether each key is stored, for keys in ascending order (one batched lookup per chunk):
+  // what a commit or a changelog replay needs to keep the key count exact.
+  std::vector<char> Contains(const std::vector<std::string_view>& sorted_keys);
   void Register(DbResource* r);
   void Unregister(DbResource* r);
 };

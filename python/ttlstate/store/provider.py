@@ -22,6 +22,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from ttlstate.checkpoint import names
@@ -60,31 +61,18 @@ log = logging.getLogger(__name__)
 _APPLY_CHUNK = 10_000
 
 
-class _InBackground:
-    """A call (that releases the GIL) on its own thread; `result()` waits for it."""
+def _in_background(fn: Callable[[], int]) -> Future[int]:
+    """`fn` (which releases the GIL) on its own thread; the future holds its result or error."""
+    future: Future[int] = Future()
 
-    def __init__(self, fn: Callable[[], int]) -> None:
-        self._fn = fn
-        self._value: int | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="ttlstate-apply", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
+    def run() -> None:
         try:
-            self._value = self._fn()
+            future.set_result(fn())
         except BaseException as e:  # re-raised by result(), on the committing thread
-            self._error = e
+            future.set_exception(e)
 
-    def join(self) -> None:
-        self._thread.join()
-
-    def result(self) -> int:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._value is not None
-        return self._value
+    threading.Thread(target=run, name="ttlstate-apply", daemon=True).start()
+    return future
 
 
 class StoreProvider:
@@ -380,14 +368,14 @@ class StoreProvider:
             # upload is a round trip to the checkpoint's file system): the two are independent,
             # so a failed upload then discards the local DB, as a failed apply does. The store's
             # lock, held throughout, keeps every other use of this transaction out meanwhile.
-            applying = None if isinstance(store, StateStore) else _InBackground(store.txn.apply)
+            applying = None if isinstance(store, StateStore) else _in_background(store.txn.apply)
             try:
                 self._publish_changelog(local, name, new_version)
                 if applying is not None:
                     self.num_keys += applying.result()
             except BaseException:
                 if applying is not None:
-                    applying.join()
+                    applying.exception()  # waits for the apply to end
                     self._drop_local()
                 raise
             if applying is None:
