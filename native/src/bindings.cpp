@@ -158,6 +158,11 @@ PYBIND11_MODULE(_native, m) {
   }, "The native TtlValue codec, for the cross-language test.");
   m.def("is_expired", &ttlstate::IsExpired, py::arg("ts"), py::arg("ttl"), py::arg("now"),
         "The native expiry rule (the one the filter and the read path use), for the cross-check.");
+  m.def("key_hashes", [](const py::bytes& key) {
+    const std::string_view k = View(key);
+    return std::make_pair(ttlstate::Murmur3x86_32(k, ttlstate::kKeyHashSeed1),
+                          ttlstate::Murmur3x86_32(k, ttlstate::kKeyHashSeed2));
+  }, "The key filter's two hashes of a key, for the cross-language test.");
   m.def("configure_memory", [](size_t total_bytes, double write_buffer_ratio) {
     ttlstate::ConfigureMemory({total_bytes, write_buffer_ratio});
   }, py::arg("total_bytes"), py::arg("write_buffer_ratio"),
@@ -175,6 +180,11 @@ PYBIND11_MODULE(_native, m) {
   py::register_exception<ttlstate::StateError>(m, "StateError", PyExc_RuntimeError);
   py::register_exception<ttlstate::PeerGone>(m, "PeerGone", PyExc_ConnectionError);
 
+  py::class_<ttlstate::KeyHashes>(m, "KeyHashes",
+      "The key filter hashes of the keys a restore loads, for the shim's filter.")
+      .def(py::init<>())
+      .def("take", [](ttlstate::KeyHashes& h) { return py::bytes(h.Take()); },
+           "The hash pairs collected so far (big-endian u32 pairs); empties it.");
   py::class_<ttlstate::CleanupCursor, std::shared_ptr<ttlstate::CleanupCursor>>(m, "CleanupCursor")
       .def(py::init<>())
       .def_property_readonly("next", [](const ttlstate::CleanupCursor& c) { return BytesOrNone(c.next); });
@@ -412,14 +422,15 @@ PYBIND11_MODULE(_native, m) {
         py::gil_scoped_release release;
         return db.NewSnapshot();
       }, "A pinned consistent view, to write a snapshot file from without holding the store.")
-      .def("ingest_snapshot_file", [](Db& db, const std::string& path, const std::string& sst_path) {
+      .def("ingest_snapshot_file", [](Db& db, const std::string& path, const std::string& sst_path,
+                                      ttlstate::KeyHashes* hashes) {
         py::gil_scoped_release release;
-        return db.IngestSnapshotFile(path, sst_path);
-      })
-      .def("apply_changelog_file", [](Db& db, const std::string& path) {
+        return db.IngestSnapshotFile(path, sst_path, hashes);
+      }, py::arg("path"), py::arg("sst_path"), py::arg("hashes") = nullptr)
+      .def("apply_changelog_file", [](Db& db, const std::string& path, ttlstate::KeyHashes* hashes) {
         py::gil_scoped_release release;
-        return db.ApplyChangelogFile(path);
-      })
+        return db.ApplyChangelogFile(path, hashes);
+      }, py::arg("path"), py::arg("hashes") = nullptr)
       .def_property_readonly("has_filter", &Db::HasFilter)
       .def("filter_metrics", [](Db& db) {
         const auto& c = db.Counters();

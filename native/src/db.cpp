@@ -355,7 +355,7 @@ std::unique_ptr<Iterator> Db::NewIterator(std::optional<std::string> lower, std:
 
 std::unique_ptr<DbSnapshot> Db::NewSnapshot() { return std::make_unique<DbSnapshot>(core_); }
 
-uint64_t Db::IngestSnapshotFile(const std::string& path, const std::string& sst_path) {
+uint64_t Db::IngestSnapshotFile(const std::string& path, const std::string& sst_path, KeyHashes* hashes) {
   RecordFileReader in(path);
   uint8_t op = 0;
   std::string_view key;
@@ -372,6 +372,7 @@ uint64_t Db::IngestSnapshotFile(const std::string& path, const std::string& sst_
       }
       CheckStatus(sst.Put(rocksdb::Slice(key.data(), key.size()), rocksdb::Slice(value.data(), value.size())),
                   "sst put");
+      if (hashes != nullptr) hashes->Add(key);
       previous.assign(key.data(), key.size());
       ++count;
     }
@@ -385,7 +386,7 @@ uint64_t Db::IngestSnapshotFile(const std::string& path, const std::string& sst_
   return count;
 }
 
-std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path) {
+std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, KeyHashes* hashes) {
   // Records are gathered in chunks and applied in key order (a later record of a key wins):
   // one sorted MultiGet keeps the key count exact, one sorted WriteBatch writes them. RocksDB's
   // memtable inserts keys in order several times faster than in file order.
@@ -398,6 +399,7 @@ std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path) {
   std::string_view key;
   std::string_view value;
   while (in.Next(&op, &key, &value)) {
+    if (hashes != nullptr && op == kRecordPut) hashes->Add(key);
     records.push_back({std::string(key), op == kRecordPut ? std::string(value) : std::string(), op == kRecordPut});
     bytes += key.size() + value.size() + sizeof(ChangelogRecord);
     ++count;

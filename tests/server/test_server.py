@@ -91,6 +91,48 @@ def test_key_scan_and_lineage_for_the_shims_key_filter(server, confs) -> None:  
     assert not c.key_filter_allowed
 
 
+def test_a_restore_sends_the_key_filter_hashes_of_every_key_it_loaded(server, confs) -> None:  # noqa: ANN001
+    """A load that rebuilds the local DB from the checkpoint (snapshot bulk load plus changelog
+    replay) answers LOAD_KEY_HASHES with the filter's hashes of every key it put, computed
+    natively, so the shim needs no scan; a load that reuses the local DB, or one not asking,
+    gets none. The Python data plane sends none (the shim then scans)."""
+    from ttlstate import _native
+
+    _proc, sockets, tmp = server
+    c = Client(sockets[0])
+    c.hello()
+    ck = os.path.join(tmp, "ck-hashes")
+    confs = dict(confs, **{K.TTL.key: "1h"})
+    h = c.open("hashes", confs, INFO, ck)
+    native = confs[K.ENGINE.key] == "native"
+    c.load(h, 0, 1000, key_hashes=True)
+    assert c.key_hashes == (b"" if native else None)  # a new store is built from nothing
+    first = [b"a%04d" % i for i in range(3000)]
+    c.writes(h, [(k, b"v") for k in first])
+    c.commit(h)
+    c.simple(P.OP_SNAPSHOT_NOW, h)
+    c.load(h, 1, 1000)
+    second = [b"b%04d" % i for i in range(500)]
+    c.writes(h, [(k, b"w") for k in second] + [(k, None) for k in first[:100]])
+    c.commit(h)
+    c.load(h, 2, 1000, key_hashes=True)
+    assert c.key_hashes is None  # the local DB advanced by its own commits: nothing rebuilt
+
+    h2 = c.open("hashes-restored", confs, INFO, ck)  # another provider: restores from files
+    _lineage, n = c.load(h2, 2, 1000, key_hashes=True)
+    assert n == 3400
+    if not native:
+        assert c.key_hashes is None
+        return
+    raw = c.key_hashes
+    assert raw is not None
+    pairs = [(int.from_bytes(raw[i:i + 4], "big"), int.from_bytes(raw[i + 4:i + 8], "big"))
+             for i in range(0, len(raw), 8)]
+    assert sorted(pairs) == sorted(_native.key_hashes(k) for k in first + second)
+    c.load(h2, 2, 1000)
+    assert c.key_hashes is None  # not asked for
+
+
 def test_large_scan_streams_in_chunks(server, confs) -> None:  # noqa: ANN001
     _proc, sockets, tmp = server
     c = Client(sockets[1])

@@ -28,7 +28,8 @@ def test_growing_filter_has_no_false_negatives_few_false_positives_and_a_bound(s
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     rnd = random.Random(7)
-    f = jvm.ttlstate.spark.KeyFilter.withCapacity(1, 1, 1, 500, 6000)  # first layer 500 keys, at most 6000
+    # first layer 500 keys, at most 6000
+    f = jvm.ttlstate.spark.KeyFilter.withCapacity(1, 1, 1, 500, 6000, "test")
     members = list({rnd.randbytes(rnd.randint(1, 40)) for _ in range(5000)})
     for k in members:
         f.add(bytearray(k))
@@ -43,6 +44,52 @@ def test_growing_filter_has_no_false_negatives_few_false_positives_and_a_bound(s
         f.add(bytearray(b"x%d" % i))
     assert not f.active() and f.memoryBytes() == 0 and not f.matches(1, 1, 1, 5)
     assert all(f.mightContain(bytearray(k)) for k in others[:200] + members[:200])
+
+
+def test_a_filter_filled_from_the_servers_hashes_holds_every_key(spark: SparkSession) -> None:
+    """After a restore the shim fills its filter from hashes the server computed natively
+    (`addHashed`): each of those keys must then be "might contain", as if added one by one."""
+    from ttlstate import _native
+
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    rnd = random.Random(5)
+    keys = list({rnd.randbytes(rnd.randint(0, 60)) for _ in range(3000)})
+    f = jvm.ttlstate.spark.KeyFilter.withCapacity(1, 1, 1, 1000, 100_000, "test")
+    f.addHashed(bytearray(b"".join(a.to_bytes(4, "big") + b.to_bytes(4, "big")
+                                   for a, b in map(_native.key_hashes, keys))))
+    assert f.size() >= 0.99 * len(keys)  # a false positive is not added twice
+    assert all(f.mightContain(bytearray(k)) for k in keys)
+    f.close()
+
+
+def test_the_executors_filters_share_one_byte_budget(spark: SparkSession) -> None:
+    """keyFilter.maxBytes bounds all filters of the JVM together: a filter whose next layer
+    would pass it gives up (still exact: everything "might" be there), and a closed filter
+    returns its bytes to the budget."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    kf = jvm.ttlstate.spark.KeyFilter
+    base = kf.usedBytes()  # other modules' queries may hold filters in this JVM
+    try:
+        kf.setBudget(base + (1 << 20))  # 1 MiB for this test
+        a = kf.withCapacity(1, 1, 1, 100_000, 10_000_000, "a")  # 1M bits: 128 KiB
+        assert a.active() and kf.usedBytes() == base + a.memoryBytes() == base + (128 << 10)
+        b = kf.withCapacity(1, 2, 1, 1 << 20, 10_000_000, "b")  # 10M bits: 2 MiB, over the budget
+        assert not b.active() and b.memoryBytes() == 0 and b.mightContain(bytearray(b"anything"))
+        for i in range(400_000):  # layers of 128 KiB, 512 KiB, then 1 MiB: over
+            a.add(bytearray(b"k%d" % i))
+            if not a.active():
+                break
+        assert not a.active() and i < 400_000 - 1
+        assert kf.usedBytes() == base  # giving up returned its bytes
+        c = kf.withCapacity(1, 3, 1, 100_000, 10_000_000, "c")
+        assert c.active()
+        c.close()
+        c.close()  # once only
+        assert kf.usedBytes() == base and c.mightContain(bytearray(b"x"))
+    finally:
+        kf.setBudget(128 << 20)
 
 
 def test_a_large_first_batch_keeps_skipping_reads_of_new_keys(spark: SparkSession) -> None:

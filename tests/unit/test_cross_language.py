@@ -92,3 +92,22 @@ def test_expiry_rule_is_the_same_in_scala_python_and_cpp() -> None:
     python = [is_expired(*c) for c in cases]
     native = [_native.is_expired(*c) for c in cases]
     assert scala == python == native
+
+
+def test_key_filter_hashes_are_the_same_in_scala_and_cpp() -> None:
+    """A restore fills the shim's key filter from hashes the server computes natively: a hash
+    that differed would be a false negative (a read answered "absent" for a key the store has).
+    Generated keys of every length around the 4-byte blocks, plus the empty key."""
+    import random
+
+    from ttlstate import _native
+
+    rnd = random.Random(20261124)
+    keys = [b""] + [rnd.randbytes(n) for n in range(1, 13)] + [rnd.randbytes(rnd.randint(0, 300))
+                                                             for _ in range(500)]
+    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.spark.KeyFilter"],
+                         input="".join(f"{k.hex()}\n" for k in keys),
+                         capture_output=True, text=True, timeout=120, check=True)
+    scala = [tuple(int(h) & 0xFFFFFFFF for h in line.split()) for line in out.stdout.splitlines()]
+    assert scala == [_native.key_hashes(k) for k in keys]

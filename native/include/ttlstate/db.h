@@ -16,6 +16,7 @@
 
 #include "rocksdb/db.h"
 #include "ttlstate/compaction_filter.h"
+#include "ttlstate/key_hash.h"
 
 namespace ttlstate {
 
@@ -143,9 +144,10 @@ class Db {
   std::unique_ptr<DbSnapshot> NewSnapshot();
   // Restores: a snapshot record file (sorted puts) bulk-loaded through an SST file into this
   // (empty) DB; returns the records loaded. A changelog applied in atomic chunks; returns
-  // (records, change in the number of keys).
-  uint64_t IngestSnapshotFile(const std::string& path, const std::string& sst_path);
-  std::pair<uint64_t, int64_t> ApplyChangelogFile(const std::string& path);
+  // (records, change in the number of keys). Both add the key of every put to `hashes` when
+  // given (what the shim's key filter is filled from after a restore).
+  uint64_t IngestSnapshotFile(const std::string& path, const std::string& sst_path, KeyHashes* hashes = nullptr);
+  std::pair<uint64_t, int64_t> ApplyChangelogFile(const std::string& path, KeyHashes* hashes = nullptr);
   void CompactAll();
   void Flush();
   uint64_t IntProperty(const std::string& name);

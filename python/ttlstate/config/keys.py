@@ -129,13 +129,18 @@ WORKERS = ConfKey("workers", "0", "an integer >= 0 (0 = one per executor core)",
 WRITE_BATCH_SIZE = ConfKey("writeBatchBytes", "262144", "an integer >= 1024",
                            "Bytes of pipelined puts/removes the shim buffers before sending.",
                            option="write_batch_bytes")
-KEY_FILTER_MAX_KEYS = ConfKey("keyFilter.maxKeys", "1000000", "an integer >= 0 (0 = off)",
+KEY_FILTER_MAX_KEYS = ConfKey("keyFilter.maxKeys", "10000000", "an integer >= 0 (0 = off)",
                               "Stores with at most this many keys keep a Bloom filter of their keys "
                               "in the executor JVM, so a read of a key the store does not have, such "
                               "as every new key of a deduplication, needs no round trip to the state "
-                              "server. It grows with the store up to this many keys (about 4 bytes "
-                              "per key: at most about 4 MB per store with the default).",
+                              "server. It grows with the store up to this many keys (3 to 8 bytes per "
+                              "key), within the executor's keyFilter.maxBytes.",
                               option="key_filter_max_keys")
+KEY_FILTER_MAX_BYTES = ConfKey("keyFilter.maxBytes", "128m", "a size such as 128m or 1g; 0 = off",
+                               "Heap of the executor JVM all stores' key filters may take together. A "
+                               "filter that would pass it gives up (its store's reads of absent keys "
+                               "reach the state server again, with a warning in the executor log).",
+                               option="key_filter_max_bytes")
 MEMORY_MAX_BYTES = ConfKey("memory.maxBytes", "256m", "a size such as 256m or 1g, at least 16m",
                           "Memory of RocksDB per state server worker process (native engine): one "
                           "block cache shared by all of the worker's stores, which memtables are "
@@ -189,7 +194,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON,
-    LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, MEMORY_MAX_BYTES,
+    LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES, MEMORY_MAX_BYTES,
     MEMORY_WRITE_BUFFER_RATIO, CACHE_MAX_BYTES, REQUEST_TIMEOUT, OPERATOR_TTL, OPERATOR_NAME_TTL,
 )
 

@@ -129,6 +129,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
     parse_int(K.WORKERS.key, get(K.WORKERS), minimum=0, maximum=1024)
     parse_int(K.WRITE_BATCH_SIZE.key, get(K.WRITE_BATCH_SIZE), minimum=1024, maximum=1 << 30)
     parse_int(K.KEY_FILTER_MAX_KEYS.key, get(K.KEY_FILTER_MAX_KEYS), minimum=0, maximum=1 << 26)
+    parse_bytes(K.KEY_FILTER_MAX_BYTES.key, get(K.KEY_FILTER_MAX_BYTES), minimum=0)
     parse_bytes(K.CACHE_MAX_BYTES.key, get(K.CACHE_MAX_BYTES), minimum=0)
     _request_timeout_ms(get(K.REQUEST_TIMEOUT))
     return StoreConfig(

@@ -60,11 +60,13 @@ class NativeEngine(Engine):
         """A pinned consistent view; writing it needs no lock on the store."""
         return self._db.snapshot()
 
-    def ingest_snapshot_file(self, path: str, sst_path: str) -> int:
-        return int(self._db.ingest_snapshot_file(path, sst_path))
+    def ingest_snapshot_file(self, path: str, sst_path: str,
+                             hashes: _native.KeyHashes | None = None) -> int:
+        return int(self._db.ingest_snapshot_file(path, sst_path, hashes))
 
-    def apply_changelog_file(self, path: str) -> tuple[int, int]:
-        count, delta = self._db.apply_changelog_file(path)
+    def apply_changelog_file(self, path: str,
+                             hashes: _native.KeyHashes | None = None) -> tuple[int, int]:
+        count, delta = self._db.apply_changelog_file(path, hashes)
         return int(count), int(delta)
 
     def compact(self) -> None:

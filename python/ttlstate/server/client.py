@@ -102,11 +102,15 @@ class Client:
         self.checkpoint_dirs[handle] = checkpoint_dir
         return handle
 
-    def load(self, h: int, version: int, now_ms: int, read_only: bool = False) -> tuple[int, int]:
-        """Loads `version`; returns (lineage, number of keys in the local DB)."""
-        r = self.call(P.OP_LOAD, P.Writer().u32(h).i64(version).i64(now_ms).u8(int(read_only)).payload(), h)
+    def load(self, h: int, version: int, now_ms: int, read_only: bool = False,
+             key_hashes: bool = False) -> tuple[int, int]:
+        """Loads `version`; returns (lineage, number of keys in the local DB). With
+        `key_hashes`, `self.key_hashes` is then what the shim would fill its filter from."""
+        flags = (P.LOAD_READ_ONLY if read_only else 0) | (P.LOAD_KEY_HASHES if key_hashes else 0)
+        r = self.call(P.OP_LOAD, P.Writer().u32(h).i64(version).i64(now_ms).u8(flags).payload(), h)
         lineage, num_keys = r.i64(), r.i64()
         self.now_ms = r.i64()
+        self.key_hashes = r.bytes_or_none()
         return lineage, num_keys
 
     def keys(self, h: int) -> list[bytes]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -33,11 +33,15 @@ OP_OPEN = 2           # str provider key, str confs json, str info json  -> OK u
 #   per-record incremental cleanup); the TTL and update type let the shim's cross-batch cache
 #   apply TTL itself (it is used only where reads are cacheable and the key filter allowed)
 OP_LOAD = 3           # u32 h, i64 version, i64 now ms, u8 flags         -> OK i64 lineage, i64 num keys,
-#                       [, i64 snapshot version if LOAD_FROM_SNAPSHOT]      i64 now (the time TTL uses)
+#                       [, i64 snapshot version if LOAD_FROM_SNAPSHOT]      i64 now (the time TTL uses),
+#                                                                          bytes key hashes (null: none)
 #   flags: LOAD_READ_ONLY; LOAD_EMPTY (an empty store at `version`, whose commit makes version+1:
 #   Spark's loadEmpty, for writing a whole state at a given version, as `ttlstate migrate` does);
 #   LOAD_FROM_SNAPSHOT (rebuild `version` from exactly that snapshot plus the changelogs after
-#   it: the state data source's snapshotStartBatchId)
+#   it: the state data source's snapshotStartBatchId); LOAD_KEY_HASHES (the shim will build a
+#   key filter: when this load built the local DB from nothing, send the filter's two hashes
+#   of every key put (big-endian u32 pairs, see native/include/ttlstate/key_hash.h), so the
+#   shim need not scan the keys back; else null)
 #   lineage changes whenever the local DB was rebuilt rather than advanced by this handle's own
 #   commits; the shim's key filter is valid only for the lineage and version it was built for
 OP_UPGRADE = 4        # u32 h                                            -> OK
@@ -69,6 +73,7 @@ OP_CHANGES = 20       # u32 h, i64 version                               -> OK u
 LOAD_READ_ONLY = 1
 LOAD_EMPTY = 2
 LOAD_FROM_SNAPSHOT = 4
+LOAD_KEY_HASHES = 8
 
 # Responses (server -> shim)
 RESP_OK = 64

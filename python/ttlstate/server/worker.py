@@ -351,8 +351,10 @@ class Connection(socketserver.StreamRequestHandler):
                 empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot)
             if self.native is not None and isinstance(entry.store, NativeStateStore):
                 self.native.bind(handle, entry.store.txn)  # its per-entry requests stay native
+            hashes = entry.provider.take_restored_key_hashes()
             return (P.Writer().i64(entry.provider.lineage).i64(entry.provider.num_keys)
-                    .i64(entry.store.now_ms).payload())
+                    .i64(entry.store.now_ms)
+                    .bytes(hashes if flags & P.LOAD_KEY_HASHES else None).payload())
         if code == P.OP_GET:
             value, ts = self._store(handle).get_entry(r.bytes())
             return P.Writer().bytes(value).i64(ts).payload()

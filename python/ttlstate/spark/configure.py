@@ -152,7 +152,8 @@ def configure(builder: Any, **options: Any) -> Any:
     state_visibility, time_source, full_snapshot, incremental_size, incremental_per_record,
     compaction_filter, query_time_after_num_entries, periodic_compaction, compact_every, engine,
     snapshot_interval, python, local_mode_python, workers, write_batch_bytes, key_filter_max_keys,
-    memory_max_bytes, memory_write_buffer_ratio, cache_max_bytes, request_timeout, and
+    key_filter_max_bytes, memory_max_bytes, memory_write_buffer_ratio, cache_max_bytes,
+    request_timeout, and
     operator_ttl (a dict of operator id or name, as progress shows it, to a TTL or "off":
     {"dedupe": "10m", 2: "off"}).
 

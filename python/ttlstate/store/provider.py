@@ -105,6 +105,11 @@ class StoreProvider:
         # keys held elsewhere (the shim's key filter) knows when it went stale. Random start: a
         # restarted server never repeats an earlier provider's value.
         self.lineage = secrets.randbits(62)
+        # The key filter hashes of every key of a local DB the last get_store built from
+        # nothing (native data plane), until taken: the shim fills its filter from them
+        # instead of scanning the keys back. None when it was not built from nothing.
+        self._restored_key_hashes: bytes | None = None
+        self._collecting: object | None = None  # _native.KeyHashes while a restore runs
 
     # -- engine ---------------------------------------------------------------------------
     @property
@@ -166,6 +171,7 @@ class StoreProvider:
         with self._lock:
             if self._closed:
                 raise StoreStateError(f"ttlstate store {self.store_id}: provider is closed")
+            self._restored_key_hashes = None
             if self._engine is not None and not os.path.isdir(self._db_dir):
                 log.warning("ttlstate store %s: local state directory vanished; restoring "
                             "from the checkpoint", self.store_id)
@@ -175,6 +181,7 @@ class StoreProvider:
                 self._open_empty()
                 self._local_version = version
                 self._batch_times.pop(version, None)
+                self._restored_key_hashes = b""
             elif from_snapshot is not None:
                 self._load(version, from_snapshot)
             elif self._engine is None or self._local_version != version:
@@ -198,6 +205,14 @@ class StoreProvider:
                                 self.config.ttl, self._native_cursor)
         self._native_store = NativeStateStore(self, txn)
         return self._native_store
+
+    def take_restored_key_hashes(self) -> bytes | None:
+        """The key filter hashes of the version get_store just built from nothing (big-endian
+        u32 pairs, one per key put, repeats possible), once; None if it was not built from
+        nothing or the data plane does not collect them."""
+        with self._lock:
+            hashes, self._restored_key_hashes = self._restored_key_hashes, None
+            return hashes
 
     def upgrade(self, store: AnyStore) -> AnyStore:
         """Turn a read store into the write store of the same version, in place."""
@@ -230,15 +245,21 @@ class StoreProvider:
                 fetched.append((name, *self._fetch_verified(name, kind, version)))
             if not plan.from_local:
                 self._open_empty()
+                if self.engine.native_data_plane:
+                    from ttlstate import _native
+                    self._collecting = _native.KeyHashes()
             for name, local_path, header in fetched:
                 if header.kind == KIND_SNAPSHOT:
                     self._restore_snapshot(name, local_path, header, version)
                 else:
                     self._replay_changelog(name, local_path, header, version)
+            if self._collecting is not None:
+                self._restored_key_hashes = self._collecting.take()  # type: ignore[attr-defined]
         except BaseException:
             self._drop_local()  # never serve a partially loaded version
             raise
         finally:
+            self._collecting = None
             for _name, local_path, _header in fetched:
                 if os.path.exists(local_path):
                     os.unlink(local_path)
@@ -280,7 +301,8 @@ class StoreProvider:
         engine = self.engine
         if engine.native_data_plane:  # bulk load: records -> one SST file -> ingested
             try:
-                loaded = engine.ingest_snapshot_file(local, local + ".sst")  # type: ignore[attr-defined]
+                loaded = engine.ingest_snapshot_file(  # type: ignore[attr-defined]
+                    local, local + ".sst", self._collecting)
             except RuntimeError as e:
                 raise CheckpointError(self.store_id, version, name, str(e)) from None
             finally:
@@ -309,7 +331,8 @@ class StoreProvider:
         engine = self.engine
         if engine.native_data_plane:
             try:
-                _count, delta = engine.apply_changelog_file(local)  # type: ignore[attr-defined]
+                _count, delta = engine.apply_changelog_file(  # type: ignore[attr-defined]
+                    local, self._collecting)
             except RuntimeError as e:
                 raise CheckpointError(self.store_id, version, name, str(e)) from None
             self.num_keys += delta

@@ -9,7 +9,7 @@ object ConfKeys {
     "cleanup.incremental.size", "cleanup.incremental.perRecord", "cleanup.compactionFilter.enabled",
     "cleanup.compactionFilter.queryTimeAfterNumEntries", "cleanup.compactionFilter.periodicCompaction",
     "cleanup.compactionFilter.compactEvery", "engine", "snapshotInterval", "python", "localModePython",
-    "workers", "writeBatchBytes", "keyFilter.maxKeys", "memory.maxBytes", "memory.writeBufferRatio",
+    "workers", "writeBatchBytes", "keyFilter.maxKeys", "keyFilter.maxBytes", "memory.maxBytes", "memory.writeBufferRatio",
     "cache.maxBytes", "requestTimeout", "operator.<operatorId>.ttl", "operator.<operatorName>.ttl")
 
   val PYTHON: String = PREFIX + "python"
@@ -18,7 +18,9 @@ object ConfKeys {
   val WRITE_BATCH_BYTES: String = PREFIX + "writeBatchBytes"
   val DEFAULT_WRITE_BATCH_BYTES = 262144
   val KEY_FILTER_MAX_KEYS: String = PREFIX + "keyFilter.maxKeys"
-  val DEFAULT_KEY_FILTER_MAX_KEYS = 1000000
+  val DEFAULT_KEY_FILTER_MAX_KEYS = 10000000
+  val KEY_FILTER_MAX_BYTES: String = PREFIX + "keyFilter.maxBytes"
+  val DEFAULT_KEY_FILTER_MAX_BYTES: Long = 128L << 20
   val CACHE_MAX_BYTES: String = PREFIX + "cache.maxBytes"
   val DEFAULT_CACHE_MAX_BYTES: Long = 64L << 20
 

@@ -1,5 +1,8 @@
 package ttlstate.spark
 
+import java.nio.ByteBuffer
+import java.util.concurrent.atomic.AtomicLong
+
 import scala.util.hashing.MurmurHash3
 
 /** A filter of one store's encoded keys, kept by the provider across batches.
@@ -14,20 +17,41 @@ import scala.util.hashing.MurmurHash3
  *  the keys it was sized for, a layer twice as large is stacked on it (a scalable Bloom filter):
  *  a key is in the filter if it is in any layer, new keys go to the newest. Each new layer gets
  *  more bits per key, so the false positives of all layers together stay about twice those of
- *  one. Past `maxKeys` keys it gives up (it frees its layers and every key "might" be there,
- *  which is still exact), so its memory stays bounded.
+ *  one. Past `maxKeys` keys of its store, or when the executor's filters together would pass
+ *  their byte budget (`setBudget`), it gives up (it frees its layers and every key "might" be
+ *  there, which is still exact), so memory stays bounded per store and per executor.
  *
  *  It is valid for one server-side lineage (the local DB the server built) and one version;
  *  the store advances `version` when it commits through it. Thread-safe: speculative task
  *  attempts may share it. */
 final class KeyFilter private (val generation: Long, val handle: Int, val lineage: Long,
-    firstCapacity: Long, val maxKeys: Long) {
+    firstCapacity: Long, val maxKeys: Long, owner: String) {
   import KeyFilter._
 
   @volatile var version: Long = -1L
-  private var layers: List[Layer] = List(new Layer(firstCapacity, 0)) // newest first
+  private val reserved = new AtomicLong // bytes of the executor's budget this filter holds
+  private val release = cleaner.register(this, new Release(reserved)) // also when dropped unclosed
+  private var layers: List[Layer] = Nil // newest first
   private var keys = 0L
   private var gaveUp = false
+  synchronized(grow(firstCapacity, 0))
+
+  /** Stacks a layer, if the budget has room for it; else gives up. */
+  private def grow(capacity: Long, index: Int): Unit = {
+    val bytes = Layer.bytes(capacity, index)
+    if (reserve(bytes)) { reserved.addAndGet(bytes); layers = new Layer(capacity, index) :: layers }
+    else giveUp(s"the executor's key filters would pass ${ConfKeys.KEY_FILTER_MAX_BYTES}=${budget} bytes " +
+      s"(${usedBytes} used; this one needed ${bytes} more)")
+  }
+
+  /** Reads of absent keys reach the server from now on: said once, as it costs throughput. */
+  private def giveUp(why: String): Unit = {
+    if (!gaveUp) TtlStateStoreProvider.log.warn(s"$owner: key filter dropped at $keys keys: $why; reads of " +
+      "keys the store does not have now cost a round trip to the state server")
+    gaveUp = true
+    layers = Nil
+    unreserve(reserved.getAndSet(0L))
+  }
 
   private def contains(h1: Long, h2: Long): Boolean = gaveUp || layers.exists(_.contains(h1, h2))
 
@@ -35,18 +59,26 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
 
   /** A key that might already be in the filter is not added again: its bits are set in some
    *  layer already, and bits are never cleared. */
-  def add(key: Array[Byte]): Unit = synchronized {
-    val h1 = hash1(key)
-    val h2 = hash2(key)
-    if (!contains(h1, h2)) {
-      if (keys >= maxKeys) { gaveUp = true; layers = Nil }
-      else {
-        if (layers.head.full) layers = new Layer(layers.head.capacity * 2, layers.size) :: layers
-        layers.head.add(h1, h2)
-        keys += 1
-      }
+  def add(key: Array[Byte]): Unit = synchronized(insert(hash1(key), hash2(key)))
+
+  /** Adds the keys whose hashes a restore computed (big-endian u32 pairs, seed 1 then seed 2:
+   *  `hashes` below, and the state server's native/include/ttlstate/key_hash.h). */
+  def addHashed(pairs: Array[Byte]): Unit = synchronized {
+    val b = ByteBuffer.wrap(pairs)
+    while (b.remaining >= 8) insert(b.getInt().toLong, (b.getInt() | 1).toLong)
+  }
+
+  private def insert(h1: Long, h2: Long): Unit = if (!contains(h1, h2)) {
+    if (keys >= maxKeys) giveUp(s"the store has more than ${ConfKeys.KEY_FILTER_MAX_KEYS}=$maxKeys keys")
+    else {
+      if (layers.head.full) grow(layers.head.capacity * 2, layers.size)
+      if (!gaveUp) { layers.head.add(h1, h2); keys += 1 }
     }
   }
+
+  /** Gives up for good and returns its bytes to the executor's budget (a newer filter
+   *  replaced it, or its provider closed). A store still using it stays exact. */
+  def close(): Unit = { synchronized { gaveUp = true; layers = Nil }; release.clean() }
 
   /** Keys added (at most one per distinct key). */
   def size: Long = synchronized(keys)
@@ -63,19 +95,54 @@ object KeyFilter {
   val Hashes = 7        // with 10+ bits per key: under 1% false positives per layer
   val BitsPerKey = 10   // the first layer's; each further layer has 2 more (at most 20)
   val MinCapacity = 1L << 14
+  // The state server computes the same hashes while it restores (native/include/ttlstate/
+  // key_hash.h); a cross-language test checks them (`main` below answers for Scala).
   private val Seed1 = 0x5bd1e995
   private val Seed2 = 0x1b873593
 
+  /** The two MurmurHash3 x86_32 hashes of a key, as the state server sends them. */
+  def hashes(key: Array[Byte]): (Int, Int) = (MurmurHash3.bytesHash(key, Seed1), MurmurHash3.bytesHash(key, Seed2))
   private def hash1(key: Array[Byte]): Long = MurmurHash3.bytesHash(key, Seed1).toLong
   private def hash2(key: Array[Byte]): Long = (MurmurHash3.bytesHash(key, Seed2) | 1).toLong
 
+  // The executor's budget: bytes of all key filters of the JVM together.
+  private val used = new AtomicLong
+  @volatile private var budget: Long = ConfKeys.DEFAULT_KEY_FILTER_MAX_BYTES
+  private val cleaner = java.lang.ref.Cleaner.create()
+
+  def setBudget(bytes: Long): Unit = budget = bytes
+  def usedBytes: Long = used.get
+
+  private def reserve(bytes: Long): Boolean = {
+    var done = false
+    var room = true
+    while (!done && room) {
+      val now = used.get
+      room = now + bytes <= budget
+      done = room && used.compareAndSet(now, now + bytes)
+    }
+    done
+  }
+
+  private def unreserve(bytes: Long): Unit = if (bytes != 0) used.addAndGet(-bytes)
+
+  /** Returns a filter's bytes once, whether it is closed or collected (it must not hold the filter). */
+  private final class Release(reserved: AtomicLong) extends Runnable {
+    override def run(): Unit = unreserve(reserved.getAndSet(0L))
+  }
+
   /** One Bloom filter of `capacity` keys; probe i of a key is bit h1 + i * h2 (Kirsch-Mitzenmacher).
    *  Loops, not collections: this runs on every read and put. Guarded by its KeyFilter. */
-  private final class Layer(val capacity: Long, index: Int) {
-    private val bitsLog2 = {
+  private object Layer {
+    def bitsLog2(capacity: Long, index: Int): Int = {
       val bits = capacity * math.min(20, BitsPerKey + 2 * index)
       math.max(6, 64 - java.lang.Long.numberOfLeadingZeros(bits - 1))
     }
+    def bytes(capacity: Long, index: Int): Long = 1L << (bitsLog2(capacity, index) - 3)
+  }
+
+  private final class Layer(val capacity: Long, index: Int) {
+    private val bitsLog2 = Layer.bitsLog2(capacity, index)
     private val words = new Array[Long](1 << (bitsLog2 - 6))
     private val mask = (1L << bitsLog2) - 1
     private var count = 0L
@@ -105,11 +172,28 @@ object KeyFilter {
     }
   }
 
-  /** Sized for twice the store's current keys, then growing; at most `maxKeys` keys. */
-  def sized(generation: Long, handle: Int, lineage: Long, numKeys: Long, maxKeys: Long): KeyFilter =
-    withCapacity(generation, handle, lineage, math.max(MinCapacity, 2 * numKeys), maxKeys)
+  /** Sized for twice the store's current keys, then growing; at most `maxKeys` keys. `owner`
+   *  names the store in the log line said if it gives up. */
+  def sized(generation: Long, handle: Int, lineage: Long, numKeys: Long, maxKeys: Long, owner: String): KeyFilter =
+    withCapacity(generation, handle, lineage, math.max(MinCapacity, 2 * numKeys), maxKeys, owner)
 
   /** A filter whose first layer holds `capacity` keys. */
-  def withCapacity(generation: Long, handle: Int, lineage: Long, capacity: Long, maxKeys: Long): KeyFilter =
-    new KeyFilter(generation, handle, lineage, math.max(1L, capacity), maxKeys)
+  def withCapacity(generation: Long, handle: Int, lineage: Long, capacity: Long, maxKeys: Long,
+      owner: String = "ttlstate store"): KeyFilter =
+    new KeyFilter(generation, handle, lineage, math.max(1L, capacity), maxKeys, owner)
+
+  /** Reads keys in hex, one per line, and prints their two hashes (the cross-language test). */
+  def main(args: Array[String]): Unit = {
+    val in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in))
+    val out = new java.io.PrintWriter(new java.io.BufferedWriter(new java.io.OutputStreamWriter(System.out)))
+    var line = in.readLine()
+    while (line != null) {
+      val hex = line.trim
+      val key = hex.grouped(2).map(b => Integer.parseInt(b, 16).toByte).toArray
+      val (h1, h2) = hashes(key)
+      out.println(s"$h1 $h2")
+      line = in.readLine()
+    }
+    out.flush()
+  }
 }

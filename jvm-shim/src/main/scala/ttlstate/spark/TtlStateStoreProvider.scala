@@ -32,6 +32,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   @volatile private[spark] var readsCacheable = false
   @volatile private var keyFilterAllowed = false
   private var keyFilterMaxKeys: Int = ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS
+  private var keyFilterMaxBytes: Long = ConfKeys.DEFAULT_KEY_FILTER_MAX_BYTES
   @volatile private var keyFilter: KeyFilter = null
   @volatile private[spark] var ttlMs: Long = -1L        // the store's TTL as the server applies it; -1: off
   @volatile private[spark] var updateOnRead = false
@@ -74,6 +75,8 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       .getOrElse(ConfKeys.DEFAULT_CACHE_MAX_BYTES)
     this.keyFilterMaxKeys = confs.get(ConfKeys.KEY_FILTER_MAX_KEYS)
       .flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS)
+    this.keyFilterMaxBytes = confs.get(ConfKeys.KEY_FILTER_MAX_BYTES).flatMap(ConfKeys.sizeBytes)
+      .getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_BYTES)
     // A bad value fails the query at OPEN (the server validates every key); until then, the default.
     this.requestTimeoutNanos = confs.get(ConfKeys.REQUEST_TIMEOUT).flatMap(ConfKeys.durationMs)
       .filter(_ >= ConfKeys.MIN_REQUEST_TIMEOUT_MS).getOrElse(ConfKeys.DEFAULT_REQUEST_TIMEOUT_MS) * 1000000L
@@ -163,13 +166,15 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     try {
       withConnection(keep = true) { (conn, handle, worker) =>
         // On failure withConnection returns the connection to the pool (exactly once).
-        val w = new PayloadWriter().u32(handle).i64(version).i64(now).u8(flags)
+        val hashes = if (mayBuildKeyFilter(readOnly)) Protocol.LOAD_KEY_HASHES else 0
+        val w = new PayloadWriter().u32(handle).i64(version).i64(now).u8(flags | hashes)
         fromSnapshot.foreach(w.i64)
         val r = conn.call(w.frame(Protocol.OP_LOAD), files)
         val loaded = LoadedVersion(opened._1, handle, r.i64(), r.i64(), r.i64())
+        val restoredKeyHashes = r.bytesOrNull()
         val store = new TtlStateStore(this, conn, worker, handle, version, readOnly, codec, valueSchema.length,
           files, loaded)
-        attachKeyFilter(store)
+        attachKeyFilter(store, restoredKeyHashes)
         attachCache(store)
         store
       }
@@ -286,21 +291,32 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     case _ => getStore(version, uniqueId, forceSnapshotOnCommit, loadEmpty = false)
   }
 
+  private def mayBuildKeyFilter(readOnly: Boolean): Boolean =
+    !readOnly && keyFilterAllowed && keyFilterMaxKeys > 0 && keyFilterMaxBytes > 0
+
   /** Gives `store` the key filter of its version: the kept one when it still describes exactly
    *  this version of the server's lineage (and has not grown past `keyFilter.maxKeys`), else
-   *  (write stores of small enough stores) a new one filled by one scan of the keys. Read-only stores never pay for a scan: the state data source
-   *  reads once, and an operator's read store builds it when upgraded. */
-  private[spark] def attachKeyFilter(store: TtlStateStore): Unit = {
+   *  (write stores of small enough stores, while the executor's `keyFilter.maxBytes` has room)
+   *  a new one, filled from the hashes the server computed if it just rebuilt the local DB
+   *  from the checkpoint (`restoredKeyHashes`), else by one scan of the keys. Read-only stores
+   *  never pay for a scan: the state data source reads once, and an operator's read store
+   *  builds it when upgraded. */
+  private[spark] def attachKeyFilter(store: TtlStateStore, restoredKeyHashes: Array[Byte] = null): Unit = {
+    KeyFilter.setBudget(keyFilterMaxBytes)
     val l = store.loaded
     val kept = keyFilter
     if (kept != null && kept.matches(l.generation, l.handle, l.lineage, store.version)) {
       store.keyFilter = kept
-    } else if (!store.isReadOnly && keyFilterAllowed && keyFilterMaxKeys > 0 && l.numKeys <= keyFilterMaxKeys) {
-      val fresh = KeyFilter.sized(l.generation, l.handle, l.lineage, l.numKeys, keyFilterMaxKeys)
-      store.scanKeys(fresh.add)
-      fresh.version = store.version
-      keyFilter = fresh
-      store.keyFilter = fresh
+    } else if (mayBuildKeyFilter(store.isReadOnly) && l.numKeys <= keyFilterMaxKeys) {
+      if (kept != null) kept.close()
+      keyFilter = null
+      val fresh = KeyFilter.sized(l.generation, l.handle, l.lineage, l.numKeys, keyFilterMaxKeys, label)
+      if (fresh.active) {
+        if (restoredKeyHashes != null) fresh.addHashed(restoredKeyHashes) else store.scanKeys(fresh.add)
+        fresh.version = store.version
+        keyFilter = fresh
+        store.keyFilter = fresh
+      }
     }
   }
 
@@ -352,6 +368,9 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     try maintenance(Protocol.OP_CLOSE, identity)
     catch { case _: Exception => } // closing must not fail the executor
     HotCache.removeOwner(cacheView.owner)
+    val kept = keyFilter
+    if (kept != null) kept.close()
+    keyFilter = null
     opened = (-1L, -1)
   }
 
