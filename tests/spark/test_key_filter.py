@@ -138,3 +138,6 @@ def test_absent_keys_skip_the_round_trip_with_identical_outputs(spark: SparkSess
     trips_with = _custom_sum(with_filter, "bridgeRoundTrips")
     trips_without = _custom_sum(without, "bridgeRoundTrips")
     assert trips_with < trips_without, (trips_with, trips_without)
+    # the restarted query restored every store from the checkpoint (and filled its filter from
+    # the server's hashes): that load is reported
+    assert _custom_sum(with_filter, "storeLoadTimeMs") > 0

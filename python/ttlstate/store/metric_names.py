@@ -46,6 +46,9 @@ COMMIT_TIME_MS = MetricName("storeCommitTimeMs", "timing",
                             "time ttlstate spent committing versions durably (Spark's commitTimeMs "
                             "includes it)")
 SNAPSHOT_TIME_MS = MetricName("storeSnapshotTimeMs", "timing", "time to write snapshots")
+LOAD_TIME_MS = MetricName("storeLoadTimeMs", "timing",
+                          "time to load the version: the state server's restore when it rebuilt its "
+                          "local DB from the checkpoint, and filling the shim's key filter")
 ENGINE_FALLBACK = MetricName("engineFallback", "sum",
                              "stores running on rocksdict because engine=auto found no native build")
 
@@ -58,6 +61,6 @@ CACHE_BYTES = MetricName("cacheBytes", "size",
 ALL_METRICS: tuple[MetricName, ...] = (
     TTL_EXPIRED_ON_READ, TTL_REMOVED_BY_FILTER, TTL_REMOVED_INCREMENTAL, TTL_DROPPED_FROM_SNAPSHOT,
     BRIDGE_ROUND_TRIPS, BRIDGE_TIME_MS, KEY_FILTER_SKIPPED_READS, ROCKSDB_SST_BYTES, COMMIT_TIME_MS,
-    SNAPSHOT_TIME_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES, CACHE_BYTES, STATE_BYTES,
+    SNAPSHOT_TIME_MS, LOAD_TIME_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES, CACHE_BYTES, STATE_BYTES,
     TTL_EXPIRED_TOTAL,
 )

@@ -7,6 +7,7 @@ import org.apache.spark.sql.execution.streaming.state.{StateStoreCustomMetric, S
 object Metrics {
   val BRIDGE_ROUND_TRIPS = "bridgeRoundTrips"
   val BRIDGE_TIME_MS = "bridgeTimeMs"
+  val STORE_LOAD_TIME_MS = "storeLoadTimeMs"
   val KEY_FILTER_SKIPPED_READS = "keyFilterSkippedReads"
   val TTL_EXPIRED_ON_READ = "ttlExpiredOnRead"
   val TTL_EXPIRED_TOTAL = "ttlExpiredTotal"
@@ -27,6 +28,8 @@ object Metrics {
     ("storeCommitTimeMs", "timing",
       "time ttlstate spent committing versions durably (Spark's commitTimeMs includes it)"),
     ("storeSnapshotTimeMs", "timing", "time to write snapshots"),
+    (STORE_LOAD_TIME_MS, "timing",
+      "time to load the version: the state server's restore when it rebuilt its local DB from the checkpoint, and filling the shim's key filter"),
     ("engineFallback", "sum", "stores running on rocksdict because engine=auto found no native build"),
     (CACHE_HITS, "sum", "reads answered by the executor's cross-batch cache, without a round trip"),
     (CACHE_MISSES, "sum", "reads the cross-batch cache could not answer"),

@@ -42,6 +42,9 @@ final class TtlStateStore(
   // Set by the provider after LOAD (and on upgrade); null: every read asks the server.
   private[spark] var keyFilter: KeyFilter = null
   private var readsSkipped = 0L
+  // Loading this version: the LOAD call (a restore when the server rebuilt its local DB) and
+  // filling the key filter. Set by the provider.
+  private[spark] var loadNanos = 0L
   // The executor's cross-batch cache of this store's committed entries (HotCache), when the
   // provider attached it: null otherwise. Entries are answered with TTL applied here.
   private[spark] var cache: CacheView = null
@@ -155,7 +158,11 @@ final class TtlStateStore(
     if (readOnly) {
       call("upgrade", request(Protocol.OP_UPGRADE).frame(Protocol.OP_UPGRADE))
       readOnly = false
-      if (keyFilter == null) provider.attachKeyFilter(this)
+      if (keyFilter == null) {
+        val started = System.nanoTime()
+        provider.attachKeyFilter(this)
+        loadNanos += System.nanoTime() - started
+      }
     }
     this
   }
@@ -334,6 +341,7 @@ final class TtlStateStore(
       val v = m.name match {
         case Metrics.BRIDGE_ROUND_TRIPS => roundTrips
         case Metrics.BRIDGE_TIME_MS => bridgeNanos / 1000000L
+        case Metrics.STORE_LOAD_TIME_MS => loadNanos / 1000000L
         case Metrics.KEY_FILTER_SKIPPED_READS => readsSkipped
         case Metrics.CACHE_HITS => cacheHits
         case Metrics.CACHE_MISSES => cacheMisses

@@ -166,6 +166,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     try {
       withConnection(keep = true) { (conn, handle, worker) =>
         // On failure withConnection returns the connection to the pool (exactly once).
+        val started = System.nanoTime()
         val hashes = if (mayBuildKeyFilter(readOnly)) Protocol.LOAD_KEY_HASHES else 0
         val w = new PayloadWriter().u32(handle).i64(version).i64(now).u8(flags | hashes)
         fromSnapshot.foreach(w.i64)
@@ -175,6 +176,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
         val store = new TtlStateStore(this, conn, worker, handle, version, readOnly, codec, valueSchema.length,
           files, loaded)
         attachKeyFilter(store, restoredKeyHashes)
+        store.loadNanos = System.nanoTime() - started
         attachCache(store)
         store
       }
