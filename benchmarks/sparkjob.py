@@ -16,7 +16,7 @@ ROCKSDB_PREFIXES = ("rocksdbCommit", "rocksdbLoad", "rocksdbSaveZip", "rocksdbRe
                     "rocksdbNumReplay", "rocksdbNumLoaded", "rocksdbChangeLog", "rocksdbSstFileSize",
                     "rocksdbFilesCopied", "rocksdbBytesCopied", "rocksdbFilesReused")
 TTLSTATE_METRICS = ("storeCommitTimeMs", "storeSnapshotTimeMs", "bridgeRoundTrips", "bridgeTimeMs",
-                    "keyFilterSkippedReads", "rocksdbSstBytes")
+                    "keyFilterSkippedReads", "rocksdbSstBytes", "storeLoadTimeMs")
 
 
 def session(app: str, provider_class: str, confs: Mapping[str, str], ttlstate_jar: bool,

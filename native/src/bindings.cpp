@@ -427,10 +427,11 @@ PYBIND11_MODULE(_native, m) {
         py::gil_scoped_release release;
         return db.IngestSnapshotFile(path, sst_path, hashes);
       }, py::arg("path"), py::arg("sst_path"), py::arg("hashes") = nullptr)
-      .def("apply_changelog_file", [](Db& db, const std::string& path, ttlstate::KeyHashes* hashes) {
+      .def("apply_changelog_file", [](Db& db, const std::string& path, ttlstate::KeyHashes* hashes,
+                                      size_t ingest_min_keys) {
         py::gil_scoped_release release;
-        return db.ApplyChangelogFile(path, hashes);
-      }, py::arg("path"), py::arg("hashes") = nullptr)
+        return db.ApplyChangelogFile(path, hashes, ingest_min_keys);
+      }, py::arg("path"), py::arg("hashes") = nullptr, py::arg("ingest_min_keys") = Db::kIngestMinKeys)
       .def_property_readonly("has_filter", &Db::HasFilter)
       .def("filter_metrics", [](Db& db) {
         const auto& c = db.Counters();

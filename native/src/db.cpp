@@ -1,6 +1,7 @@
 #include "ttlstate/db.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -12,6 +13,7 @@
 #include "rocksdb/table.h"
 #include "rocksdb/write_batch.h"
 #include "rocksdb/write_buffer_manager.h"
+#include "ttlstate/key_order.h"
 #include "ttlstate/record_file.h"
 #include "ttlstate/ttl_value.h"
 
@@ -73,6 +75,8 @@ SharedMemory& Memory() {
 }
 
 constexpr size_t kApplyChunkBytes = 32u << 20;
+
+void RemoveIfPresent(const std::string& path) { std::remove(path.c_str()); }
 
 }  // namespace
 
@@ -386,7 +390,8 @@ uint64_t Db::IngestSnapshotFile(const std::string& path, const std::string& sst_
   return count;
 }
 
-std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, KeyHashes* hashes) {
+std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, KeyHashes* hashes,
+                                                    size_t ingest_min_keys) {
   // Records are gathered in chunks and applied in key order (a later record of a key wins):
   // one sorted MultiGet keeps the key count exact, one sorted WriteBatch writes them. RocksDB's
   // memtable inserts keys in order several times faster than in file order.
@@ -404,47 +409,69 @@ std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, Key
     bytes += key.size() + value.size() + sizeof(ChangelogRecord);
     ++count;
     if (bytes >= kApplyChunkBytes) {
-      delta += ApplyInKeyOrder(&records);
+      delta += ApplyInKeyOrder(&records, path + ".replay.sst", ingest_min_keys);
       bytes = 0;
     }
   }
-  if (!records.empty()) delta += ApplyInKeyOrder(&records);
+  if (!records.empty()) delta += ApplyInKeyOrder(&records, path + ".replay.sst", ingest_min_keys);
   return {count, delta};
 }
 
-int64_t Db::ApplyInKeyOrder(std::vector<ChangelogRecord>* records) {
+int64_t Db::ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::string& sst_path,
+                            size_t ingest_min_keys) {
   auto& recs = *records;
-  std::stable_sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  const std::vector<uint32_t> order =
+      KeyOrder(recs.size(), [&](size_t i) { return std::string_view(recs[i].key); });
   std::vector<const ChangelogRecord*> last;  // the last record of each key
   last.reserve(recs.size());
-  for (size_t i = 0; i < recs.size(); ++i) {
-    if (i + 1 < recs.size() && recs[i + 1].key == recs[i].key) continue;
-    last.push_back(&recs[i]);
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i + 1 < order.size() && recs[order[i + 1]].key == recs[order[i]].key) continue;
+    last.push_back(&recs[order[i]]);
   }
   std::vector<std::string_view> keys;
   keys.reserve(last.size());
   for (const ChangelogRecord* r : last) keys.emplace_back(r->key);
   const std::vector<char> existed = core_->Contains(keys);
   int64_t delta = 0;
-  rocksdb::WriteBatch batch;
   for (size_t i = 0; i < last.size(); ++i) {
-    const ChangelogRecord& r = *last[i];
-    if (r.put) {
-      CheckStatus(batch.Put(r.key, r.value), "put");
-      if (!existed[i]) ++delta;
-    } else {
-      CheckStatus(batch.Delete(r.key), "delete");
-      if (existed[i]) --delta;
-    }
+    if (last[i]->put && !existed[i]) ++delta;
+    if (!last[i]->put && existed[i]) --delta;
   }
-  rocksdb::WriteOptions wo;
-  wo.disableWAL = true;
-  {
+  if (last.size() >= ingest_min_keys) {
+    IngestSorted(last, sst_path);
+  } else {
+    rocksdb::WriteBatch batch;
+    for (const ChangelogRecord* r : last) {
+      CheckStatus(r->put ? batch.Put(r->key, r->value) : batch.Delete(r->key), r->put ? "put" : "delete");
+    }
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
     std::shared_lock<std::shared_mutex> lock(core_->mu);
     CheckStatus(core_->Handle()->Write(wo, &batch), "write");
   }
   recs.clear();
   return delta;
+}
+
+void Db::IngestSorted(const std::vector<const ChangelogRecord*>& sorted, const std::string& sst_path) {
+  // Puts and deletes (tombstones) of distinct keys in key order become one SST file, ingested
+  // above everything the DB holds (a newer sequence number, so they win as later writes do).
+  try {
+    rocksdb::SstFileWriter sst(rocksdb::EnvOptions(), options_);
+    CheckStatus(sst.Open(sst_path), "sst open");
+    for (const ChangelogRecord* r : sorted) {
+      CheckStatus(r->put ? sst.Put(r->key, r->value) : sst.Delete(r->key), r->put ? "sst put" : "sst delete");
+    }
+    CheckStatus(sst.Finish(), "sst finish");
+    rocksdb::IngestExternalFileOptions ingest;
+    ingest.move_files = true;
+    std::shared_lock<std::shared_mutex> lock(core_->mu);
+    CheckStatus(core_->Handle()->IngestExternalFile({sst_path}, ingest), "ingest");
+  } catch (...) {
+    RemoveIfPresent(sst_path);
+    throw;
+  }
+  RemoveIfPresent(sst_path);  // moved into the DB as a hard link: this name is left over
 }
 
 void Db::CompactAll() {

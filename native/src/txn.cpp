@@ -5,6 +5,7 @@
 
 #include "rocksdb/write_batch.h"
 #include "ttlstate/errors.h"
+#include "ttlstate/key_order.h"
 #include "ttlstate/record_file.h"
 #include "ttlstate/ttl_value.h"
 
@@ -250,12 +251,16 @@ int64_t Txn::Apply() {
   // In key order: RocksDB's memtable skiplist reuses the previous insert's position (its
   // "splice") when keys arrive sorted, which makes a large batch several times cheaper to
   // insert than in hash order; the lookups below also walk the DB in order.
-  std::vector<std::pair<std::string_view, const Pending*>> writes;
-  writes.reserve(pending_.size());
+  std::vector<std::pair<std::string_view, const Pending*>> unsorted;
+  unsorted.reserve(pending_.size());
   for (const auto& [key, p] : pending_) {
-    if (p.op != Op::kNone) writes.emplace_back(key, &p);
+    if (p.op != Op::kNone) unsorted.emplace_back(key, &p);
   }
-  std::sort(writes.begin(), writes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::pair<std::string_view, const Pending*>> writes;
+  writes.reserve(unsorted.size());
+  for (const uint32_t i : KeyOrder(unsorted.size(), [&](size_t j) { return unsorted[j].first; })) {
+    writes.push_back(unsorted[i]);
+  }
   // Keys whose presence in the committed DB is unknown (written without being read) are looked
   // up together; reads, the key filter's proofs and the executor's cache answered the others.
   std::vector<size_t> unknown;

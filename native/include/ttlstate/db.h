@@ -144,10 +144,15 @@ class Db {
   std::unique_ptr<DbSnapshot> NewSnapshot();
   // Restores: a snapshot record file (sorted puts) bulk-loaded through an SST file into this
   // (empty) DB; returns the records loaded. A changelog applied in atomic chunks; returns
-  // (records, change in the number of keys). Both add the key of every put to `hashes` when
-  // given (what the shim's key filter is filled from after a restore).
+  // (records, change in the number of keys); a chunk of at least `ingest_min_keys` distinct
+  // keys is written as an SST file beside `path` and ingested (the memtable inserts of this
+  // RocksDB cost several microseconds per key), a smaller one goes through the memtable. Both
+  // add the key of every put to `hashes` when given (what the shim's key filter is filled
+  // from after a restore).
+  static constexpr size_t kIngestMinKeys = 4096;
   uint64_t IngestSnapshotFile(const std::string& path, const std::string& sst_path, KeyHashes* hashes = nullptr);
-  std::pair<uint64_t, int64_t> ApplyChangelogFile(const std::string& path, KeyHashes* hashes = nullptr);
+  std::pair<uint64_t, int64_t> ApplyChangelogFile(const std::string& path, KeyHashes* hashes = nullptr,
+                                                  size_t ingest_min_keys = kIngestMinKeys);
   void CompactAll();
   void Flush();
   uint64_t IntProperty(const std::string& name);
@@ -166,7 +171,9 @@ class Db {
   };
   // Applies a chunk of changelog records (a later record of a key wins) in key order, then
   // clears it; returns the change in the number of keys.
-  int64_t ApplyInKeyOrder(std::vector<ChangelogRecord>* records);
+  int64_t ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::string& sst_path,
+                          size_t ingest_min_keys);
+  void IngestSorted(const std::vector<const ChangelogRecord*>& sorted, const std::string& sst_path);
 
   std::shared_ptr<TimeSource> time_ = std::make_shared<TimeSource>();
   std::shared_ptr<FilterCounters> counters_ = std::make_shared<FilterCounters>();

@@ -64,9 +64,14 @@ class NativeEngine(Engine):
                              hashes: _native.KeyHashes | None = None) -> int:
         return int(self._db.ingest_snapshot_file(path, sst_path, hashes))
 
-    def apply_changelog_file(self, path: str,
-                             hashes: _native.KeyHashes | None = None) -> tuple[int, int]:
-        count, delta = self._db.apply_changelog_file(path, hashes)
+    def apply_changelog_file(self, path: str, hashes: _native.KeyHashes | None = None,
+                             ingest_min_keys: int | None = None) -> tuple[int, int]:
+        """Replays a changelog in key-ordered chunks; a chunk of `ingest_min_keys` keys or more
+        (default: the native plane's) is bulk-loaded as an SST file beside `path`."""
+        if ingest_min_keys is None:
+            count, delta = self._db.apply_changelog_file(path, hashes)
+        else:
+            count, delta = self._db.apply_changelog_file(path, hashes, ingest_min_keys)
         return int(count), int(delta)
 
     def compact(self) -> None:
