@@ -248,10 +248,12 @@ PYBIND11_MODULE(_native, m) {
         py::gil_scoped_release release;
         return t.WriteChangelog(path, header_json);
       })
-      .def("apply", [](ttlstate::Txn& t) {
+      .def("apply", [](ttlstate::Txn& t, const std::string& sst_path) {
         py::gil_scoped_release release;
-        return t.Apply();
-      }, "Apply the pending writes atomically; the change in the number of keys.")
+        return t.Apply(sst_path);
+      }, py::arg("sst_path") = "",
+         "Apply the pending writes atomically (a large batch bulk-loaded through an SST file at "
+         "`sst_path`, when given); the change in the number of keys.")
       .def("end", [](ttlstate::Txn& t, const std::string& state) { t.End(EndState(state)); })
       .def_property_readonly("state", &ttlstate::Txn::state)
       .def_property_readonly("version", &ttlstate::Txn::version)
@@ -431,7 +433,7 @@ PYBIND11_MODULE(_native, m) {
                                       size_t ingest_min_keys) {
         py::gil_scoped_release release;
         return db.ApplyChangelogFile(path, hashes, ingest_min_keys);
-      }, py::arg("path"), py::arg("hashes") = nullptr, py::arg("ingest_min_keys") = Db::kIngestMinKeys)
+      }, py::arg("path"), py::arg("hashes") = nullptr, py::arg("ingest_min_keys") = ttlstate::DbCore::kIngestMinKeys)
       .def_property_readonly("has_filter", &Db::HasFilter)
       .def("filter_metrics", [](Db& db) {
         const auto& c = db.Counters();

@@ -158,6 +158,42 @@ std::vector<char> DbCore::Contains(const std::vector<std::string_view>& sorted_k
   return found;
 }
 
+void DbCore::WriteSorted(const std::vector<SortedWrite>& writes, const std::string& sst_path,
+                         size_t ingest_min_keys) {
+  if (writes.empty()) return;
+  if (writes.size() < ingest_min_keys || sst_path.empty()) {
+    rocksdb::WriteBatch batch;
+    for (const SortedWrite& w : writes) {
+      const rocksdb::Slice k(w.key.data(), w.key.size());
+      CheckStatus(w.put ? batch.Put(k, rocksdb::Slice(w.value.data(), w.value.size())) : batch.Delete(k),
+                  w.put ? "put" : "delete");
+    }
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;  // the local DB is a cache; durability comes from the checkpoint
+    std::shared_lock<std::shared_mutex> lock(mu);
+    CheckStatus(Handle()->Write(wo, &batch), "write");
+    return;
+  }
+  try {
+    rocksdb::SstFileWriter sst(rocksdb::EnvOptions(), options);
+    CheckStatus(sst.Open(sst_path), "sst open");
+    for (const SortedWrite& w : writes) {
+      const rocksdb::Slice k(w.key.data(), w.key.size());
+      CheckStatus(w.put ? sst.Put(k, rocksdb::Slice(w.value.data(), w.value.size())) : sst.Delete(k),
+                  w.put ? "sst put" : "sst delete");
+    }
+    CheckStatus(sst.Finish(), "sst finish");
+    rocksdb::IngestExternalFileOptions ingest;
+    ingest.move_files = true;
+    std::shared_lock<std::shared_mutex> lock(mu);
+    CheckStatus(Handle()->IngestExternalFile({sst_path}, ingest), "ingest");
+  } catch (...) {
+    RemoveIfPresent(sst_path);
+    throw;
+  }
+  RemoveIfPresent(sst_path);  // moved into the DB as a hard link: this name is left over
+}
+
 void DbCore::Register(DbResource* r) {
   std::lock_guard<std::mutex> lock(resources_mu);
   resources.insert(r);
@@ -296,6 +332,7 @@ Db::Db(const std::string& path, const DbOptions& o) {
   rocksdb::DB* raw = nullptr;
   CheckStatus(rocksdb::DB::Open(options_, path, &raw), "open");
   core_->db.reset(raw);
+  core_->options = options_;
 }
 
 Db::~Db() { Close(); }
@@ -433,45 +470,17 @@ int64_t Db::ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::st
   for (const ChangelogRecord* r : last) keys.emplace_back(r->key);
   const std::vector<char> existed = core_->Contains(keys);
   int64_t delta = 0;
+  std::vector<SortedWrite> writes;
+  writes.reserve(last.size());
   for (size_t i = 0; i < last.size(); ++i) {
-    if (last[i]->put && !existed[i]) ++delta;
-    if (!last[i]->put && existed[i]) --delta;
+    const ChangelogRecord& r = *last[i];
+    if (r.put && !existed[i]) ++delta;
+    if (!r.put && existed[i]) --delta;
+    writes.push_back({r.key, r.value, r.put});
   }
-  if (last.size() >= ingest_min_keys) {
-    IngestSorted(last, sst_path);
-  } else {
-    rocksdb::WriteBatch batch;
-    for (const ChangelogRecord* r : last) {
-      CheckStatus(r->put ? batch.Put(r->key, r->value) : batch.Delete(r->key), r->put ? "put" : "delete");
-    }
-    rocksdb::WriteOptions wo;
-    wo.disableWAL = true;
-    std::shared_lock<std::shared_mutex> lock(core_->mu);
-    CheckStatus(core_->Handle()->Write(wo, &batch), "write");
-  }
+  core_->WriteSorted(writes, sst_path, ingest_min_keys);
   recs.clear();
   return delta;
-}
-
-void Db::IngestSorted(const std::vector<const ChangelogRecord*>& sorted, const std::string& sst_path) {
-  // Puts and deletes (tombstones) of distinct keys in key order become one SST file, ingested
-  // above everything the DB holds (a newer sequence number, so they win as later writes do).
-  try {
-    rocksdb::SstFileWriter sst(rocksdb::EnvOptions(), options_);
-    CheckStatus(sst.Open(sst_path), "sst open");
-    for (const ChangelogRecord* r : sorted) {
-      CheckStatus(r->put ? sst.Put(r->key, r->value) : sst.Delete(r->key), r->put ? "sst put" : "sst delete");
-    }
-    CheckStatus(sst.Finish(), "sst finish");
-    rocksdb::IngestExternalFileOptions ingest;
-    ingest.move_files = true;
-    std::shared_lock<std::shared_mutex> lock(core_->mu);
-    CheckStatus(core_->Handle()->IngestExternalFile({sst_path}, ingest), "ingest");
-  } catch (...) {
-    RemoveIfPresent(sst_path);
-    throw;
-  }
-  RemoveIfPresent(sst_path);  // moved into the DB as a hard link: this name is left over
 }
 
 void Db::CompactAll() {

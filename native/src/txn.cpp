@@ -246,11 +246,11 @@ uint64_t Txn::WriteChangelog(const std::string& path, const std::string& header_
   return out.Finish();
 }
 
-int64_t Txn::Apply() {
+int64_t Txn::Apply(const std::string& sst_path) {
   CheckWritable();
-  // In key order: RocksDB's memtable skiplist reuses the previous insert's position (its
-  // "splice") when keys arrive sorted, which makes a large batch several times cheaper to
-  // insert than in hash order; the lookups below also walk the DB in order.
+  // In key order: a large batch becomes an SST file, which needs it; a small one goes through
+  // RocksDB's memtable, whose skiplist reuses the previous insert's position (its "splice")
+  // when keys arrive sorted; the lookups below also walk the DB in order.
   std::vector<std::pair<std::string_view, const Pending*>> unsorted;
   unsorted.reserve(pending_.size());
   for (const auto& [key, p] : pending_) {
@@ -274,26 +274,18 @@ int64_t Txn::Apply() {
   const std::vector<char> stored = core_->Contains(unknown_keys);
   std::vector<char> found(writes.size(), 0);
   for (size_t i = 0; i < unknown.size(); ++i) found[unknown[i]] = stored[i];
-  rocksdb::WriteBatch batch;
+  std::vector<SortedWrite> sorted;
+  sorted.reserve(writes.size());
   int64_t delta = 0;
   for (size_t i = 0; i < writes.size(); ++i) {
     const auto& [key, p] = writes[i];
     const bool existed = p->in_db >= 0 ? p->in_db == 1 : found[i] == 1;
-    const rocksdb::Slice k(key.data(), key.size());
-    if (p->op == Op::kPut) {
-      CheckStatus(batch.Put(k, rocksdb::Slice(p->stored, p->stored_size)), "put");
-      if (!existed) ++delta;
-    } else {
-      CheckStatus(batch.Delete(k), "delete");
-      if (existed) --delta;
-    }
+    const bool put = p->op == Op::kPut;
+    if (put && !existed) ++delta;
+    if (!put && existed) --delta;
+    sorted.push_back({key, put ? std::string_view(p->stored, p->stored_size) : std::string_view(), put});
   }
-  rocksdb::WriteOptions wo;
-  wo.disableWAL = true;  // the local DB is a cache; durability comes from the checkpoint
-  {
-    std::shared_lock<std::shared_mutex> lock(core_->mu);
-    CheckStatus(core_->Handle()->Write(wo, &batch), "write");
-  }
+  core_->WriteSorted(sorted, sst_path);
   End("committed");
   return delta;
 }

@@ -57,15 +57,31 @@ class DbResource {
 
 // What a Db and its iterators and snapshots share: closing the DB first invalidates each of
 // them, so one that outlives `close()` fails cleanly instead of crashing RocksDB.
+// One write of a batch in key order: a put of `value`, or a delete.
+struct SortedWrite {
+  std::string_view key;
+  std::string_view value;
+  bool put;
+};
+
 struct DbCore {
   std::shared_mutex mu;  // shared: every use of `db`; exclusive: close
   std::unique_ptr<rocksdb::DB> db;
+  rocksdb::Options options;  // as the DB was opened (SST files for ingestion are written with it)
   std::mutex resources_mu;
   std::set<DbResource*> resources;
   rocksdb::DB* Handle() const;  // requires mu held; throws if closed
   // Whether each key is stored, for keys in ascending order (one batched lookup per chunk):
   // what a commit or a changelog replay needs to keep the key count exact.
   std::vector<char> Contains(const std::vector<std::string_view>& sorted_keys);
+  // Writes distinct keys given in ascending order, atomically. At least `ingest_min_keys` of
+  // them (and an `sst_path`) are written as one SST file there and ingested above everything
+  // stored (a newer sequence number: they win as later writes do); fewer go through the
+  // memtable. This RocksDB's memtable inserts cost microseconds per key; an SST file is written
+  // sequentially, and the memtable's flush, which would write the same file later, is saved.
+  static constexpr size_t kIngestMinKeys = 4096;
+  void WriteSorted(const std::vector<SortedWrite>& writes, const std::string& sst_path,
+                   size_t ingest_min_keys = kIngestMinKeys);
   void Register(DbResource* r);
   void Unregister(DbResource* r);
 };
@@ -144,15 +160,12 @@ class Db {
   std::unique_ptr<DbSnapshot> NewSnapshot();
   // Restores: a snapshot record file (sorted puts) bulk-loaded through an SST file into this
   // (empty) DB; returns the records loaded. A changelog applied in atomic chunks; returns
-  // (records, change in the number of keys); a chunk of at least `ingest_min_keys` distinct
-  // keys is written as an SST file beside `path` and ingested (the memtable inserts of this
-  // RocksDB cost several microseconds per key), a smaller one goes through the memtable. Both
-  // add the key of every put to `hashes` when given (what the shim's key filter is filled
-  // from after a restore).
-  static constexpr size_t kIngestMinKeys = 4096;
+  // (records, change in the number of keys), each chunk through DbCore::WriteSorted (an SST
+  // file beside `path` when large). Both add the key of every put to `hashes` when given (what
+  // the shim's key filter is filled from after a restore).
   uint64_t IngestSnapshotFile(const std::string& path, const std::string& sst_path, KeyHashes* hashes = nullptr);
   std::pair<uint64_t, int64_t> ApplyChangelogFile(const std::string& path, KeyHashes* hashes = nullptr,
-                                                  size_t ingest_min_keys = kIngestMinKeys);
+                                                  size_t ingest_min_keys = DbCore::kIngestMinKeys);
   void CompactAll();
   void Flush();
   uint64_t IntProperty(const std::string& name);
@@ -173,7 +186,6 @@ class Db {
   // clears it; returns the change in the number of keys.
   int64_t ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::string& sst_path,
                           size_t ingest_min_keys);
-  void IngestSorted(const std::vector<const ChangelogRecord*>& sorted, const std::string& sst_path);
 
   std::shared_ptr<TimeSource> time_ = std::make_shared<TimeSource>();
   std::shared_ptr<FilterCounters> counters_ = std::make_shared<FilterCounters>();

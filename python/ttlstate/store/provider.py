@@ -391,7 +391,10 @@ class StoreProvider:
             # upload is a round trip to the checkpoint's file system): the two are independent,
             # so a failed upload then discards the local DB, as a failed apply does. The store's
             # lock, held throughout, keeps every other use of this transaction out meanwhile.
-            applying = None if isinstance(store, StateStore) else _in_background(store.txn.apply)
+            # A large batch is bulk-loaded through an SST file written in the staging directory.
+            sst = local + ".sst"
+            applying = (None if isinstance(store, StateStore)
+                        else _in_background(lambda: store.txn.apply(sst)))  # type: ignore[union-attr]
             try:
                 self._publish_changelog(local, name, new_version)
                 if applying is not None:
