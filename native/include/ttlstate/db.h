@@ -55,8 +55,6 @@ class DbResource {
   virtual void Invalidate() = 0;  // called by Db::Close with DbCore::mu held exclusively
 };
 
-// What a Db and its iterators and snapshots share: closing the DB first invalidates each of
-// them, so one that outlives `close()` fails cleanly instead of crashing RocksDB.
 // One write of a batch in key order: a put of `value`, or a delete.
 struct SortedWrite {
   std::string_view key;
@@ -64,6 +62,8 @@ struct SortedWrite {
   bool put;
 };
 
+// What a Db and its iterators and snapshots share: closing the DB first invalidates each of
+// them, so one that outlives `close()` fails cleanly instead of crashing RocksDB.
 struct DbCore {
   std::shared_mutex mu;  // shared: every use of `db`; exclusive: close
   std::unique_ptr<rocksdb::DB> db;

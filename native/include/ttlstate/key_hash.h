@@ -53,7 +53,6 @@ class KeyHashes {
     Append(Murmur3x86_32(key, kKeyHashSeed1));
     Append(Murmur3x86_32(key, kKeyHashSeed2));
   }
-  const std::string& Bytes() const { return bytes_; }
   std::string Take() { return std::move(bytes_); }
 
  private:

@@ -110,9 +110,8 @@ class Txn : public std::enable_shared_from_this<Txn> {
   void IncrementalStep();  // checks the next `incremental_size` committed entries after the cursor
   // Commit, first half: the changelog of the pending writes; returns the record count.
   uint64_t WriteChangelog(const std::string& path, const std::string& header_json);
-  // Commit, second half: the pending writes applied atomically; returns the change in keys.
-  // Applies the pending writes atomically, in key order (a large batch as an SST file written
-  // at `sst_path` and ingested, when given); returns the change in the number of keys.
+  // Commit, second half: the pending writes applied atomically, in key order (a large batch as
+  // an SST file written at `sst_path` and ingested, when given); returns the change in keys.
   int64_t Apply(const std::string& sst_path = "");
   // Ends the transaction ("aborted", "released", "superseded" ...): later calls fail.
   void End(const char* state);
