@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -174,24 +175,35 @@ void DbCore::WriteSorted(const std::vector<SortedWrite>& writes, const std::stri
     CheckStatus(Handle()->Write(wo, &batch), "write");
     return;
   }
-  try {
-    rocksdb::SstFileWriter sst(rocksdb::EnvOptions(), options);
-    CheckStatus(sst.Open(sst_path), "sst open");
+  IngestSst(sst_path, [&](rocksdb::SstFileWriter& sst) {
     for (const SortedWrite& w : writes) {
       const rocksdb::Slice k(w.key.data(), w.key.size());
       CheckStatus(w.put ? sst.Put(k, rocksdb::Slice(w.value.data(), w.value.size())) : sst.Delete(k),
                   w.put ? "sst put" : "sst delete");
     }
-    CheckStatus(sst.Finish(), "sst finish");
-    rocksdb::IngestExternalFileOptions ingest;
-    ingest.move_files = true;
-    std::shared_lock<std::shared_mutex> lock(mu);
-    CheckStatus(Handle()->IngestExternalFile({sst_path}, ingest), "ingest");
+    return static_cast<uint64_t>(writes.size());
+  });
+}
+
+uint64_t DbCore::IngestSst(const std::string& sst_path, const std::function<uint64_t(rocksdb::SstFileWriter&)>& fill) {
+  uint64_t count = 0;
+  try {
+    rocksdb::SstFileWriter sst(rocksdb::EnvOptions(), options);
+    CheckStatus(sst.Open(sst_path), "sst open");
+    count = fill(sst);
+    if (count > 0) {  // an empty SST cannot be finished; nothing to ingest
+      CheckStatus(sst.Finish(), "sst finish");
+      rocksdb::IngestExternalFileOptions ingest;
+      ingest.move_files = true;
+      std::shared_lock<std::shared_mutex> lock(mu);
+      CheckStatus(Handle()->IngestExternalFile({sst_path}, ingest), "ingest");
+    }
   } catch (...) {
     RemoveIfPresent(sst_path);
     throw;
   }
-  RemoveIfPresent(sst_path);  // moved into the DB as a hard link: this name is left over
+  RemoveIfPresent(sst_path);  // moved into the DB as a hard link (or never finished): left over
+  return count;
 }
 
 void DbCore::Register(DbResource* r) {
@@ -401,10 +413,8 @@ uint64_t Db::IngestSnapshotFile(const std::string& path, const std::string& sst_
   uint8_t op = 0;
   std::string_view key;
   std::string_view value;
-  uint64_t count = 0;
-  {
-    rocksdb::SstFileWriter sst(rocksdb::EnvOptions(), options_);
-    CheckStatus(sst.Open(sst_path), "sst open");
+  return core_->IngestSst(sst_path, [&](rocksdb::SstFileWriter& sst) {
+    uint64_t count = 0;
     std::string previous;
     while (in.Next(&op, &key, &value)) {
       if (op != kRecordPut) throw std::runtime_error("checkpoint file " + path + " is corrupt (a delete in a snapshot)");
@@ -417,14 +427,8 @@ uint64_t Db::IngestSnapshotFile(const std::string& path, const std::string& sst_
       previous.assign(key.data(), key.size());
       ++count;
     }
-    if (count == 0) return 0;  // an empty SST cannot be finished; the DB stays empty
-    CheckStatus(sst.Finish(), "sst finish");
-  }
-  rocksdb::IngestExternalFileOptions ingest;
-  ingest.move_files = true;
-  std::shared_lock<std::shared_mutex> lock(core_->mu);
-  CheckStatus(core_->Handle()->IngestExternalFile({sst_path}, ingest), "ingest");
-  return count;
+    return count;
+  });
 }
 
 std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, KeyHashes* hashes,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "rocksdb/db.h"
+#include "rocksdb/sst_file_writer.h"
 #include "ttlstate/compaction_filter.h"
 #include "ttlstate/key_hash.h"
 
@@ -82,6 +84,9 @@ struct DbCore {
   static constexpr size_t kIngestMinKeys = 4096;
   void WriteSorted(const std::vector<SortedWrite>& writes, const std::string& sst_path,
                    size_t ingest_min_keys = kIngestMinKeys);
+  // Writes an SST file at `sst_path` through `fill` (which returns the entries it wrote) and
+  // ingests it unless empty; the file is gone afterwards, also on failure. Returns the entries.
+  uint64_t IngestSst(const std::string& sst_path, const std::function<uint64_t(rocksdb::SstFileWriter&)>& fill);
   void Register(DbResource* r);
   void Unregister(DbResource* r);
 };

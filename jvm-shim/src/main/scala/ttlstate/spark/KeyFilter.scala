@@ -65,7 +65,7 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
    *  `hashes` below, and the state server's native/include/ttlstate/key_hash.h). */
   def addHashed(pairs: Array[Byte]): Unit = synchronized {
     val b = ByteBuffer.wrap(pairs)
-    while (b.remaining >= 8) insert(b.getInt().toLong, (b.getInt() | 1).toLong)
+    while (b.remaining >= 8) insert(b.getInt().toLong, step(b.getInt()))
   }
 
   private def insert(h1: Long, h2: Long): Unit = if (!contains(h1, h2)) {
@@ -103,7 +103,9 @@ object KeyFilter {
   /** The two MurmurHash3 x86_32 hashes of a key, as the state server sends them. */
   def hashes(key: Array[Byte]): (Int, Int) = (MurmurHash3.bytesHash(key, Seed1), MurmurHash3.bytesHash(key, Seed2))
   private def hash1(key: Array[Byte]): Long = MurmurHash3.bytesHash(key, Seed1).toLong
-  private def hash2(key: Array[Byte]): Long = (MurmurHash3.bytesHash(key, Seed2) | 1).toLong
+  private def hash2(key: Array[Byte]): Long = step(MurmurHash3.bytesHash(key, Seed2))
+  /** The probe step from the second hash: odd, so the probes of a key never repeat a bit early. */
+  private def step(rawHash2: Int): Long = (rawHash2 | 1).toLong
 
   // The executor's budget: bytes of all key filters of the JVM together.
   private val used = new AtomicLong
