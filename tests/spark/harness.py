@@ -3,6 +3,11 @@
 A query reads a file source one JSON file per step (`maxFilesPerTrigger=1`), writes through
 `foreachBatch` (commit validation on, as by default) into a dict of sorted rows per batch,
 and can be stopped and restarted on its checkpoint in the middle.
+
+A query of several sources is compared step by step instead (`outputs_per_step`): one step
+writes one file per source, and Spark lists the sources one after the other, so a trigger can
+see the first file and not the second. How a step's rows split into batches then depends on
+timing, on either provider; what each step produces, and the state it leaves, does not.
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ class Run:
     root: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="ttlstate-it-"))
     outputs: dict[int, list[tuple]] = field(default_factory=dict)
     progress_by_batch: dict[int, dict] = field(default_factory=dict)
+    step_of_batch: dict[int, int] = field(default_factory=dict)
     step_no: int = 0
 
     def __post_init__(self) -> None:
@@ -90,6 +96,7 @@ class Run:
 
         def sink(df: DataFrame, batch_id: int) -> None:
             self.outputs[batch_id] = sorted((tuple(r) for r in df.collect()), key=repr)
+            self.step_of_batch[batch_id] = self.step_no - 1  # settle() holds feed() back till done
 
         try:
             self.query = (self.build(sources).writeStream.outputMode(self.output_mode)
@@ -166,7 +173,24 @@ def run_steps(spark: SparkSession, provider: str, build: Callable, schemas: dict
 
 
 def state_rows_per_batch(run: Run) -> list[int]:
-    return [sum(op["numRowsTotal"] for op in p.get("stateOperators", [])) for p in run.progress]
+    return [_state_rows(p) for p in run.progress]
+
+
+def _state_rows(progress: dict) -> int:
+    return sum(op["numRowsTotal"] for op in progress.get("stateOperators", []))
+
+
+def outputs_per_step(run: Run) -> dict[int, list[tuple]]:
+    """Every row each step produced, across however many batches Spark split it into."""
+    out: dict[int, list[tuple]] = {}
+    for batch in sorted(run.outputs):
+        out.setdefault(run.step_of_batch[batch], []).extend(run.outputs[batch])
+    return {step: sorted(rows, key=repr) for step, rows in out.items()}
+
+
+def state_rows_per_step(run: Run) -> dict[int, int]:
+    """The state rows each step left behind: those of its last batch."""
+    return {run.step_of_batch[p["batchId"]]: _state_rows(p) for p in run.progress}
 
 
 def batch_times(run: Run) -> dict[int, int]:
