@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -183,8 +184,21 @@ PYBIND11_MODULE(_native, m) {
   py::class_<ttlstate::KeyHashes>(m, "KeyHashes",
       "The key filter hashes of the keys a restore loads, for the shim's filter.")
       .def(py::init<>())
-      .def("take", [](ttlstate::KeyHashes& h) { return py::bytes(h.Take()); },
-           "The hash pairs collected so far (big-endian u32 pairs); empties it.");
+      .def("add", [](ttlstate::KeyHashes& h, const py::bytes& key) { h.Add(View(key)); }, py::arg("key"))
+      .def("__len__", &ttlstate::KeyHashes::size)
+      .def("bloom_words", [](const ttlstate::KeyHashes& h, int bits_log2, int probes) {
+        if (bits_log2 < 6 || bits_log2 > 36 || probes < 1 || probes > 32) {
+          throw std::invalid_argument("key filter layer of 2^" + std::to_string(bits_log2) + " bits and " +
+                                      std::to_string(probes) + " probes: allowed 2^6..2^36 bits, 1..32 probes");
+        }
+        std::string words;
+        {
+          py::gil_scoped_release release;
+          words = h.BloomWords(bits_log2, probes);
+        }
+        return py::bytes(words);
+      }, py::arg("bits_log2"), py::arg("probes"),
+           "The bits of a key filter layer holding every key added (little-endian u64 words).");
   py::class_<ttlstate::CleanupCursor, std::shared_ptr<ttlstate::CleanupCursor>>(m, "CleanupCursor")
       .def(py::init<>())
       .def_property_readonly("next", [](const ttlstate::CleanupCursor& c) { return BytesOrNone(c.next); });

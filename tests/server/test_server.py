@@ -91,13 +91,30 @@ def test_key_scan_and_lineage_for_the_shims_key_filter(server, confs) -> None:  
     assert not c.key_filter_allowed
 
 
-def test_a_restore_sends_the_key_filter_hashes_of_every_key_it_loaded(server, confs) -> None:  # noqa: ANN001
-    """A load that rebuilds the local DB from the checkpoint (snapshot bulk load plus changelog
-    replay) answers LOAD_KEY_HASHES with the filter's hashes of every key it put, computed
-    natively, so the shim needs no scan; a load that reuses the local DB, or one not asking,
-    gets none. The Python data plane sends none (the shim then scans)."""
+def _layer_bits(keys: list[bytes], bits_log2: int, probes: int) -> bytes:
+    """The shim's KeyFilter layer bits for `keys`, transcribed from its Scala: probe i of a key
+    is bit (h1 + i * (h2 | 1)) mod 2^bits_log2, both hashes signed 32-bit."""
     from ttlstate import _native
 
+    def signed(x: int) -> int:
+        return x - (1 << 32) if x >= 1 << 31 else x
+
+    words = [0] * (1 << (bits_log2 - 6))
+    for k in keys:
+        a, b = _native.key_hashes(k)
+        h1, step = signed(a), signed(b | 1)
+        for i in range(probes):
+            bit = (h1 + i * step) & ((1 << bits_log2) - 1)
+            words[bit >> 6] |= 1 << (bit & 63)
+    return b"".join(w.to_bytes(8, "little") for w in words)
+
+
+def test_a_restore_sets_the_key_filter_bits_of_every_key_it_loaded(server, confs) -> None:  # noqa: ANN001
+    """A load that rebuilds the local DB from the checkpoint (snapshot bulk load plus changelog
+    replay), asked with LOAD_KEY_HASHES, keeps the filter's hashes of every key it put
+    (computed natively), and OP_KEY_FILTER_BITS answers once with the bits of a filter layer
+    holding exactly those keys, as the shim sets them; a load that reuses the local DB, or one
+    not asking, keeps none. The Python data plane keeps none (the shim then scans)."""
     _proc, sockets, tmp = server
     c = Client(sockets[0])
     c.hello()
@@ -106,7 +123,8 @@ def test_a_restore_sends_the_key_filter_hashes_of_every_key_it_loaded(server, co
     h = c.open("hashes", confs, INFO, ck)
     native = confs[K.ENGINE.key] == "native"
     c.load(h, 0, 1000, key_hashes=True)
-    assert c.key_hashes == (b"" if native else None)  # a new store is built from nothing
+    assert c.key_hashes_kept == native  # a new store is built from nothing
+    assert c.key_filter_bits(h, 6, 7) == (bytes(8) if native else None)
     first = [b"a%04d" % i for i in range(3000)]
     c.writes(h, [(k, b"v") for k in first])
     c.commit(h)
@@ -116,21 +134,26 @@ def test_a_restore_sends_the_key_filter_hashes_of_every_key_it_loaded(server, co
     c.writes(h, [(k, b"w") for k in second] + [(k, None) for k in first[:100]])
     c.commit(h)
     c.load(h, 2, 1000, key_hashes=True)
-    assert c.key_hashes is None  # the local DB advanced by its own commits: nothing rebuilt
+    assert not c.key_hashes_kept  # the local DB advanced by its own commits: nothing rebuilt
+    assert c.key_filter_bits(h, 16, 7) is None
 
     h2 = c.open("hashes-restored", confs, INFO, ck)  # another provider: restores from files
     _lineage, n = c.load(h2, 2, 1000, key_hashes=True)
     assert n == 3400
+    assert c.key_hashes_kept == native
     if not native:
-        assert c.key_hashes is None
+        assert c.key_filter_bits(h2, 16, 7) is None
         return
-    raw = c.key_hashes
-    assert raw is not None
-    pairs = [(int.from_bytes(raw[i:i + 4], "big"), int.from_bytes(raw[i + 4:i + 8], "big"))
-             for i in range(0, len(raw), 8)]
-    assert sorted(pairs) == sorted(_native.key_hashes(k) for k in first + second)
+    bits = c.key_filter_bits(h2, 16, 7)
+    assert bits == _layer_bits(first + second, 16, 7)  # deleted keys stay: a superset is exact
+    assert bits != _layer_bits(first, 16, 7)
+    assert c.key_filter_bits(h2, 16, 7) is None  # once
     c.load(h2, 2, 1000)
-    assert c.key_hashes is None  # not asked for
+    assert not c.key_hashes_kept  # not asked for
+    c.load(h2, 1, 1000, key_hashes=True)  # an older version: rebuilt from the files again
+    assert c.key_hashes_kept
+    with pytest.raises(ServerError, match="allowed 2\\^6..2\\^36 bits"):
+        c.key_filter_bits(h2, 5, 7)
 
 
 def test_large_scan_streams_in_chunks(server, confs) -> None:  # noqa: ANN001

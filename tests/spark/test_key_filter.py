@@ -46,21 +46,33 @@ def test_growing_filter_has_no_false_negatives_few_false_positives_and_a_bound(s
     assert all(f.mightContain(bytearray(k)) for k in others[:200] + members[:200])
 
 
-def test_a_filter_filled_from_the_servers_hashes_holds_every_key(spark: SparkSession) -> None:
-    """After a restore the shim fills its filter from hashes the server computed natively
-    (`addHashed`): each of those keys must then be "might contain", as if added one by one."""
+def test_a_filter_filled_from_the_servers_bits_holds_every_key(spark: SparkSession) -> None:
+    """After a restore the shim takes its filter's first layer as the server set it natively
+    (`fillFirstLayer`): each key put must then be "might contain", as if added one by one, and
+    the bits must be those `add` sets (the same false positives, and the same layer after it)."""
     from ttlstate import _native
 
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     rnd = random.Random(5)
     keys = list({rnd.randbytes(rnd.randint(0, 60)) for _ in range(3000)})
-    f = jvm.ttlstate.spark.KeyFilter.withCapacity(1, 1, 1, 1000, 100_000, "test")
-    f.addHashed(bytearray(b"".join(a.to_bytes(4, "big") + b.to_bytes(4, "big")
-                                   for a, b in map(_native.key_hashes, keys))))
-    assert f.size() >= 0.99 * len(keys)  # a false positive is not added twice
+    f = jvm.ttlstate.spark.KeyFilter.withCapacity(1, 1, 1, 6000, 100_000, "test")
+    one_by_one = jvm.ttlstate.spark.KeyFilter.withCapacity(1, 1, 1, 6000, 100_000, "test")
+    hashes = _native.KeyHashes()
+    for k in keys:
+        hashes.add(k)
+        one_by_one.add(bytearray(k))
+    probes = jvm.ttlstate.spark.KeyFilter.Hashes()
+    f.fillFirstLayer(bytearray(hashes.bloom_words(f.firstLayerBitsLog2(), probes)), len(keys))
+    assert f.size() == len(keys) and f.layerCount() == 1
     assert all(f.mightContain(bytearray(k)) for k in keys)
+    others = [rnd.randbytes(rnd.randint(0, 60)) for _ in range(3000)]
+    assert ([bool(f.mightContain(bytearray(k))) for k in others]
+            == [bool(one_by_one.mightContain(bytearray(k))) for k in others])
+    with pytest.raises(Exception, match="only into a new filter"):
+        f.fillFirstLayer(bytearray(hashes.bloom_words(f.firstLayerBitsLog2(), probes)), len(keys))
     f.close()
+    one_by_one.close()
 
 
 def test_the_executors_filters_share_one_byte_budget(spark: SparkSession) -> None:

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ttlstate {
 
@@ -45,23 +47,39 @@ inline uint32_t Murmur3x86_32(std::string_view data, uint32_t seed) {
   return h;
 }
 
-// The keys' hash pairs, as the LOAD response carries them: (hash with seed 1, hash with
-// seed 2), each a big-endian u32, one pair per key added (a key may repeat).
+// The hash pairs of the keys a restore put (a key may repeat), kept until the shim asks for
+// the bits of its filter's first layer (OP_KEY_FILTER_BITS): setting the bits here costs a
+// fraction of sending 8 bytes per key to the JVM and probing them in there.
 class KeyHashes {
  public:
   void Add(std::string_view key) {
-    Append(Murmur3x86_32(key, kKeyHashSeed1));
-    Append(Murmur3x86_32(key, kKeyHashSeed2));
+    pairs_.push_back({Murmur3x86_32(key, kKeyHashSeed1), Murmur3x86_32(key, kKeyHashSeed2)});
   }
-  std::string Take() { return std::move(bytes_); }
+  size_t size() const { return pairs_.size(); }
+
+  // One Bloom filter layer of 2^bits_log2 bits holding every key added, set exactly as the
+  // shim's KeyFilter layer sets a key: probe i is bit (h1 + i * (h2 | 1)) mod 2^bits_log2, both
+  // hashes read as signed 32-bit numbers (Scala Ints widened to Longs). Little-endian u64 words.
+  std::string BloomWords(int bits_log2, int probes) const {
+    const uint64_t mask = (uint64_t{1} << bits_log2) - 1;
+    std::vector<uint64_t> words(size_t{1} << (bits_log2 - 6), 0);
+    for (const auto& [a, b] : pairs_) {
+      const int64_t h1 = static_cast<int32_t>(a);
+      const int64_t step = static_cast<int32_t>(b | 1u);
+      for (int i = 0; i < probes; ++i) {
+        const uint64_t bit = static_cast<uint64_t>(h1 + i * step) & mask;
+        words[bit >> 6] |= uint64_t{1} << (bit & 63);
+      }
+    }
+    std::string out(words.size() * 8, '\0');
+    for (size_t w = 0; w < words.size(); ++w) {
+      for (int byte = 0; byte < 8; ++byte) out[w * 8 + byte] = static_cast<char>(words[w] >> (8 * byte));
+    }
+    return out;
+  }
 
  private:
-  void Append(uint32_t v) {
-    const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-                       static_cast<char>(v)};
-    bytes_.append(b, 4);
-  }
-  std::string bytes_;
+  std::vector<std::pair<uint32_t, uint32_t>> pairs_;
 };
 
 }  // namespace ttlstate

@@ -105,13 +105,18 @@ class Client:
     def load(self, h: int, version: int, now_ms: int, read_only: bool = False,
              key_hashes: bool = False) -> tuple[int, int]:
         """Loads `version`; returns (lineage, number of keys in the local DB). With
-        `key_hashes`, `self.key_hashes` is then what the shim would fill its filter from."""
+        `key_hashes`, `self.key_hashes_kept` then says whether `key_filter_bits` has bits."""
         flags = (P.LOAD_READ_ONLY if read_only else 0) | (P.LOAD_KEY_HASHES if key_hashes else 0)
         r = self.call(P.OP_LOAD, P.Writer().u32(h).i64(version).i64(now_ms).u8(flags).payload(), h)
         lineage, num_keys = r.i64(), r.i64()
         self.now_ms = r.i64()
-        self.key_hashes = r.bytes_or_none()
+        self.key_hashes_kept = bool(r.u8())
         return lineage, num_keys
+
+    def key_filter_bits(self, h: int, bits_log2: int, probes: int) -> bytes | None:
+        """The bits the shim would take into its key filter's first layer after that load."""
+        return self.call(P.OP_KEY_FILTER_BITS, P.Writer().u32(h).u8(bits_log2).u8(probes).payload(),
+                         h).bytes_or_none()
 
     def keys(self, h: int) -> list[bytes]:
         """Every key of the loaded version's local DB (OP_KEYS, then its chunks)."""

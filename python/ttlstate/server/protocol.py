@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -34,14 +34,15 @@ OP_OPEN = 2           # str provider key, str confs json, str info json  -> OK u
 #   apply TTL itself (it is used only where reads are cacheable and the key filter allowed)
 OP_LOAD = 3           # u32 h, i64 version, i64 now ms, u8 flags         -> OK i64 lineage, i64 num keys,
 #                       [, i64 snapshot version if LOAD_FROM_SNAPSHOT]      i64 now (the time TTL uses),
-#                                                                          bytes key hashes (null: none)
+#                                                                          u8 key hashes kept (1: ask
+#                                                                          OP_KEY_FILTER_BITS)
 #   flags: LOAD_READ_ONLY; LOAD_EMPTY (an empty store at `version`, whose commit makes version+1:
 #   Spark's loadEmpty, for writing a whole state at a given version, as `ttlstate migrate` does);
 #   LOAD_FROM_SNAPSHOT (rebuild `version` from exactly that snapshot plus the changelogs after
 #   it: the state data source's snapshotStartBatchId); LOAD_KEY_HASHES (the shim will build a
-#   key filter: when this load built the local DB from nothing, send the filter's two hashes
-#   of every key put (big-endian u32 pairs, see native/include/ttlstate/key_hash.h), so the
-#   shim need not scan the keys back; else null)
+#   key filter: when this load built the local DB from nothing, keep the filter's two hashes
+#   of every key put, see native/include/ttlstate/key_hash.h, for OP_KEY_FILTER_BITS, so the
+#   shim need not scan the keys back)
 #   lineage changes whenever the local DB was rebuilt rather than advanced by this handle's own
 #   commits; the shim's key filter is valid only for the lineage and version it was built for
 OP_UPGRADE = 4        # u32 h                                            -> OK
@@ -69,6 +70,10 @@ OP_CHANGES = 20       # u32 h, i64 version                               -> OK u
 #   the records of the store's `<version>.changelog`, verified whole and bound to the store
 #   first, in file order: (key, TtlValue) puts and (key, null) deletes; continue with
 #   OP_ITER_NEXT / OP_ITER_CLOSE. Needs no loaded version (the state data source's change feed)
+OP_KEY_FILTER_BITS = 21  # u32 h, u8 bits log2, u8 probes                -> OK bytes words (null: none)
+#   once after a LOAD that kept key hashes: the bits of one key filter layer of 2^bits log2
+#   bits holding every key that load put, set as the shim's filter sets them (little-endian
+#   u64 words); null when no hashes are kept (the shim scans the keys instead)
 
 LOAD_READ_ONLY = 1
 LOAD_EMPTY = 2

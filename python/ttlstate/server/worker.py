@@ -351,10 +351,18 @@ class Connection(socketserver.StreamRequestHandler):
                 empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot)
             if self.native is not None and isinstance(entry.store, NativeStateStore):
                 self.native.bind(handle, entry.store.txn)  # its per-entry requests stay native
-            hashes = entry.provider.take_restored_key_hashes()
+            hashes = bool(flags & P.LOAD_KEY_HASHES) and entry.provider.has_restored_key_hashes()
+            if not hashes:
+                entry.provider.drop_restored_key_hashes()
             return (P.Writer().i64(entry.provider.lineage).i64(entry.provider.num_keys)
-                    .i64(entry.store.now_ms)
-                    .bytes(hashes if flags & P.LOAD_KEY_HASHES else None).payload())
+                    .i64(entry.store.now_ms).u8(int(hashes)).payload())
+        if code == P.OP_KEY_FILTER_BITS:
+            bits_log2, probes = r.u8(), r.u8()
+            try:
+                words = entry.provider.take_key_filter_bits(bits_log2, probes)
+            except ValueError as e:
+                raise RequestError(P.ERR_BAD_REQUEST, str(e)) from None
+            return P.Writer().bytes(words).payload()
         if code == P.OP_GET:
             value, ts = self._store(handle).get_entry(r.bytes())
             return P.Writer().bytes(value).i64(ts).payload()

@@ -105,10 +105,11 @@ class StoreProvider:
         # keys held elsewhere (the shim's key filter) knows when it went stale. Random start: a
         # restarted server never repeats an earlier provider's value.
         self.lineage = secrets.randbits(62)
-        # The key filter hashes of every key of a local DB the last get_store built from
-        # nothing (native data plane), until taken: the shim fills its filter from them
-        # instead of scanning the keys back. None when it was not built from nothing.
-        self._restored_key_hashes: bytes | None = None
+        # The key filter hashes (a _native.KeyHashes) of every key of a local DB the last
+        # get_store built from nothing (native data plane), until taken: the shim fills its
+        # filter from them instead of scanning the keys back. None when it was not built from
+        # nothing.
+        self._restored_key_hashes: object | None = None
         self._collecting: object | None = None  # _native.KeyHashes while a restore runs
 
     # -- engine ---------------------------------------------------------------------------
@@ -181,7 +182,9 @@ class StoreProvider:
                 self._open_empty()
                 self._local_version = version
                 self._batch_times.pop(version, None)
-                self._restored_key_hashes = b""
+                if self.engine.native_data_plane:
+                    from ttlstate import _native
+                    self._restored_key_hashes = _native.KeyHashes()
             elif from_snapshot is not None:
                 self._load(version, from_snapshot)
             elif self._engine is None or self._local_version != version:
@@ -206,13 +209,25 @@ class StoreProvider:
         self._native_store = NativeStateStore(self, txn)
         return self._native_store
 
-    def take_restored_key_hashes(self) -> bytes | None:
-        """The key filter hashes of the version get_store just built from nothing (big-endian
-        u32 pairs, one per key put, repeats possible), once; None if it was not built from
-        nothing or the data plane does not collect them."""
+    def has_restored_key_hashes(self) -> bool:
+        """Whether the version get_store just loaded was built from nothing by the native data
+        plane, which kept the key filter hashes of every key it put."""
+        with self._lock:
+            return self._restored_key_hashes is not None
+
+    def take_key_filter_bits(self, bits_log2: int, probes: int) -> bytes | None:
+        """Once: the bits of a key filter layer of 2^bits_log2 bits holding every key the
+        version get_store just built from nothing put (see `has_restored_key_hashes`), set as
+        the shim's filter sets them; None if there are none."""
         with self._lock:
             hashes, self._restored_key_hashes = self._restored_key_hashes, None
-            return hashes
+        if hashes is None:
+            return None
+        return hashes.bloom_words(bits_log2, probes)  # type: ignore[attr-defined]
+
+    def drop_restored_key_hashes(self) -> None:
+        with self._lock:
+            self._restored_key_hashes = None
 
     def upgrade(self, store: AnyStore) -> AnyStore:
         """Turn a read store into the write store of the same version, in place."""
@@ -254,7 +269,7 @@ class StoreProvider:
                 else:
                     self._replay_changelog(name, local_path, header, version)
             if self._collecting is not None:
-                self._restored_key_hashes = self._collecting.take()  # type: ignore[attr-defined]
+                self._restored_key_hashes = self._collecting
         except BaseException:
             self._drop_local()  # never serve a partially loaded version
             raise

@@ -1,6 +1,6 @@
 package ttlstate.spark
 
-import java.nio.ByteBuffer
+import java.nio.{ByteBuffer, ByteOrder}
 import java.util.concurrent.atomic.AtomicLong
 
 import scala.util.hashing.MurmurHash3
@@ -61,11 +61,18 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
    *  layer already, and bits are never cleared. */
   def add(key: Array[Byte]): Unit = synchronized(insert(hash1(key), hash2(key)))
 
-  /** Adds the keys whose hashes a restore computed (big-endian u32 pairs, seed 1 then seed 2:
-   *  `hashes` below, and the state server's native/include/ttlstate/key_hash.h). */
-  def addHashed(pairs: Array[Byte]): Unit = synchronized {
-    val b = ByteBuffer.wrap(pairs)
-    while (b.remaining >= 8) insert(b.getInt().toLong, step(b.getInt()))
+  /** How many bits (log2) the first layer has: what the state server sets for `fillFirstLayer`. */
+  def firstLayerBitsLog2: Int = synchronized(layers.last.bitsLog2)
+
+  /** Takes the first layer's bits as the state server set them from the hashes of the `keyCount`
+   *  keys a restore loaded (little-endian u64 words; the probes as `add` sets them, see the
+   *  server's native/include/ttlstate/key_hash.h). Only into a filter nothing was added to. */
+  def fillFirstLayer(words: Array[Byte], keyCount: Long): Unit = synchronized {
+    if (!gaveUp) {
+      require(layers.size == 1 && keys == 0, "key filter: bits are taken only into a new filter")
+      layers.head.load(words, keyCount)
+      keys = keyCount
+    }
   }
 
   private def insert(h1: Long, h2: Long): Unit = if (!contains(h1, h2)) {
@@ -144,13 +151,19 @@ object KeyFilter {
   }
 
   private final class Layer(val capacity: Long, index: Int) {
-    private val bitsLog2 = Layer.bitsLog2(capacity, index)
+    val bitsLog2: Int = Layer.bitsLog2(capacity, index)
     private val words = new Array[Long](1 << (bitsLog2 - 6))
     private val mask = (1L << bitsLog2) - 1
     private var count = 0L
 
     def full: Boolean = count >= capacity
     def bytes: Long = words.length * 8L
+
+    def load(bits: Array[Byte], keyCount: Long): Unit = {
+      require(bits.length == bytes, s"key filter: ${bits.length} bytes of bits for a layer of $bytes")
+      ByteBuffer.wrap(bits).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(words)
+      count = keyCount
+    }
 
     def add(h1: Long, h2: Long): Unit = {
       var i = 0

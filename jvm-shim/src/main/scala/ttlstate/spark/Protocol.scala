@@ -3,7 +3,7 @@ package ttlstate.spark
 /** Wire protocol constants, mirrored from python/ttlstate/server/protocol.py (the spec lives
  *  there). tests/unit/test_cross_language.py checks every value against Python's. */
 object Protocol {
-  val PROTOCOL_VERSION = 6
+  val PROTOCOL_VERSION = 7
   val MAGIC = 0x54544C53
   val MAX_FRAME: Int = 1 << 30
 
@@ -27,6 +27,7 @@ object Protocol {
   val OP_KEYS = 18
   val OP_SNAPSHOT_NOW = 19
   val OP_CHANGES = 20
+  val OP_KEY_FILTER_BITS = 21
 
   val LOAD_READ_ONLY = 1
   val LOAD_EMPTY = 2
@@ -72,7 +73,7 @@ object Protocol {
     "OP_COMMIT" -> OP_COMMIT, "OP_ABORT" -> OP_ABORT, "OP_RELEASE" -> OP_RELEASE,
     "OP_METRICS" -> OP_METRICS, "OP_SNAPSHOT" -> OP_SNAPSHOT, "OP_CLEANUP" -> OP_CLEANUP,
     "OP_CLOSE" -> OP_CLOSE, "OP_KEYS" -> OP_KEYS, "OP_SNAPSHOT_NOW" -> OP_SNAPSHOT_NOW,
-    "OP_CHANGES" -> OP_CHANGES, "LOAD_READ_ONLY" -> LOAD_READ_ONLY, "LOAD_EMPTY" -> LOAD_EMPTY,
+    "OP_CHANGES" -> OP_CHANGES, "OP_KEY_FILTER_BITS" -> OP_KEY_FILTER_BITS, "LOAD_READ_ONLY" -> LOAD_READ_ONLY, "LOAD_EMPTY" -> LOAD_EMPTY,
     "LOAD_FROM_SNAPSHOT" -> LOAD_FROM_SNAPSHOT, "LOAD_KEY_HASHES" -> LOAD_KEY_HASHES, "RESP_OK" -> RESP_OK, "RESP_ERROR" -> RESP_ERROR,
     "RESP_CALLBACK" -> RESP_CALLBACK, "CB_LIST" -> CB_LIST, "CB_FETCH" -> CB_FETCH,
     "CB_PUBLISH" -> CB_PUBLISH, "CB_DELETE" -> CB_DELETE, "CB_RESULT_OK" -> CB_RESULT_OK,

@@ -172,10 +172,10 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
         fromSnapshot.foreach(w.i64)
         val r = conn.call(w.frame(Protocol.OP_LOAD), files)
         val loaded = LoadedVersion(opened._1, handle, r.i64(), r.i64(), r.i64())
-        val restoredKeyHashes = r.bytesOrNull()
+        val hashesKept = r.u8() == 1
         val store = new TtlStateStore(this, conn, worker, handle, version, readOnly, codec, valueSchema.length,
           files, loaded)
-        attachKeyFilter(store, restoredKeyHashes)
+        attachKeyFilter(store, if (hashesKept) Some(restoredKeyBits(conn, handle)) else None)
         store.loadNanos = System.nanoTime() - started
         attachCache(store)
         store
@@ -296,14 +296,21 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   private def mayBuildKeyFilter(readOnly: Boolean): Boolean =
     !readOnly && keyFilterAllowed && keyFilterMaxKeys > 0 && keyFilterMaxBytes > 0
 
+  /** The bits of a filter layer of 2^bitsLog2 bits that the server set from the hashes it kept
+   *  of every key its last load put (null if it kept none). */
+  private def restoredKeyBits(conn: ServerConnection, handle: Int)(bitsLog2: Int): Array[Byte] =
+    conn.call(new PayloadWriter().u32(handle).u8(bitsLog2).u8(KeyFilter.Hashes)
+      .frame(Protocol.OP_KEY_FILTER_BITS), files).bytesOrNull()
+
   /** Gives `store` the key filter of its version: the kept one when it still describes exactly
    *  this version of the server's lineage (and has not grown past `keyFilter.maxKeys`), else
    *  (write stores of small enough stores, while the executor's `keyFilter.maxBytes` has room)
-   *  a new one, filled from the hashes the server computed if it just rebuilt the local DB
-   *  from the checkpoint (`restoredKeyHashes`), else by one scan of the keys. Read-only stores
-   *  never pay for a scan: the state data source reads once, and an operator's read store
-   *  builds it when upgraded. */
-  private[spark] def attachKeyFilter(store: TtlStateStore, restoredKeyHashes: Array[Byte] = null): Unit = {
+   *  a new one, whose bits the server set from the hashes it kept if it just rebuilt the local
+   *  DB from the checkpoint (`restoredKeyBits`), else filled by one scan of the keys. Read-only
+   *  stores never pay for a scan: the state data source reads once, and an operator's read
+   *  store builds it when upgraded. */
+  private[spark] def attachKeyFilter(store: TtlStateStore,
+      restoredKeyBits: Option[Int => Array[Byte]] = None): Unit = {
     KeyFilter.setBudget(keyFilterMaxBytes)
     val l = store.loaded
     val kept = keyFilter
@@ -314,7 +321,8 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       keyFilter = null
       val fresh = KeyFilter.sized(l.generation, l.handle, l.lineage, l.numKeys, keyFilterMaxKeys, label)
       if (fresh.active) {
-        if (restoredKeyHashes != null) fresh.addHashed(restoredKeyHashes) else store.scanKeys(fresh.add)
+        val bits = restoredKeyBits.map(_(fresh.firstLayerBitsLog2)).orNull
+        if (bits != null) fresh.fillFirstLayer(bits, l.numKeys) else store.scanKeys(fresh.add)
         fresh.version = store.version
         keyFilter = fresh
         store.keyFilter = fresh
