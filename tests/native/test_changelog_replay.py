@@ -1,6 +1,7 @@
 """Replaying a changelog file natively (in key-ordered chunks, written through the memtable or
 bulk-loaded as an SST file) is the same as applying its records one by one in file order: the
-last record of a key wins, and the reported change in the number of keys is exact."""
+last record of a key wins, and the reported change in the number of keys is exact. A snapshot
+file that is not one sorted run of puts is refused by its bulk load."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ttlstate.checkpoint.record_file import KIND_CHANGELOG, write_record_file
+from ttlstate.checkpoint.record_file import KIND_CHANGELOG, KIND_SNAPSHOT, write_record_file
 from ttlstate.config.keys import EngineKind
 from ttlstate.engine.select import open_engine
 
@@ -19,11 +20,21 @@ keys = st.binary(min_size=0, max_size=3)
 records = st.lists(st.tuples(keys, st.one_of(st.none(), st.binary(max_size=4))), max_size=40)
 
 
+# Key shapes for the sort's inline bytes: short keys; keys sharing a 12-byte prefix (as Spark's
+# UnsafeRow keys share null bits and offsets), decided within the 8 bytes after it; and keys
+# sharing it that tie on those 8 bytes, decided only by comparing whole keys.
+SHAPES = {"short": lambda k: k, "shared-prefix": lambda k: b"\0" * 12 + k,
+          "tie-past-8-bytes": lambda k: b"\0" * 12 + b"\1" * 8 + k}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
 @pytest.mark.parametrize("ingest_min_keys", [0, 1 << 30], ids=["sst-ingest", "memtable"])
 @settings(max_examples=60, deadline=None)
 @given(before=st.dictionaries(keys, st.binary(max_size=4), max_size=20), changelog=records)
-def test_replay_equals_applying_in_file_order(ingest_min_keys: int, before: dict[bytes, bytes],
+def test_replay_equals_applying_in_file_order(shape: str, ingest_min_keys: int, before: dict[bytes, bytes],
                                               changelog: list[tuple[bytes, bytes | None]]) -> None:
+    before = {SHAPES[shape](k): v for k, v in before.items()}
+    changelog = [(SHAPES[shape](k), v) for k, v in changelog]
     with tempfile.TemporaryDirectory() as d:
         engine = open_engine(EngineKind.NATIVE, os.path.join(d, "db"), None)
         try:
@@ -42,5 +53,27 @@ def test_replay_equals_applying_in_file_order(ingest_min_keys: int, before: dict
             assert delta == len(model) - len(before)
             assert dict(engine.iterate()) == model
             assert sorted(os.listdir(d)) == ["1.changelog", "db"]  # no SST file left behind
+        finally:
+            engine.close()
+
+
+@pytest.mark.parametrize(("records", "why"), [
+    ([(b"a", b"1"), (b"c", b"3"), (b"b", b"2")], "snapshot keys out of order"),
+    ([(b"a", b"1"), (b"a", b"2")], "snapshot keys out of order"),
+    ([(b"a", b"1"), (b"b", None)], "a delete in a snapshot"),
+], ids=["out-of-order", "repeated-key", "delete"])
+def test_a_snapshot_the_bulk_load_cannot_take_is_refused_whole(records: list[tuple[bytes, bytes | None]],
+                                                                why: str) -> None:
+    """A snapshot is one sorted run of puts; anything else is a corrupt file, and nothing of it
+    reaches the DB (the SST file it was being written to is removed)."""
+    with tempfile.TemporaryDirectory() as d:
+        engine = open_engine(EngineKind.NATIVE, os.path.join(d, "db"), None)
+        try:
+            path = os.path.join(d, "1.snapshot")
+            write_record_file(path, KIND_SNAPSHOT, "op=0,part=0,store=default", 1, None, records)
+            with pytest.raises(RuntimeError, match=f"1.snapshot is corrupt \\({why}\\)"):
+                engine.ingest_snapshot_file(path, path + ".sst")  # type: ignore[attr-defined]
+            assert dict(engine.iterate()) == {}
+            assert sorted(os.listdir(d)) == ["1.snapshot", "db"]
         finally:
             engine.close()

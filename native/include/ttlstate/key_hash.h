@@ -56,6 +56,7 @@ class KeyHashes {
     pairs_.push_back({Murmur3x86_32(key, kKeyHashSeed1), Murmur3x86_32(key, kKeyHashSeed2)});
   }
   size_t size() const { return pairs_.size(); }
+  void Reserve(size_t more) { pairs_.reserve(pairs_.size() + more); }
 
   // One Bloom filter layer of 2^bits_log2 bits holding every key added, set exactly as the
   // shim's KeyFilter layer sets a key: probe i is bit (h1 + i * (h2 | 1)) mod 2^bits_log2, both

@@ -1,6 +1,9 @@
 // Sorting a batch's keys, as commits and changelog replay write in key order. Keys live on the
 // heap (an arena, strings): comparing them directly costs a cache miss per comparison, so the
-// sort compares an 8-byte big-endian prefix held inline first and reads a key only on a tie.
+// sort compares 8 bytes of each key held inline first and reads a key only on a tie. Those are
+// the 8 bytes after the prefix every key of the batch shares: Spark's keys are UnsafeRows,
+// whose first bytes (null bits, offsets and lengths) are the same in nearly every key, so the
+// first 8 bytes would tie every time.
 #pragma once
 
 #include <algorithm>
@@ -19,11 +22,22 @@ std::vector<uint32_t> KeyOrder(size_t n, KeyOf key_of) {
     uint64_t prefix;
     uint32_t pos;
   };
+  size_t shared = n == 0 ? 0 : key_of(0).size();
+  for (size_t i = 1; i < n && shared > 0; ++i) {
+    const std::string_view first = key_of(0);
+    const std::string_view k = key_of(i);
+    const size_t limit = std::min(shared, k.size());
+    size_t same = 0;
+    while (same < limit && first[same] == k[same]) ++same;
+    shared = same;
+  }
+  // Past the shared prefix, a key's next 8 bytes big-endian (0 past its end) order it: a tie
+  // only when they are equal, or one key is a prefix of the other within them.
   std::vector<Entry> entries(n);
   for (size_t i = 0; i < n; ++i) {
     const std::string_view k = key_of(i);
     uint64_t prefix = 0;
-    for (size_t b = 0; b < 8; ++b) {
+    for (size_t b = shared; b < shared + 8; ++b) {
       prefix = (prefix << 8) | (b < k.size() ? static_cast<uint8_t>(k[b]) : 0u);
     }
     entries[i] = {prefix, static_cast<uint32_t>(i)};
