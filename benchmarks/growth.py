@@ -271,7 +271,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="3 batches of 20k keys, settle 2 s, one round")
     ap.add_argument("--json", help="write the results here (and the plot beside it, .png)")
     ap.add_argument("--plot", help="write the plot here (default: beside --json)")
-    ap.add_argument("--keep", action="store_true", help="keep inputs and checkpoints")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep inputs and checkpoints (benchmarks.restore_rerun re-runs their restores)")
     args = ap.parse_args(argv)
     if args.quick:
         args.batches, args.keys_per_batch, args.settle, args.rounds = 3, 20_000, 2.0, 1
@@ -318,6 +319,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+        else:  # e.g. for `python -m benchmarks.restore_rerun`
+            print(f"growth: inputs and checkpoints kept in {work}", flush=True)
     _check_baseline_runs(variants, runs)
     expected = args.batches * args.keys_per_batch + args.restore_keys
     result = {"benchmark": "growth", "started": started, "machine": describe(), "params": _params(args),
