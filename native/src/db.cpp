@@ -162,27 +162,24 @@ std::vector<char> DbCore::Contains(const std::vector<std::string_view>& sorted_k
 void DbCore::WriteSorted(const std::vector<SortedWrite>& writes, const std::string& sst_path,
                          size_t ingest_min_keys) {
   if (writes.empty()) return;
-  if (writes.size() < ingest_min_keys || sst_path.empty()) {
-    rocksdb::WriteBatch batch;
+  auto write_all = [&](auto& sink) {  // a WriteBatch or an SstFileWriter: the same calls
     for (const SortedWrite& w : writes) {
       const rocksdb::Slice k(w.key.data(), w.key.size());
-      CheckStatus(w.put ? batch.Put(k, rocksdb::Slice(w.value.data(), w.value.size())) : batch.Delete(k),
+      CheckStatus(w.put ? sink.Put(k, rocksdb::Slice(w.value.data(), w.value.size())) : sink.Delete(k),
                   w.put ? "put" : "delete");
     }
+    return static_cast<uint64_t>(writes.size());
+  };
+  if (writes.size() < ingest_min_keys || sst_path.empty()) {
+    rocksdb::WriteBatch batch;
+    write_all(batch);
     rocksdb::WriteOptions wo;
     wo.disableWAL = true;  // the local DB is a cache; durability comes from the checkpoint
     std::shared_lock<std::shared_mutex> lock(mu);
     CheckStatus(Handle()->Write(wo, &batch), "write");
     return;
   }
-  IngestSst(sst_path, [&](rocksdb::SstFileWriter& sst) {
-    for (const SortedWrite& w : writes) {
-      const rocksdb::Slice k(w.key.data(), w.key.size());
-      CheckStatus(w.put ? sst.Put(k, rocksdb::Slice(w.value.data(), w.value.size())) : sst.Delete(k),
-                  w.put ? "sst put" : "sst delete");
-    }
-    return static_cast<uint64_t>(writes.size());
-  });
+  IngestSst(sst_path, write_all);
 }
 
 uint64_t DbCore::IngestSst(const std::string& sst_path, const std::function<uint64_t(rocksdb::SstFileWriter&)>& fill) {

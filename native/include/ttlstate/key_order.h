@@ -22,9 +22,9 @@ std::vector<uint32_t> KeyOrder(size_t n, KeyOf key_of) {
     uint64_t prefix;
     uint32_t pos;
   };
-  size_t shared = n == 0 ? 0 : key_of(0).size();
+  const std::string_view first = n == 0 ? std::string_view() : key_of(0);
+  size_t shared = first.size();
   for (size_t i = 1; i < n && shared > 0; ++i) {
-    const std::string_view first = key_of(0);
     const std::string_view k = key_of(i);
     const size_t limit = std::min(shared, k.size());
     size_t same = 0;

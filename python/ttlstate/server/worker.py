@@ -351,9 +351,7 @@ class Connection(socketserver.StreamRequestHandler):
                 empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot)
             if self.native is not None and isinstance(entry.store, NativeStateStore):
                 self.native.bind(handle, entry.store.txn)  # its per-entry requests stay native
-            hashes = bool(flags & P.LOAD_KEY_HASHES) and entry.provider.has_restored_key_hashes()
-            if not hashes:
-                entry.provider.drop_restored_key_hashes()
+            hashes = entry.provider.keep_restored_key_hashes(bool(flags & P.LOAD_KEY_HASHES))
             return (P.Writer().i64(entry.provider.lineage).i64(entry.provider.num_keys)
                     .i64(entry.store.now_ms).u8(int(hashes)).payload())
         if code == P.OP_KEY_FILTER_BITS:

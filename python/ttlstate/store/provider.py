@@ -209,25 +209,24 @@ class StoreProvider:
         self._native_store = NativeStateStore(self, txn)
         return self._native_store
 
-    def has_restored_key_hashes(self) -> bool:
-        """Whether the version get_store just loaded was built from nothing by the native data
-        plane, which kept the key filter hashes of every key it put."""
+    def keep_restored_key_hashes(self, wanted: bool) -> bool:
+        """Whether the key filter hashes of every key put are kept for `take_key_filter_bits`:
+        only when `wanted` and the version get_store just loaded was built from nothing by the
+        native data plane (which collects them); else they are dropped."""
         with self._lock:
+            if not wanted:
+                self._restored_key_hashes = None
             return self._restored_key_hashes is not None
 
     def take_key_filter_bits(self, bits_log2: int, probes: int) -> bytes | None:
         """Once: the bits of a key filter layer of 2^bits_log2 bits holding every key the
-        version get_store just built from nothing put (see `has_restored_key_hashes`), set as
+        version get_store just built from nothing put (see `keep_restored_key_hashes`), set as
         the shim's filter sets them; None if there are none."""
         with self._lock:
             hashes, self._restored_key_hashes = self._restored_key_hashes, None
         if hashes is None:
             return None
         return hashes.bloom_words(bits_log2, probes)  # type: ignore[attr-defined]
-
-    def drop_restored_key_hashes(self) -> None:
-        with self._lock:
-            self._restored_key_hashes = None
 
     def upgrade(self, store: AnyStore) -> AnyStore:
         """Turn a read store into the write store of the same version, in place."""

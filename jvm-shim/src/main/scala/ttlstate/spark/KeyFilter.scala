@@ -110,9 +110,8 @@ object KeyFilter {
   /** The two MurmurHash3 x86_32 hashes of a key, as the state server sends them. */
   def hashes(key: Array[Byte]): (Int, Int) = (MurmurHash3.bytesHash(key, Seed1), MurmurHash3.bytesHash(key, Seed2))
   private def hash1(key: Array[Byte]): Long = MurmurHash3.bytesHash(key, Seed1).toLong
-  private def hash2(key: Array[Byte]): Long = step(MurmurHash3.bytesHash(key, Seed2))
-  /** The probe step from the second hash: odd, so the probes of a key never repeat a bit early. */
-  private def step(rawHash2: Int): Long = (rawHash2 | 1).toLong
+  /** The probe step: odd, so the probes of a key never repeat a bit early. */
+  private def hash2(key: Array[Byte]): Long = (MurmurHash3.bytesHash(key, Seed2) | 1).toLong
 
   // The executor's budget: bytes of all key filters of the JVM together.
   private val used = new AtomicLong
