@@ -19,6 +19,7 @@
 #include "ttlstate/errors.h"
 #include "ttlstate/protocol.h"
 #include "ttlstate/record_file.h"
+#include "ttlstate/restore.h"
 #include "ttlstate/ttl_value.h"
 #include "ttlstate/txn.h"
 
@@ -287,6 +288,21 @@ PYBIND11_MODULE(_native, m) {
       }, py::arg("path"), py::arg("header_json"), py::arg("drop_expired"), py::arg("ttl"), py::arg("now"),
            "Write the pinned view as a snapshot record file; (records written, expired ones dropped).");
 
+  py::class_<ttlstate::RestoreBuilder>(m, "RestoreBuilder",
+      "Builds a version from nothing: changelogs gathered in memory, merged with the snapshot into one SST.")
+      .def("add_changelog", [](ttlstate::RestoreBuilder& b, const std::string& path) {
+        py::gil_scoped_release release;
+        return b.AddChangelog(path);
+      }, py::arg("path"), "Gather a changelog file's records (files in version order); returns their count.")
+      .def_property_readonly("gathered_bytes", &ttlstate::RestoreBuilder::gathered_bytes)
+      .def("finish", [](ttlstate::RestoreBuilder& b, const std::string& snapshot_path, const std::string& sst_path,
+                        ttlstate::KeyHashes* hashes) {
+        py::gil_scoped_release release;
+        const auto r = b.Finish(snapshot_path, sst_path, hashes);
+        return std::make_pair(r.snapshot_records, r.keys);
+      }, py::arg("snapshot_path"), py::arg("sst_path"), py::arg("hashes") = nullptr,
+           "Load the snapshot ('' for none) with the gathered changelogs over it; (snapshot records, keys).");
+
   py::class_<ttlstate::Connection>(m, "Connection")
       .def(py::init<int>(), py::arg("fd"))
       .def("serve", [](ttlstate::Connection& c, py::object handler) {
@@ -438,11 +454,8 @@ PYBIND11_MODULE(_native, m) {
         py::gil_scoped_release release;
         return db.NewSnapshot();
       }, "A pinned consistent view, to write a snapshot file from without holding the store.")
-      .def("ingest_snapshot_file", [](Db& db, const std::string& path, const std::string& sst_path,
-                                      ttlstate::KeyHashes* hashes) {
-        py::gil_scoped_release release;
-        return db.IngestSnapshotFile(path, sst_path, hashes);
-      }, py::arg("path"), py::arg("sst_path"), py::arg("hashes") = nullptr)
+      .def("restore_builder", [](Db& db) { return std::make_unique<ttlstate::RestoreBuilder>(db.core()); },
+           "A builder of this (empty) DB's state from a snapshot and the changelogs after it.")
       .def("apply_changelog_file", [](Db& db, const std::string& path, ttlstate::KeyHashes* hashes,
                                       size_t ingest_min_keys) {
         py::gil_scoped_release release;

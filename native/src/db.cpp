@@ -405,29 +405,6 @@ std::unique_ptr<Iterator> Db::NewIterator(std::optional<std::string> lower, std:
 
 std::unique_ptr<DbSnapshot> Db::NewSnapshot() { return std::make_unique<DbSnapshot>(core_); }
 
-uint64_t Db::IngestSnapshotFile(const std::string& path, const std::string& sst_path, KeyHashes* hashes) {
-  RecordFileReader in(path);
-  uint8_t op = 0;
-  std::string_view key;
-  std::string_view value;
-  if (hashes != nullptr) hashes->Reserve(in.expected_count());
-  return core_->IngestSst(sst_path, [&](rocksdb::SstFileWriter& sst) {
-    uint64_t count = 0;
-    while (in.Next(&op, &key, &value)) {
-      if (op != kRecordPut) throw std::runtime_error("checkpoint file " + path + " is corrupt (a delete in a snapshot)");
-      // The writer refuses a key not strictly after the one before (the DB's comparator).
-      const rocksdb::Status s = sst.Put(rocksdb::Slice(key.data(), key.size()), rocksdb::Slice(value.data(), value.size()));
-      if (s.IsInvalidArgument()) {
-        throw std::runtime_error("checkpoint file " + path + " is corrupt (snapshot keys out of order)");
-      }
-      CheckStatus(s, "sst put");
-      if (hashes != nullptr) hashes->Add(key);
-      ++count;
-    }
-    return count;
-  });
-}
-
 std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, KeyHashes* hashes,
                                                     size_t ingest_min_keys) {
   // Records are gathered in chunks and applied in key order (a later record of a key wins):

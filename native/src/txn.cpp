@@ -11,34 +11,6 @@
 
 namespace ttlstate {
 
-char* Arena::Allocate(size_t n) {
-  if (n > left_) {
-    const size_t size = std::max<size_t>(n, 1u << 20);
-    blocks_.push_back(std::make_unique<char[]>(size));
-    next_ = blocks_.back().get();
-    left_ = size;
-  }
-  char* out = next_;
-  next_ += n;
-  left_ -= n;
-  return out;
-}
-
-std::string_view Arena::Copy(std::string_view data) {
-  if (data.empty()) return std::string_view();
-  char* out = Allocate(data.size());
-  std::memcpy(out, data.data(), data.size());
-  return std::string_view(out, data.size());
-}
-
-std::string_view Arena::CopyTtlValue(int64_t ts, std::string_view user) {
-  char* out = Allocate(kTimestampSize + user.size());
-  const auto v = static_cast<uint64_t>(ts);
-  for (size_t i = 0; i < kTimestampSize; ++i) out[i] = static_cast<char>((v >> (56 - 8 * i)) & 0xff);
-  if (!user.empty()) std::memcpy(out + kTimestampSize, user.data(), user.size());
-  return std::string_view(out, kTimestampSize + user.size());
-}
-
 Txn::Txn(std::shared_ptr<DbCore> core, std::string store_label, int64_t version, int64_t now, bool writable,
          TtlRules rules, std::shared_ptr<CleanupCursor> cursor)
     : core_(std::move(core)), label_(std::move(store_label)), version_(version), now_(now), writable_(writable),

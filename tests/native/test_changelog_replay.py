@@ -1,7 +1,9 @@
 """Replaying a changelog file natively (in key-ordered chunks, written through the memtable or
 bulk-loaded as an SST file) is the same as applying its records one by one in file order: the
-last record of a key wins, and the reported change in the number of keys is exact. A snapshot
-file that is not one sorted run of puts is refused by its bulk load."""
+last record of a key wins, and the reported change in the number of keys is exact. Building a
+version from nothing (a snapshot and changelogs merged into one SST file) is the same as loading
+the snapshot and replaying the changelogs in order. A snapshot file that is not one sorted run
+of puts is refused whole."""
 
 from __future__ import annotations
 
@@ -44,17 +46,72 @@ def test_replay_equals_applying_in_file_order(shape: str, ingest_min_keys: int, 
             count, delta = engine.apply_changelog_file(  # type: ignore[attr-defined]
                 path, ingest_min_keys=ingest_min_keys)
             model = dict(before)
-            for key, value in changelog:
-                if value is None:
-                    model.pop(key, None)
-                else:
-                    model[key] = value
+            _apply_in_order(model, changelog)
             assert count == len(changelog)
             assert delta == len(model) - len(before)
             assert dict(engine.iterate()) == model
             assert sorted(os.listdir(d)) == ["1.changelog", "db"]  # no SST file left behind
         finally:
             engine.close()
+
+
+def _apply_in_order(model: dict[bytes, bytes], records: list[tuple[bytes, bytes | None]]) -> None:
+    for key, value in records:
+        if value is None:
+            model.pop(key, None)
+        else:
+            model[key] = value
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+@settings(max_examples=60, deadline=None)
+@given(snapshot=st.one_of(st.none(), st.dictionaries(keys, st.binary(max_size=4), max_size=20)),
+       changelogs=st.lists(records, max_size=3))
+def test_building_from_nothing_equals_loading_the_snapshot_then_replaying(
+        shape: str, snapshot: dict[bytes, bytes] | None,
+        changelogs: list[list[tuple[bytes, bytes | None]]]) -> None:
+    from ttlstate import _native
+
+    snapshot = None if snapshot is None else {SHAPES[shape](k): v for k, v in snapshot.items()}
+    changelogs = [[(SHAPES[shape](k), v) for k, v in log] for log in changelogs]
+    with tempfile.TemporaryDirectory() as d:
+        engine = open_engine(EngineKind.NATIVE, os.path.join(d, "db"), None)
+        try:
+            builder = engine.restore_builder()  # type: ignore[attr-defined]
+            files = []
+            for i, log in enumerate(changelogs, start=2):
+                path = os.path.join(d, f"{i}.changelog")
+                write_record_file(path, KIND_CHANGELOG, "op=0,part=0,store=default", i, None, log)
+                assert builder.add_changelog(path) == len(log)
+                files.append(path)
+            snapshot_path = ""
+            if snapshot is not None:
+                snapshot_path = os.path.join(d, "1.snapshot")
+                write_record_file(snapshot_path, KIND_SNAPSHOT, "op=0,part=0,store=default", 1, None,
+                                  sorted(snapshot.items()))
+            hashes = _native.KeyHashes()
+            loaded, count = builder.finish(snapshot_path, os.path.join(d, "build.sst"), hashes)
+            model = dict(snapshot or {})
+            for log in changelogs:
+                _apply_in_order(model, log)
+            assert loaded == len(snapshot or {})
+            assert count == len(model) == len(hashes)
+            assert dict(engine.iterate()) == model
+            assert engine.count_keys() == len(model)
+            assert "build.sst" not in os.listdir(d)
+        finally:
+            engine.close()
+
+
+def test_a_build_refuses_a_db_that_is_not_empty(tmp_path) -> None:  # noqa: ANN001
+    engine = open_engine(EngineKind.NATIVE, str(tmp_path / "db"), None)
+    try:
+        engine.write([(b"k", b"v")])
+        with pytest.raises(RuntimeError, match="not empty"):
+            engine.restore_builder().finish("", str(tmp_path / "build.sst"))  # type: ignore[attr-defined]
+        assert dict(engine.iterate()) == {b"k": b"v"}
+    finally:
+        engine.close()
 
 
 @pytest.mark.parametrize(("records", "why"), [
@@ -65,15 +122,20 @@ def test_replay_equals_applying_in_file_order(shape: str, ingest_min_keys: int, 
 def test_a_snapshot_the_bulk_load_cannot_take_is_refused_whole(records: list[tuple[bytes, bytes | None]],
                                                                 why: str) -> None:
     """A snapshot is one sorted run of puts; anything else is a corrupt file, and nothing of it
-    reaches the DB (the SST file it was being written to is removed)."""
+    (or of the changelogs gathered to build with it) reaches the DB; the SST file it was being
+    written to is removed."""
     with tempfile.TemporaryDirectory() as d:
         engine = open_engine(EngineKind.NATIVE, os.path.join(d, "db"), None)
         try:
             path = os.path.join(d, "1.snapshot")
             write_record_file(path, KIND_SNAPSHOT, "op=0,part=0,store=default", 1, None, records)
+            log = os.path.join(d, "2.changelog")
+            write_record_file(log, KIND_CHANGELOG, "op=0,part=0,store=default", 2, None, [(b"0", b"x")])
+            builder = engine.restore_builder()  # type: ignore[attr-defined]
+            builder.add_changelog(log)
             with pytest.raises(RuntimeError, match=f"1.snapshot is corrupt \\({why}\\)"):
-                engine.ingest_snapshot_file(path, path + ".sst")  # type: ignore[attr-defined]
+                builder.finish(path, path + ".sst")
             assert dict(engine.iterate()) == {}
-            assert sorted(os.listdir(d)) == ["1.snapshot", "db"]
+            assert sorted(os.listdir(d)) == ["1.snapshot", "2.changelog", "db"]
         finally:
             engine.close()

@@ -145,8 +145,10 @@ def test_a_restore_sets_the_key_filter_bits_of_every_key_it_loaded(server, confs
         assert c.key_filter_bits(h2, 16, 7) is None
         return
     bits = c.key_filter_bits(h2, 16, 7)
-    assert bits == _layer_bits(first + second, 16, 7)  # deleted keys stay: a superset is exact
-    assert bits != _layer_bits(first, 16, 7)
+    # Built from nothing, the hashes are of exactly the keys stored (a key deleted in a changelog
+    # replayed onto a built DB would stay: a superset, still exact for the filter).
+    assert bits == _layer_bits(first[100:] + second, 16, 7)
+    assert bits != _layer_bits(first + second, 16, 7)
     assert c.key_filter_bits(h2, 16, 7) is None  # once
     c.load(h2, 2, 1000)
     assert not c.key_hashes_kept  # not asked for

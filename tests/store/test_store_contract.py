@@ -8,6 +8,7 @@ import pytest
 
 from ttlstate.checkpoint.errors import VersionNotFound
 from ttlstate.config.store_config import IncrementalCleanup, TtlConfig
+from ttlstate.store import provider as provider_module
 from ttlstate.store.state_store import StoreStateError
 
 
@@ -181,11 +182,16 @@ def test_ttl_metrics_count_on_read_and_incremental_removals(make_provider) -> No
     assert s.metrics().num_keys == 0
 
 
-def test_large_batches_equal_a_dict_model_through_commit_and_restore(make_provider) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("gather_bytes", [128 << 20, 0], ids=["built-from-nothing", "replayed"])
+def test_large_batches_equal_a_dict_model_through_commit_and_restore(make_provider, monkeypatch,  # noqa: ANN001
+                                                                     gather_bytes: int) -> None:
     """Batches of thousands of keys (the native plane bulk-loads these as SST files, at commit
     and at changelog replay) hold exactly what a dict would: puts of new and existing keys,
-    deletes of present and absent keys, the exact key count, and the same after a restore."""
-    p = make_provider(snapshot_interval=100)  # restores replay every changelog
+    deletes of present and absent keys, the exact key count, and the same after a restore,
+    whether the restore gathers the changelogs into one build or (over its memory budget)
+    replays them one by one."""
+    monkeypatch.setattr(provider_module, "_RESTORE_GATHER_BYTES", gather_bytes)
+    p = make_provider(snapshot_interval=100)  # restores read every changelog
     model: dict[bytes, bytes] = {}
     batches = [
         [(b"k%05d" % i, b"a") for i in range(6000)],

@@ -163,12 +163,10 @@ class Db {
   void Merge(const std::string& key, const std::string& value);
   std::unique_ptr<Iterator> NewIterator(std::optional<std::string> lower, std::optional<std::string> upper);
   std::unique_ptr<DbSnapshot> NewSnapshot();
-  // Restores: a snapshot record file (sorted puts) bulk-loaded through an SST file into this
-  // (empty) DB; returns the records loaded. A changelog applied in atomic chunks; returns
-  // (records, change in the number of keys), each chunk through DbCore::WriteSorted (an SST
-  // file beside `path` when large). Both add the key of every put to `hashes` when given (what
-  // the shim's key filter is filled from after a restore).
-  uint64_t IngestSnapshotFile(const std::string& path, const std::string& sst_path, KeyHashes* hashes = nullptr);
+  // Replays a changelog onto the loaded version in atomic chunks; returns (records, change in
+  // the number of keys). Each chunk goes through DbCore::WriteSorted (an SST file beside `path`
+  // when large). Adds the key of every put to `hashes` when given (what the shim's key filter
+  // is filled from after a restore). A restore from nothing uses RestoreBuilder instead.
   std::pair<uint64_t, int64_t> ApplyChangelogFile(const std::string& path, KeyHashes* hashes = nullptr,
                                                   size_t ingest_min_keys = DbCore::kIngestMinKeys);
   void CompactAll();

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "ttlstate/arena.h"
 #include "ttlstate/db.h"
 
 namespace ttlstate {
@@ -40,24 +41,6 @@ struct TxnCounters {
 };
 
 class Txn;
-
-// Append-only storage for a batch's keys and values: one allocation per MiB instead of two per
-// pending write, and stable addresses, so entries can hold views into it until the batch ends.
-class Arena {
- public:
-  std::string_view Copy(std::string_view data);
-  std::string_view CopyTtlValue(int64_t ts, std::string_view user);  // TtlValue layout
-  void Clear() {
-    blocks_.clear();
-    left_ = 0;
-  }
-
- private:
-  char* Allocate(size_t n);
-  std::vector<std::unique_ptr<char[]>> blocks_;
-  char* next_ = nullptr;
-  size_t left_ = 0;
-};
 
 // A scan of a transaction's view: the pending writes as of its creation merged over a
 // point-in-time DB iterator; TTL hides (and deletes) expired entries, never refreshes them.

@@ -60,9 +60,9 @@ class NativeEngine(Engine):
         """A pinned consistent view; writing it needs no lock on the store."""
         return self._db.snapshot()
 
-    def ingest_snapshot_file(self, path: str, sst_path: str,
-                             hashes: _native.KeyHashes | None = None) -> int:
-        return int(self._db.ingest_snapshot_file(path, sst_path, hashes))
+    def restore_builder(self) -> _native.RestoreBuilder:
+        """Builds this (empty) DB's state from a snapshot and the changelogs after it."""
+        return self._db.restore_builder()
 
     def apply_changelog_file(self, path: str, hashes: _native.KeyHashes | None = None,
                              ingest_min_keys: int | None = None) -> tuple[int, int]:

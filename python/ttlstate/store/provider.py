@@ -59,6 +59,9 @@ from ttlstate.ttl.expiry import is_expired
 log = logging.getLogger(__name__)
 
 _APPLY_CHUNK = 10_000
+# A native restore from nothing gathers the changelogs after the snapshot in memory while they
+# take less than this; the files after that are replayed onto the built DB one by one.
+_RESTORE_GATHER_BYTES = 128 << 20
 
 
 def _in_background(fn: Callable[[], int]) -> Future[int]:
@@ -257,12 +260,15 @@ class StoreProvider:
             # before one record is applied: a bad file anywhere in the plan changes nothing.
             for name, kind in wanted:
                 fetched.append((name, *self._fetch_verified(name, kind, version)))
+            rest = fetched
             if not plan.from_local:
                 self._open_empty()
                 if self.engine.native_data_plane:
                     from ttlstate import _native
                     self._collecting = _native.KeyHashes()
-            for name, local_path, header in fetched:
+                    if fetched:
+                        rest = self._build_native(fetched, version)
+            for name, local_path, header in rest:
                 if header.kind == KIND_SNAPSHOT:
                     self._restore_snapshot(name, local_path, header, version)
                 else:
@@ -311,23 +317,44 @@ class StoreProvider:
                                   "moved here from another place; restore this store's own file")
         return local, header
 
-    def _restore_snapshot(self, name: str, local: str, header: RecordFileHeader, version: int) -> None:
-        engine = self.engine
-        if engine.native_data_plane:  # bulk load: records -> one SST file -> ingested
+    def _build_native(self, fetched: list[tuple[str, str, RecordFileHeader]], version: int
+                      ) -> list[tuple[str, str, RecordFileHeader]]:
+        """Builds the empty DB natively from the snapshot (if any) and the changelogs after it
+        that fit `_RESTORE_GATHER_BYTES` in memory, as one SST file; returns the files left."""
+        builder = self.engine.restore_builder()  # type: ignore[attr-defined]
+        snapshot = fetched[0] if fetched[0][2].kind == KIND_SNAPSHOT else None
+        changelogs = fetched[1:] if snapshot else fetched
+        gathered = 0
+        for name, local_path, _header in changelogs:
+            if builder.gathered_bytes >= _RESTORE_GATHER_BYTES:
+                break
             try:
-                loaded = engine.ingest_snapshot_file(  # type: ignore[attr-defined]
-                    local, local + ".sst", self._collecting)
+                builder.add_changelog(local_path)
             except RuntimeError as e:
                 raise CheckpointError(self.store_id, version, name, str(e)) from None
-            finally:
-                if os.path.exists(local + ".sst"):  # moved into the DB, unless empty or failed
-                    os.unlink(local + ".sst")
-            if loaded != header.record_count:
-                raise CheckpointError(self.store_id, version, name,
-                                      f"is corrupt ({loaded} records, footer says {header.record_count})")
-            self.num_keys = loaded
+            gathered += 1
+        built = ([snapshot] if snapshot else []) + changelogs[:gathered]
+        if not built:
+            return changelogs
+        blamed = built[0][0] if snapshot else built[-1][0]  # what a failure to build is about
+        sst = os.path.join(self._staging, f"restore-{version}.sst")
+        try:
+            snapshot_records, keys = builder.finish(snapshot[1] if snapshot else "", sst, self._collecting)
+        except RuntimeError as e:
+            raise CheckpointError(self.store_id, version, blamed, str(e)) from None
+        finally:
+            if os.path.exists(sst):  # moved into the DB, unless empty or failed
+                os.unlink(sst)
+        if snapshot and snapshot_records != snapshot[2].record_count:
+            raise CheckpointError(self.store_id, version, snapshot[0], f"is corrupt ({snapshot_records} "
+                                  f"records, footer says {snapshot[2].record_count})")
+        self.num_keys = keys
+        for _name, _local, header in built:
             self._batch_times[header.version] = header.batch_time_ms
-            return
+        return changelogs[gathered:]
+
+    def _restore_snapshot(self, name: str, local: str, header: RecordFileHeader, version: int) -> None:
+        """The portable data plane's restore: records written in chunks."""
         try:
             batch: list[tuple[bytes, bytes | None]] = []
             for record in read_records(local, header):
