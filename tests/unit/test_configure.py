@@ -14,7 +14,7 @@ from ttlstate.spark import configure as C
 
 class FakeBuilder:
     def __init__(self) -> None:
-        self._options: dict[str, str] = {"spark.jars": "/x/other.jar"}
+        self._options: dict[str, str] = {"spark.jars": "/x/other.jar", "spark.plugins": "com.x.Other"}
 
     def config(self, key: str, value: str) -> FakeBuilder:
         self._options[key] = value
@@ -39,6 +39,8 @@ def test_sets_provider_jar_interpreter_and_keys() -> None:
     opts = b._options
     assert opts[K.PROVIDER_CLASS_KEY] == K.PROVIDER_CLASS
     assert opts["spark.jars"].split(",") == ["/x/other.jar", C.jar_path()]
+    assert opts[C.EXTENSIONS_KEY] == C.EXTENSIONS_CLASS
+    assert opts["spark.plugins"] == f"com.x.Other,{C.PLUGIN_CLASS}"  # others' plugins kept
     assert K.PYTHON.key not in opts  # no PYSPARK_PYTHON: the executor decides
     assert opts[K.LOCAL_MODE_PYTHON.key] == sys.executable  # only local mode uses it
     assert opts[K.TTL.key] == "30m" and opts[K.UPDATE_TYPE.key] == "OnReadAndWrite"

@@ -1,10 +1,11 @@
 """`ttlstate.configure(builder, ttl=...)`: one call turns a SparkSession builder into ttlstate.
 
-It adds the shim jar to `spark.jars`, the start-time checks to `spark.sql.extensions`, sets the
-provider class and our conf keys (validated here, so a bad value fails before any query starts),
-and says which interpreter runs the state server: the `python` option if given, else the
-driver's PYSPARK_PYTHON (the interpreter PySpark itself gives the executors' Python workers);
-and, for local mode only, this one (`localModePython`, which executors of a cluster never use).
+It adds the shim jar to `spark.jars`, the start-time checks to `spark.sql.extensions`, the
+executors' early state server start to `spark.plugins`, sets the provider class and our conf
+keys (validated here, so a bad value fails before any query starts), and says which
+interpreter runs the state server: the `python` option if given, else the driver's
+PYSPARK_PYTHON (the interpreter PySpark itself gives the executors' Python workers); and, for
+local mode only, this one (`localModePython`, which executors of a cluster never use).
 
 `spark.jars` reaches the driver only when this Python process launches the JVM (`python
 job.py`). Under `spark-submit job.py`, in the `pyspark` shell or in a notebook whose session
@@ -31,6 +32,8 @@ from ttlstate.config.store_config import store_config_from_confs
 SUPPORTED_PYSPARK = "4.3"
 EXTENSIONS_KEY = "spark.sql.extensions"
 EXTENSIONS_CLASS = "ttlstate.spark.TtlStateExtensions"
+PLUGINS_KEY = "spark.plugins"
+PLUGIN_CLASS = "ttlstate.spark.StateServerPlugin"  # starts each executor's state server early
 MIN_PYTHON = (3, 10)
 OPERATOR_TTL_OPTION = K.OPERATOR_TTL.option
 _OPTION_KEYS: dict[str, K.ConfKey] = {k.option: k for k in K.ALL_KEYS if k.option and "<" not in k.suffix}
@@ -171,9 +174,10 @@ def configure(builder: Any, **options: Any) -> Any:
     else:
         _require_loadable(jvm)
     session = _active_session()
-    if session is None:
-        extensions = [e for e in pending.get(EXTENSIONS_KEY, "").split(",") if e] + [EXTENSIONS_CLASS]
-        builder = builder.config(EXTENSIONS_KEY, ",".join(dict.fromkeys(extensions)))
+    if session is None:  # static confs: only a session not created yet takes them
+        for key, value in ((EXTENSIONS_KEY, EXTENSIONS_CLASS), (PLUGINS_KEY, PLUGIN_CLASS)):
+            values = [e for e in pending.get(key, "").split(",") if e] + [value]
+            builder = builder.config(key, ",".join(dict.fromkeys(values)))
     elif EXTENSIONS_CLASS not in session.sparkContext.getConf().get(EXTENSIONS_KEY, ""):
         import warnings
 

@@ -4,7 +4,6 @@ import java.util.UUID
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.SparkEnv
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
@@ -24,9 +23,8 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   private var files: CheckpointFiles = _
   private var providerKey: String = _
   private var openJson: (String, String) = _
-  private var python: String = _
+  private var launch: ServerLaunch = _
   private var operatorName: Option[String] = None
-  private var workers: Int = 0
   private[spark] var writeBatchBytes: Int = ConfKeys.DEFAULT_WRITE_BATCH_BYTES
   @volatile private var opened: (Long, Int) = (-1L, -1)
   @volatile private[spark] var readsCacheable = false
@@ -38,7 +36,6 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   @volatile private[spark] var updateOnRead = false
   private var cacheMaxBytes: Long = ConfKeys.DEFAULT_CACHE_MAX_BYTES
   private lazy val cacheView = new CacheView(HotCache.newOwner())
-  private var requestTimeoutNanos: Long = ConfKeys.DEFAULT_REQUEST_TIMEOUT_MS * 1000000L
 
   override def init(
       stateStoreId: StateStoreId,
@@ -65,9 +62,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     this.codec = KeyCodec(keyStateEncoderSpec, keySchema)
     this.files = new CheckpointFiles(new Path(stateStoreId.storeCheckpointLocation().toString), hadoopConf)
     val confs = storeConfs.sqlConfs.filter(_._1.startsWith(ConfKeys.PREFIX))
-    this.python = ServerPython.choose(confs, Option(System.getenv("PYSPARK_PYTHON")),
-      localMode = Option(SparkEnv.get).exists(_.executorId == "driver"))
-    this.workers = confs.get(ConfKeys.WORKERS).flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(0)
+    this.launch = ServerLaunch.of(confs)
     this.writeBatchBytes = confs.get(ConfKeys.WRITE_BATCH_BYTES)
       .flatMap(v => scala.util.Try(v.trim.toInt).toOption).filter(_ >= 1024)
       .getOrElse(ConfKeys.DEFAULT_WRITE_BATCH_BYTES)
@@ -77,9 +72,6 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       .flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS)
     this.keyFilterMaxBytes = confs.get(ConfKeys.KEY_FILTER_MAX_BYTES).flatMap(ConfKeys.sizeBytes)
       .getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_BYTES)
-    // A bad value fails the query at OPEN (the server validates every key); until then, the default.
-    this.requestTimeoutNanos = confs.get(ConfKeys.REQUEST_TIMEOUT).flatMap(ConfKeys.durationMs)
-      .filter(_ >= ConfKeys.MIN_REQUEST_TIMEOUT_MS).getOrElse(ConfKeys.DEFAULT_REQUEST_TIMEOUT_MS) * 1000000L
     val queryRun = Option(hadoopConf.get("sql.streaming.runId"))
     val runId = queryRun.getOrElse(UUID.randomUUID().toString)
     this.providerKey = Seq(stateStoreId.checkpointRootLocation, stateStoreId.operatorId,
@@ -113,12 +105,12 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   /** Runs `f` with a connection to this store's worker and its server-side handle, starting
    *  the server if needed. */
   private[spark] def withConnection[T](keep: Boolean)(f: (ServerConnection, Int, Int) => T): T =
-    withServerConnection(StateServer.get(python, workers, requestTimeoutNanos), keep)(f)
+    withServerConnection(launch.server(), keep)(f)
 
   private def withServerConnection[T](server: RunningServer, keep: Boolean)(
       f: (ServerConnection, Int, Int) => T): T = {
     val worker = workerOf(server)
-    val conn = server.borrow(worker, requestTimeoutNanos)
+    val conn = server.borrow(worker, launch.timeoutNanos)
     var ok = false
     try {
       val handle = synchronized {

@@ -1,0 +1,23 @@
+package ttlstate.spark
+
+import org.apache.spark.SparkEnv
+
+/** How this executor starts its state server, read from the ttlstate confs: the interpreter
+ *  (see ServerPython), the number of workers and the request deadline, which also bounds the
+ *  start. One reading for the provider and for StateServerPlugin. */
+final case class ServerLaunch(python: String, workers: Int, timeoutNanos: Long) {
+  /** The running server, started now if there is none. */
+  def server(): RunningServer = StateServer.get(python, workers, timeoutNanos)
+}
+
+object ServerLaunch {
+  def of(confs: Map[String, String]): ServerLaunch = {
+    val python = ServerPython.choose(confs, Option(System.getenv("PYSPARK_PYTHON")),
+      localMode = Option(SparkEnv.get).exists(_.executorId == "driver"))
+    val workers = confs.get(ConfKeys.WORKERS).flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(0)
+    // A bad value fails the query at OPEN (the server validates every key); until then, the default.
+    val timeoutMs = confs.get(ConfKeys.REQUEST_TIMEOUT).flatMap(ConfKeys.durationMs)
+      .filter(_ >= ConfKeys.MIN_REQUEST_TIMEOUT_MS).getOrElse(ConfKeys.DEFAULT_REQUEST_TIMEOUT_MS)
+    ServerLaunch(python, workers, timeoutMs * 1000000L)
+  }
+}

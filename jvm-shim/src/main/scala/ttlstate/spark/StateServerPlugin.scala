@@ -1,0 +1,49 @@
+package ttlstate.spark
+
+import java.util.{Map => JMap}
+
+import scala.util.control.NonFatal
+
+import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
+import org.slf4j.LoggerFactory
+
+/** `spark.plugins=ttlstate.spark.StateServerPlugin` (`ttlstate.configure` sets it): each executor
+ *  starts its state server in the background as the executor starts, when the provider class is
+ *  ttlstate's, instead of in its first state store task. The first batch after every start or
+ *  restart of a query then does not wait for the interpreter and its workers to come up.
+ *
+ *  It reads the confs the executor started with (spark-defaults, `--conf`, the session builder),
+ *  not ones set later on a running session. A start that fails is logged at WARN and changes
+ *  nothing else: the first store starts the server as without the plugin, and fails with the
+ *  full message if it cannot. */
+class StateServerPlugin extends SparkPlugin {
+  override def driverPlugin(): DriverPlugin = null
+
+  override def executorPlugin(): ExecutorPlugin = new ExecutorPlugin {
+    override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
+      val conf = ctx.conf()
+      if (conf.get(StateServerPlugin.ProviderKey, "") == StartChecks.ProviderClass) {
+        val confs = conf.getAllWithPrefix(ConfKeys.PREFIX).map { case (k, v) => (ConfKeys.PREFIX + k) -> v }.toMap
+        val launch = ServerLaunch.of(confs)
+        val starter = new Thread(() => StateServerPlugin.start(launch), "ttlstate-server-start")
+        starter.setDaemon(true)
+        starter.start()
+      }
+    }
+  }
+}
+
+object StateServerPlugin {
+  private val log = LoggerFactory.getLogger("ttlstate.spark.StateServerPlugin")
+  val ProviderKey = "spark.sql.streaming.stateStore.providerClass"
+
+  private def start(launch: ServerLaunch): Unit =
+    try {
+      val server = launch.server()
+      log.info(s"ttlstate: state server pid ${server.pid} started with the executor")
+    } catch {
+      case NonFatal(e) =>
+        log.warn(s"ttlstate: the state server did not start with the executor (${e.getMessage}); the " +
+          "first state store will start it", e)
+    }
+}
