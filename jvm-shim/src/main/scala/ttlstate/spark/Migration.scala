@@ -28,7 +28,7 @@ import org.apache.spark.util.SerializableConfiguration
  *  loadEmpty + forceSnapshotOnCommit), and the row counts are checked: rows read, keys the
  *  target committed, and rows a fresh target provider reads back. */
 object Migration {
-  val ProviderKey = "spark.sql.streaming.stateStore.providerClass"
+  val ProviderKey: String = SQLConf.STATE_STORE_PROVIDER_CLASS.key
   val HdfsProvider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
   private val mapper = new ObjectMapper()
 

@@ -22,7 +22,7 @@ class StateServerPlugin extends SparkPlugin {
   override def executorPlugin(): ExecutorPlugin = new ExecutorPlugin {
     override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
       val conf = ctx.conf()
-      if (conf.get(StateServerPlugin.ProviderKey, "") == StartChecks.ProviderClass) {
+      if (conf.get(Migration.ProviderKey, "") == StartChecks.ProviderClass) {
         val confs = conf.getAllWithPrefix(ConfKeys.PREFIX).map { case (k, v) => (ConfKeys.PREFIX + k) -> v }.toMap
         val launch = ServerLaunch.of(confs)
         val starter = new Thread(() => StateServerPlugin.start(launch), "ttlstate-server-start")
@@ -35,7 +35,6 @@ class StateServerPlugin extends SparkPlugin {
 
 object StateServerPlugin {
   private val log = LoggerFactory.getLogger("ttlstate.spark.StateServerPlugin")
-  val ProviderKey = "spark.sql.streaming.stateStore.providerClass"
 
   private def start(launch: ServerLaunch): Unit =
     try {
