@@ -435,14 +435,10 @@ std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, Key
 int64_t Db::ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::string& sst_path,
                             size_t ingest_min_keys) {
   auto& recs = *records;
-  const std::vector<uint32_t> order =
-      KeyOrder(recs.size(), [&](size_t i) { return std::string_view(recs[i].key); });
-  std::vector<const ChangelogRecord*> last;  // the last record of each key
-  last.reserve(recs.size());
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (i + 1 < order.size() && recs[order[i + 1]].key == recs[order[i]].key) continue;
-    last.push_back(&recs[order[i]]);
-  }
+  const std::vector<uint32_t> newest = LastOfEachKey(recs.size(), [&](size_t i) { return std::string_view(recs[i].key); });
+  std::vector<const ChangelogRecord*> last;  // the last record of each key, in key order
+  last.reserve(newest.size());
+  for (const uint32_t i : newest) last.push_back(&recs[i]);
   std::vector<std::string_view> keys;
   keys.reserve(last.size());
   for (const ChangelogRecord* r : last) keys.emplace_back(r->key);

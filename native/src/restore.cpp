@@ -69,15 +69,10 @@ RestoreBuilder::Result RestoreBuilder::Finish(const std::string& snapshot_path, 
                                               KeyHashes* hashes) {
   if (finished_) throw std::logic_error("restore already finished");
   finished_ = true;
-  // The last record of each key, in key order (ties stay in file order, so the last is newest).
-  const std::vector<uint32_t> order =
-      KeyOrder(writes_.size(), [&](size_t i) { return writes_[i].key; });
-  std::vector<const SortedWrite*> last;
-  last.reserve(order.size());
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (i + 1 < order.size() && writes_[order[i + 1]].key == writes_[order[i]].key) continue;
-    last.push_back(&writes_[order[i]]);
-  }
+  const std::vector<uint32_t> newest = LastOfEachKey(writes_.size(), [&](size_t i) { return writes_[i].key; });
+  std::vector<const SortedWrite*> last;  // the last record of each key, in key order
+  last.reserve(newest.size());
+  for (const uint32_t i : newest) last.push_back(&writes_[i]);
   {
     std::shared_lock<std::shared_mutex> lock(core_->mu);
     std::unique_ptr<rocksdb::Iterator> it(core_->Handle()->NewIterator(rocksdb::ReadOptions()));

@@ -52,4 +52,18 @@ std::vector<uint32_t> KeyOrder(size_t n, KeyOf key_of) {
   return order;
 }
 
+// The position of the last (newest) record of each key, in key order: what applying records
+// written in file order leaves.
+template <typename KeyOf>
+std::vector<uint32_t> LastOfEachKey(size_t n, KeyOf key_of) {
+  std::vector<uint32_t> order = KeyOrder(n, key_of);
+  size_t kept = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i + 1 < order.size() && key_of(order[i + 1]) == key_of(order[i])) continue;
+    order[kept++] = order[i];
+  }
+  order.resize(kept);
+  return order;
+}
+
 }  // namespace ttlstate
