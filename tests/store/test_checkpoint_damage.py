@@ -71,7 +71,8 @@ def test_failed_replay_on_top_of_local_state_leaves_nothing_half_applied(make_pr
     path = os.path.join(_ck(writer), "4.changelog")
     open(path, "wb").write(open(path, "rb").read()[:-3])
     with pytest.raises(CheckpointError, match=r"4\.changelog"):
-        reader.get_store(4)  # replays 2, 3 onto local 1, then fails on 4
-    assert reader.local_version is None
+        reader.get_store(4)  # every file is verified before 2, 3 would replay onto local 1
+    assert reader.local_version == 1  # untouched: nothing was applied
+    assert sorted(dict(reader.get_store(1).iterator())) == [b"k0"]
     assert sorted(dict(reader.get_store(3).iterator())) == [b"k0", b"k1", b"k2"]
 

@@ -58,9 +58,33 @@ def test_snapshot_only_version_loads() -> None:
 def test_cleanup_keeps_what_the_newest_versions_need() -> None:
     files = cl(*range(1, 11)) + sn(3, 6, 9)
     # keep versions 7..10 loadable: they need snapshot 6 and changelogs 7..10
-    assert sorted(deletable_files(files, 4)) == sorted(cl(1, 2, 3, 4, 5, 6) + sn(3))
+    assert sorted(deletable_files(files, 4, 10, {3, 6, 9})) == sorted(cl(1, 2, 3, 4, 5, 6) + sn(3))
 
 
 def test_cleanup_deletes_nothing_without_an_old_enough_snapshot() -> None:
-    assert deletable_files(cl(*range(1, 11)) + sn(9), 4) == []
-    assert deletable_files([], 3) == []
+    assert deletable_files(cl(*range(1, 11)) + sn(9), 4, 10, {9}) == []
+    assert deletable_files([], 3, 5, set()) == []
+
+
+def test_cleanup_counts_back_from_the_served_version_not_the_newest_file() -> None:
+    """Files above the version this writer serves may be another writer's (a second driver, a
+    zombie task): retention neither deletes them nor counts back from them."""
+    files = cl(*range(1, 31)) + sn(5, 10, 20, 25)
+    doomed = deletable_files(files, 4, 12, {5, 10, 20, 25})  # serving 12: keep 9..12 (snapshot 5)
+    assert sorted(doomed) == sorted(cl(1, 2, 3, 4, 5))
+    assert all(int(n.split(".")[0]) <= 12 for n in doomed)
+
+
+def test_cleanup_never_counts_on_a_snapshot_of_another_attempt() -> None:
+    """An untrusted snapshot (another attempt's, or not yet checked) is no base: the changelogs
+    below it stay, as they are what rebuilds those versions."""
+    files = cl(*range(1, 11)) + sn(3, 6)
+    assert sorted(deletable_files(files, 4, 10, {3})) == sorted(cl(1, 2, 3))
+    assert deletable_files(files, 4, 10, set()) == []
+
+
+def test_a_skipped_snapshot_is_not_a_base() -> None:
+    """A snapshot holding another attempt's state (lineage.py) is passed over for an older base."""
+    files = cl(*range(1, 8)) + sn(3, 6)
+    plan = plan_restore("s", files, 7, None, frozenset({6}))
+    assert plan.snapshot == "3.snapshot" and plan.changelogs == tuple(cl(4, 5, 6, 7))

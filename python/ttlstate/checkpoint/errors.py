@@ -6,13 +6,23 @@ from __future__ import annotations
 class CheckpointError(RuntimeError):
     """A checkpoint file is missing, truncated or corrupt; the load is refused as a whole."""
 
-    def __init__(self, store_id: str, version: int, file_name: str, reason: str) -> None:
+    def __init__(self, store_id: str, version: int, file_name: str, reason: str,
+                 where: str | None = None) -> None:
         self.store_id = store_id
         self.version = version
         self.file_name = file_name
+        self.reason = reason
+        self.where = where  # the file's full path or URI, once known
         super().__init__(
             f"ttlstate store {store_id}: cannot load version {version}: "
-            f"checkpoint file {file_name} {reason}")
+            f"checkpoint file {where or file_name} {reason}")
+
+    def located(self, where: str) -> CheckpointError:
+        """The same error, naming the file by its full path (an operator must find it)."""
+        located = type(self).__new__(type(self))
+        CheckpointError.__init__(located, self.store_id, self.version, self.file_name, self.reason,
+                                 where)
+        return located
 
 
 class VersionNotFound(CheckpointError):

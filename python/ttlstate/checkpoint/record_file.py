@@ -7,11 +7,16 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
     format    u16 BE    FORMAT_VERSION
     hdr_len   u32 BE    then hdr_len bytes of UTF-8 JSON:
                         {"store": id, "version": v, "batchTimeMs": t or null,
-                         "ttlMs": ttl or null, "codec": "zstd", "query": id or null}
-                        (ttlMs records the TTL in force, for `ttlstate inspect`; store,
-                        version and query bind the file to its place: see identity.py.
-                        Readers ignore keys they do not know, so a key may be added
-                        without a format change)
+                         "ttlMs": ttl or null, "codec": "zstd", "query": id or null,
+                         "parent": state id or absent, "state": state id or absent,
+                         "settings": {...} or absent}
+                        (ttlMs and settings record the TTL settings in force, for
+                        `ttlstate inspect`, the state reader and the start-time warning
+                        when they change; store, version and query bind the file to its
+                        place: see identity.py; parent (changelogs) and state (snapshots)
+                        chain the files of one timeline: see lineage.py. Readers ignore
+                        keys they do not know, so a key may be added without a format
+                        change)
     body      zstd frame of records; a record is
                         op u8 (1 put, 2 delete) | key_len u32 BE | key
                         | (put only) value_len u32 BE | value
@@ -62,6 +67,30 @@ class RecordFileHeader:
     record_count: int
     ttl_ms: int | None = None
     query_id: str | None = None
+    parent: str | None = None  # changelogs: the state id of the version it was written on
+    state: str | None = None   # snapshots: the state id of the version it holds
+    settings: dict[str, object] | None = None
+    crc: int = 0
+    body_len: int = 0
+
+    @property
+    def fingerprint(self) -> str:
+        """This file's content id: equal for byte-identical files (a deterministic re-run)."""
+        return fingerprint(self.crc, self.body_len)
+
+
+def fingerprint(crc: int, body_len: int) -> str:
+    return f"{crc:08x}.{body_len:x}"
+
+
+def file_fingerprint(path: str) -> str:
+    """The fingerprint of a record file just written here, read from its footer alone."""
+    with open(path, "rb") as f:
+        f.seek(-_FOOTER.size, os.SEEK_END)
+        fmagic, _count, body_len, crc = _FOOTER.unpack(f.read(_FOOTER.size))
+    if fmagic != FOOTER_MAGIC:
+        raise RecordFileError("is truncated or corrupt (no end marker)")
+    return fingerprint(crc, body_len)
 
 
 class _CrcWriter:
@@ -79,9 +108,10 @@ class _CrcWriter:
 def write_record_file(path: str, kind: bytes, store_id: str, version: int,
                       batch_time_ms: int | None,
                       records: Iterable[tuple[bytes, bytes | None]], ttl_ms: int | None = None,
-                      query_id: str | None = None) -> int:
-    """Write records ((key, value) puts, (key, None) deletes); returns the record count."""
-    header = header_json(store_id, version, batch_time_ms, ttl_ms, query_id)
+                      query_id: str | None = None, **lineage: object) -> int:
+    """Write records ((key, value) puts, (key, None) deletes); returns the record count.
+    `lineage`: the optional header keys of `header_json` (parent, state, settings)."""
+    header = header_json(store_id, version, batch_time_ms, ttl_ms, query_id, **lineage)
     count = 0
     with open(path, "wb") as raw:
         out = _CrcWriter(raw)
@@ -113,12 +143,13 @@ def write_record_file(path: str, kind: bytes, store_id: str, version: int,
 
 
 def header_json(store_id: str, version: int, batch_time_ms: int | None, ttl_ms: int | None,
-                query_id: str | None) -> bytes:
+                query_id: str | None, *, parent: str | None = None, state: str | None = None,
+                settings: dict[str, object] | None = None) -> bytes:
     """The header's JSON (the native writer is handed these bytes, so the layout lives here)."""
     meta: dict[str, object] = {"store": store_id, "version": version, "batchTimeMs": batch_time_ms,
                                "ttlMs": ttl_ms, "codec": "zstd"}
-    if query_id is not None:
-        meta["query"] = query_id
+    optional = {"query": query_id, "parent": parent, "state": state, "settings": settings}
+    meta.update({k: v for k, v in optional.items() if v is not None})
     return json.dumps(meta).encode()
 
 
@@ -158,8 +189,11 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
             raise RecordFileError("is corrupt (checksum mismatch)")
     try:
         meta = json.loads(head[_PREFIX.size:])
+        settings = meta.get("settings")
         return RecordFileHeader(kind, str(meta["store"]), int(meta["version"]),
-                                meta.get("batchTimeMs"), count, meta.get("ttlMs"), meta.get("query"))
+                                meta.get("batchTimeMs"), count, meta.get("ttlMs"), meta.get("query"),
+                                meta.get("parent"), meta.get("state"),
+                                settings if isinstance(settings, dict) else None, crc, body_len)
     except (ValueError, KeyError, TypeError) as e:
         raise RecordFileError(f"has a bad header ({e})") from None
 

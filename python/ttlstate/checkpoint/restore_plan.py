@@ -20,13 +20,15 @@ class RestorePlan:
 
 
 def plan_restore(store_id: str, files: list[str], version: int,
-                 local_version: int | None) -> RestorePlan:
+                 local_version: int | None, skip_snapshots: frozenset[int] = frozenset()
+                 ) -> RestorePlan:
+    """`skip_snapshots`: snapshots found to hold another attempt's state (see lineage.py)."""
     if version == 0:
         return RestorePlan(0, None, (), False)
     parsed = names.parse_all(files)
     changelogs = {f.version for f in parsed if f.kind == names.CHANGELOG}
-    snapshots = {f.version for f in parsed if f.kind == names.SNAPSHOT}
-    if version not in changelogs and version not in snapshots:
+    snapshots = {f.version for f in parsed if f.kind == names.SNAPSHOT} - skip_snapshots
+    if version not in changelogs and version not in snapshots and version not in skip_snapshots:
         raise VersionNotFound(store_id, version, names.changelog_name(version))
     if local_version is not None and local_version <= version and all(
             v in changelogs for v in range(local_version + 1, version + 1)):
@@ -69,14 +71,20 @@ def _changelogs(after: int, upto: int) -> tuple[str, ...]:
     return tuple(names.changelog_name(v) for v in range(after + 1, upto + 1))
 
 
-def deletable_files(files: list[str], min_versions_to_retain: int) -> list[str]:
-    """Files no longer needed to rebuild any of the newest `min_versions_to_retain` versions."""
-    parsed = names.parse_all(files)
+def deletable_files(files: list[str], min_versions_to_retain: int, current: int,
+                    trusted_snapshots: set[int]) -> list[str]:
+    """Files no longer needed to rebuild any of the `min_versions_to_retain` versions up to
+    `current`, the version this writer serves. Retention counts back from it, never from the
+    newest file: a file above it may be another writer's (a second driver, a zombie task), and
+    counting back from such a file would delete what `current` is rebuilt from. Only a snapshot
+    in `trusted_snapshots` (known to hold this writer's timeline: see lineage.py) can be the
+    base older files are deleted for."""
+    parsed = [f for f in names.parse_all(files) if f.version <= current]
     if not parsed:
         return []
-    latest = max(f.version for f in parsed)
-    earliest_to_keep = max(latest - min_versions_to_retain + 1, 1)
-    snapshots = [f.version for f in parsed if f.kind == names.SNAPSHOT and f.version <= earliest_to_keep]
+    earliest_to_keep = max(current - min_versions_to_retain + 1, 1)
+    snapshots = [f.version for f in parsed if f.kind == names.SNAPSHOT
+                 and f.version <= earliest_to_keep and f.version in trusted_snapshots]
     if not snapshots:
         return []
     base = max(snapshots)

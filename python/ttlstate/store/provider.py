@@ -28,24 +28,32 @@ from typing import TYPE_CHECKING
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
 from ttlstate.checkpoint.identity import FileIdentity
+from ttlstate.checkpoint.lineage import Chain, continues, follow
 from ttlstate.checkpoint.location import CheckpointLocation
 from ttlstate.checkpoint.record_file import (
     KIND_CHANGELOG,
     KIND_SNAPSHOT,
     RecordFileError,
     RecordFileHeader,
+    file_fingerprint,
     header_json,
     read_records,
     verify_record_file,
     write_record_file,
 )
-from ttlstate.checkpoint.restore_plan import deletable_files, plan_from_snapshot, plan_restore
+from ttlstate.checkpoint.restore_plan import (
+    RestorePlan,
+    deletable_files,
+    plan_from_snapshot,
+    plan_restore,
+)
 from ttlstate.config.keys import EngineKind, TimeSource
 from ttlstate.config.store_config import StoreConfig
 from ttlstate.engine.base import Engine, FilterSettings
 from ttlstate.engine.select import open_engine
 from ttlstate.faults import crash_point
 from ttlstate.store import metric_names as M
+from ttlstate.store.recorded_settings import settings_of, warn_if_changed
 from ttlstate.store.state_store import StateStore, StoreMetrics, StoreStateError
 
 if TYPE_CHECKING:
@@ -93,6 +101,17 @@ class StoreProvider:
         self._lock = threading.RLock()
         self._engine: Engine | None = None
         self._local_version: int | None = None
+        # The state id (see checkpoint/lineage.py) of the local version, None if unknown; the
+        # next changelog records it as its parent. `_loaded_state`: the same, of a load in
+        # progress.
+        self._state_id: str | None = None
+        self._loaded_state: str | None = None
+        # Snapshots known to hold this writer's timeline (it wrote them, or a load checked them
+        # against the changelog after them): the only ones retention counts back to, and those
+        # files older than them are deleted for. A snapshot of another attempt is never trusted,
+        # so the changelogs that rebuild the versions it claims to hold are never deleted.
+        self._trusted_snapshots: set[int] = set()
+        self._loaded_base_trusted = False
         self._batch_times: dict[int, int | None] = {}
         self._remote: set[str] | None = None
         self._stamp = 0
@@ -153,6 +172,7 @@ class StoreProvider:
                 log.warning("ttlstate store %s: closing the discarded local DB failed: %s", self.store_id, e)
             self._engine = None
         self._local_version = None
+        self._state_id = None
         shutil.rmtree(self._db_dir, ignore_errors=True)
 
     # -- versions -------------------------------------------------------------------------
@@ -184,14 +204,18 @@ class StoreProvider:
                 self.lineage += 1
                 self._open_empty()
                 self._local_version = version
+                self._trusted_snapshots.clear()
                 self._batch_times.pop(version, None)
                 if self.engine.native_data_plane:
                     from ttlstate import _native
                     self._restored_key_hashes = _native.KeyHashes()
-            elif from_snapshot is not None:
-                self._load(version, from_snapshot)
-            elif self._engine is None or self._local_version != version:
-                self._load(version)
+            elif from_snapshot is not None or self._engine is None or self._local_version != version:
+                try:
+                    self._load(version, from_snapshot)
+                except CheckpointError as e:
+                    if e.where is not None:
+                        raise
+                    raise e.located(self.checkpoint.describe(e.file_name)) from e.__cause__
             now = self._now(now_ms)
             self.engine.set_time(now)
             self._stamp += 1
@@ -244,30 +268,111 @@ class StoreProvider:
 
     def _load(self, version: int, from_snapshot: int | None = None) -> None:
         self.lineage += 1
-        local = self._local_version if self._engine is not None else None
-        if from_snapshot is not None:
-            plan = plan_from_snapshot(self.store_id, self._listing(refresh=True), from_snapshot, version)
-        else:
+        use_local = self._engine is not None
+        skip: set[int] = set()
+        refreshed = from_snapshot is not None
+        while True:
+            local = self._local_version if use_local and self._engine is not None else None
+            if from_snapshot is not None:
+                plan = plan_from_snapshot(self.store_id, self._listing(refresh=True), from_snapshot,
+                                          version)
+            else:
+                try:
+                    plan = plan_restore(self.store_id, self._listing(refresh=refreshed), version,
+                                        local, frozenset(skip))
+                except VersionNotFound:
+                    if refreshed:
+                        raise
+                    refreshed = True
+                    continue
+            fetched: list[tuple[str, str, RecordFileHeader]] = []
             try:
-                plan = plan_restore(self.store_id, self._listing(refresh=False), version, local)
-            except VersionNotFound:
-                plan = plan_restore(self.store_id, self._listing(refresh=True), version, local)
-        wanted = ([(plan.snapshot, KIND_SNAPSHOT)] if plan.snapshot else []) + [
-            (name, KIND_CHANGELOG) for name in plan.changelogs]
-        fetched: list[tuple[str, str, RecordFileHeader]] = []
+                try:
+                    stale = self._fetch_plan(plan, version, fetched, strict=from_snapshot is not None)
+                except VersionNotFound:
+                    if refreshed:  # a file listed a moment ago is gone: list again, once
+                        raise
+                    refreshed = True
+                    continue
+                if stale == "local":
+                    use_local = False
+                    continue
+                if stale is not None:
+                    skip.add(plan.base_version)
+                    continue
+                self._apply_plan(plan, fetched, version)
+                return
+            finally:
+                for _name, local_path, _header in fetched:
+                    if os.path.exists(local_path):
+                        os.unlink(local_path)
+
+    def _fetch_plan(self, plan: RestorePlan, version: int,
+                    fetched: list[tuple[str, str, RecordFileHeader]], strict: bool) -> str | None:
+        """Fetch and verify every file of `plan` into `fetched` (whole, and bound to this store
+        and version) before one record is applied: a bad file anywhere changes nothing. Returns
+        None, or what holds another attempt's state ("local", or "snapshot"): see lineage.py.
+        `strict`: the snapshot was asked for by name (snapshotStartBatchId); one of another
+        attempt is an error then, not skipped."""
+        if plan.snapshot:
+            fetched.append((plan.snapshot, *self._fetch_verified(plan.snapshot, KIND_SNAPSHOT, version)))
+        for name in plan.changelogs:
+            fetched.append((name, *self._fetch_verified(name, KIND_CHANGELOG, version)))
+        changelogs = [h for _n, _p, h in fetched if h.kind == KIND_CHANGELOG]
+        if plan.from_local:
+            base_state, base = self._state_id, f"the local state of version {plan.base_version}"
+        elif plan.snapshot:
+            base_state, base = fetched[0][2].state, self.checkpoint.describe(plan.snapshot)
+        else:
+            base_state, base = None, "empty state"
+        chain = follow(base_state, changelogs)
+        if not changelogs and plan.snapshot and base_state is not None:
+            # Loading exactly a snapshot's version: the snapshot must hold what that version's
+            # changelog (when there is one) wrote.
+            name = names.changelog_name(plan.base_version)
+            if name in self._listing(refresh=False):
+                path, header = self._fetch_verified(name, KIND_CHANGELOG, version)
+                fetched.append((name, path, header))
+                if not continues(fetched[0][2], header):
+                    chain = Chain((0,), base_state)
+        self._loaded_base_trusted = bool(plan.snapshot) and (not chain.breaks or chain.breaks[0] > 0)
+        if not chain.breaks:
+            self._loaded_state = chain.state
+            return None
+        first = plan.changelogs[chain.breaks[0]] if changelogs else names.changelog_name(plan.base_version)
+        if chain.breaks[0] == 0 and (plan.from_local or plan.snapshot):
+            what = "local" if plan.from_local else "snapshot"
+            message = (f"ttlstate store {self.store_id}: {base} holds another attempt's state of "
+                       f"version {plan.base_version} than {self.checkpoint.describe(first)} "
+                       f"continues (a re-run batch, a retried task or a second writer)")
+            if strict:
+                raise CheckpointError(self.store_id, version, plan.snapshot or first,
+                                      f"holds another attempt's state than "
+                                      f"{self.checkpoint.describe(first)} continues: replay from "
+                                      "another snapshot")
+            log.warning("%s; loading version %d from an older base instead", message, version)
+            return what
+        for i in chain.breaks:
+            log.warning("ttlstate store %s: %s does not continue the state before it (two writers "
+                        "committed version %d with different output); loading version %d as "
+                        "Spark's commit log reads it, as Spark's own providers do", self.store_id,
+                        self.checkpoint.describe(plan.changelogs[i]), version - len(changelogs) + i,
+                        version)
+        self._loaded_state = chain.state
+        return None
+
+    def _apply_plan(self, plan: RestorePlan, fetched: list[tuple[str, str, RecordFileHeader]],
+                    version: int) -> None:
+        wanted = {plan.snapshot, *plan.changelogs}
+        rest = [f for f in fetched if f[0] in wanted]
         try:
-            # Every file is fetched and verified (whole, and bound to this store and version)
-            # before one record is applied: a bad file anywhere in the plan changes nothing.
-            for name, kind in wanted:
-                fetched.append((name, *self._fetch_verified(name, kind, version)))
-            rest = fetched
             if not plan.from_local:
                 self._open_empty()
                 if self.engine.native_data_plane:
                     from ttlstate import _native
                     self._collecting = _native.KeyHashes()
-                    if fetched:
-                        rest = self._build_native(fetched, version)
+                    if rest:
+                        rest = self._build_native(rest, version)
             for name, local_path, header in rest:
                 if header.kind == KIND_SNAPSHOT:
                     self._restore_snapshot(name, local_path, header, version)
@@ -280,10 +385,13 @@ class StoreProvider:
             raise
         finally:
             self._collecting = None
-            for _name, local_path, _header in fetched:
-                if os.path.exists(local_path):
-                    os.unlink(local_path)
         self._local_version = version
+        self._state_id = self._loaded_state
+        self._trusted_snapshots = {v for v in self._trusted_snapshots if v <= version}
+        if self._loaded_base_trusted:
+            self._trusted_snapshots.add(plan.base_version)
+        if fetched:
+            self._check_settings(fetched[-1][2])  # the newest file of the version
 
     def changelog_records(self, version: int) -> Iterator[tuple[bytes, bytes | None]]:
         """The records of `<version>.changelog` in file order, after verifying the whole file
@@ -316,6 +424,9 @@ class StoreProvider:
                                   f"({self.checkpoint.describe(name)}) {wrong}: it was copied or "
                                   "moved here from another place; restore this store's own file")
         return local, header
+
+    def _check_settings(self, newest: RecordFileHeader) -> None:
+        warn_if_changed(self.store_id, self.query_id, newest.settings, self.config.ttl)
 
     def _build_native(self, fetched: list[tuple[str, str, RecordFileHeader]], version: int
                       ) -> list[tuple[str, str, RecordFileHeader]]:
@@ -415,18 +526,20 @@ class StoreProvider:
             local = os.path.join(self._staging, name)
             inc = self.config.ttl.incremental
             periodic_cleanup = self.config.ttl.enabled and inc is not None and not inc.per_record
+            lineage = {"parent": self._state_id, "settings": settings_of(self.config.ttl)}
             header = header_json(self.store_id, new_version, store.now_ms, self.config.ttl.ttl_ms,
-                                 self.query_id)
+                                 self.query_id, **lineage)
             if isinstance(store, StateStore):
                 if periodic_cleanup:
                     self.incremental_step(store)
                 records = list(store.pending.items())
                 write_record_file(local, KIND_CHANGELOG, self.store_id, new_version, store.now_ms,
-                                  records, self.config.ttl.ttl_ms, self.query_id)
+                                  records, self.config.ttl.ttl_ms, self.query_id, **lineage)
             else:
                 if periodic_cleanup:
                     store.txn.incremental_step()
                 store.txn.write_changelog(local, header)
+            state_id = file_fingerprint(local)
             crash_point("commit-before-upload")  # tests only; inert unless TTLSTATE_FAULTS is set
             # The native plane applies the batch to the local DB while the changelog uploads (an
             # upload is a round trip to the checkpoint's file system): the two are independent,
@@ -452,6 +565,8 @@ class StoreProvider:
                     self._drop_local()
                     raise
             self._local_version = new_version
+            self._state_id = state_id
+            self._trusted_snapshots = {v for v in self._trusted_snapshots if v < new_version}
             self._batch_times[new_version] = store.now_ms
             self._maybe_compact(new_version)
             self._recount_if_filter_removed()
@@ -463,24 +578,12 @@ class StoreProvider:
             self.checkpoint.publish(local, name)
         finally:
             os.unlink(local)
-        self._remember_published(name, new_version)
+        # Files of other attempts of this or later versions stay: they may be another
+        # writer's committed versions, and lineage (checkpoint/lineage.py) keeps a load from
+        # mixing them in.
+        if self._remote is not None:
+            self._remote.add(name)
         crash_point("commit-after-upload")
-
-    def _remember_published(self, name: str, new_version: int) -> None:
-        """Track our own files. Re-committing version N supersedes everything after it.
-
-        Files of versions > N, and a snapshot of N, belong to a timeline that Spark's commit
-        log never accepted (a batch is re-run only if its successor never ran), so they are
-        deleted: otherwise a later load could mix two timelines.
-        """
-        if self._remote is None:
-            self._remote = set(self.checkpoint.list_files())
-        self._remote.add(name)
-        stale = [n for n in self._remote if (f := names.parse(n)) and (
-            f.version > new_version or (f.version == new_version and f.kind == names.SNAPSHOT))]
-        if stale:
-            self.checkpoint.delete(stale)
-            self._remote.difference_update(stale)
 
     def _maybe_compact(self, version: int) -> None:
         """`compactEvery`: a full compaction runs the filter over everything, memtable included."""
@@ -525,8 +628,7 @@ class StoreProvider:
             if self._closed or self._engine is None or self._local_version is None:
                 return
             version = self._local_version
-            last = max((f.version for f in names.parse_all(self._listing(refresh=False))
-                        if f.kind == names.SNAPSHOT and f.version <= version), default=0)
+            last = max((v for v in self._trusted_snapshots if v <= version), default=0)
             due = version - last >= self.config.snapshot_interval
         if due:
             self.write_snapshot()
@@ -549,12 +651,15 @@ class StoreProvider:
             ttl = self.config.ttl
             batch_time = self._batch_times.get(version)
             drop = ttl.enabled and ttl.full_snapshot and batch_time is not None
-            header = header_json(self.store_id, version, batch_time, ttl.ttl_ms, self.query_id)
+            lineage = {"state": self._state_id, "settings": settings_of(ttl)}
+            header = header_json(self.store_id, version, batch_time, ttl.ttl_ms, self.query_id,
+                                 **lineage)
             engine = self.engine
             if not engine.native_data_plane:
                 dropped = Counter[str]()
                 write_record_file(local, KIND_SNAPSHOT, self.store_id, version, batch_time,
-                                  self._snapshot_entries(version, dropped), ttl.ttl_ms, self.query_id)
+                                  self._snapshot_entries(version, dropped), ttl.ttl_ms, self.query_id,
+                                  **lineage)
                 self._publish_snapshot(local, name, dropped["n"], started)
                 return name
             view = engine.snapshot()  # type: ignore[attr-defined]
@@ -590,6 +695,9 @@ class StoreProvider:
             os.unlink(local)
         if self._remote is not None:
             self._remote.add(name)
+        parsed = names.parse(name)
+        if parsed is not None:
+            self._trusted_snapshots.add(parsed.version)
         self._unreported[M.TTL_DROPPED_FROM_SNAPSHOT.name] += dropped
         self._unreported[M.SNAPSHOT_TIME_MS.name] += int((time.monotonic() - started) * 1000)
 
@@ -608,9 +716,10 @@ class StoreProvider:
     def do_cleanup_maintenance(self, min_versions_to_retain: int) -> list[str]:
         """Delete checkpoint files older than what the newest N versions need."""
         with self._lock:
-            if self._closed:
+            if self._closed or self._local_version is None:
                 return []
-            doomed = deletable_files(self._listing(refresh=True), min_versions_to_retain)
+            doomed = deletable_files(self._listing(refresh=True), min_versions_to_retain,
+                                     self._local_version, self._trusted_snapshots)
             if doomed:
                 self.checkpoint.delete(doomed)
                 if self._remote is not None:

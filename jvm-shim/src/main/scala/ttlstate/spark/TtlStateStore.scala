@@ -25,7 +25,6 @@ final class TtlStateStore(
 
   private val writes = new PayloadWriter(1 << 16)
   // Spark's forceSnapshotOnCommit: the committed version is snapshotted before commit returns.
-  private[spark] var snapshotOnCommit = false
   private var pendingWrites = 0
   private var state = "open"
   private var committedVersion = -1L
@@ -371,7 +370,6 @@ final class TtlStateStore(
       cache.committed(loaded.generation, loaded.handle, loaded.lineage, version, committedVersion)
     }
     finish("committed")
-    if (snapshotOnCommit) provider.snapshotNow(committedVersion)
     if (provider.commitValidation) {
       StateStore.reportCommitToCoordinator(committedVersion, provider.commitStateStoreId, provider.hadoop)
     }

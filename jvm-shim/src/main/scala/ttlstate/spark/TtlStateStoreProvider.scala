@@ -179,18 +179,12 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
 
   override def getStore(version: Long, stateStoreCkptId: Option[String], forceSnapshotOnCommit: Boolean,
       loadEmpty: Boolean): StateStore = {
-    val store = openStore(version, readOnly = false, empty = loadEmpty)
-    store.snapshotOnCommit = forceSnapshotOnCommit
-    store
+    // forceSnapshotOnCommit is not honoured: Spark sets it for a store that never reported a
+    // snapshot upload to its coordinator, and that report is a Spark-internal API, so it would
+    // be set on every batch and rewrite the whole state each time. Snapshots follow
+    // snapshotInterval through maintenance instead.
+    openStore(version, readOnly = false, empty = loadEmpty)
   }
-
-  /** The snapshot of `version` (just committed), written now (forceSnapshotOnCommit). */
-  private[spark] def snapshotNow(version: Long): Unit =
-    try withConnection(keep = false) { (conn, handle, _) =>
-      conn.call(new PayloadWriter().u32(handle).frame(Protocol.OP_SNAPSHOT_NOW), files)
-    } catch {
-      case e: Throwable => throw errorFor("snapshot", version, e)
-    }
 
   // -- SupportsFineGrainedReplay: the state data source's snapshotStartBatchId and readChangeFeed
 
