@@ -40,9 +40,11 @@ def figures(paths: dict[str, Path]) -> dict[str, dict[str, tuple[float, float]]]
     for workload in ("aggregation", "dropDuplicates"):
         out["throughput"][workload] = (rate[("rocksdb", workload)], rate[("ttlstate-ttl-on", workload)])
     for size in ("3m", "6m"):
-        med = {s["variant"]: s["median_restore_ms"] / 1000 for s in _load(paths[f"restore_{size}"])["summary"]}
+        restore = _load(paths[f"restore_{size}"])["summary"]
+        med = {s["variant"]: s["median_restore_ms"] / 1000 for s in restore}
         out["restore"][size.upper() + " keys"] = (med["rocksdb"], med["ttlstate"])
-        batch = {s["variant"]: s["median_batch_ms"] / 1000 for s in _load(paths[f"growth_{size}"])["summary"]}
+        growth = _load(paths[f"growth_{size}"])["summary"]
+        batch = {s["variant"]: s["median_batch_ms"] / 1000 for s in growth}
         out["batch"][size.upper() + " keys"] = (batch["rocksdb"], batch["ttlstate"])
     return out
 
@@ -58,7 +60,7 @@ def plot(paths: dict[str, Path], out: Path) -> dict[str, dict[str, tuple[float, 
               ("restore", "restore in a fresh JVM, median of 3\n(seconds, lower is better)"),
               ("batch", "median batch while growing by 500k keys\n(seconds, lower is better)"))
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
-    for ax, (name, title) in zip(axes, panels):
+    for ax, (name, title) in zip(axes, panels, strict=True):
         cases = list(figs[name])
         xs = range(len(cases))
         for j, (label, color) in enumerate(((SPARK, "tab:blue"), (TTLSTATE, "tab:orange"))):
@@ -66,7 +68,7 @@ def plot(paths: dict[str, Path], out: Path) -> dict[str, dict[str, tuple[float, 
             bars = ax.bar([x + (j - 0.5) * 0.38 for x in xs], vals, 0.38, label=label, color=color,
                           edgecolor="black")
             ax.bar_label(bars, fmt="%.1f", fontsize=8)
-        for x, c in zip(xs, cases):
+        for x, c in zip(xs, cases, strict=True):
             spark, ours = figs[name][c]
             ax.annotate(f"{ours / spark:.2f}x", (x + 0.19, ours), xytext=(0, 12),
                         textcoords="offset points", ha="center", fontsize=9, weight="bold")

@@ -37,12 +37,12 @@ def test_every_metric_is_in_a_docs_page() -> None:
     rows = metrics_table().splitlines()[2:]
     assert len(rows) == len(ALL_METRICS)
     missing = [row for row in rows if row not in text]
-    assert not missing, f"metrics missing from docs/ (put <!-- metrics-table --> markers in a page): {missing}"
+    assert not missing, f"metrics missing from docs/ (add <!-- metrics-table --> to a page): {missing}"
 
 
 def test_readme_is_short() -> None:
     n = len(README.read_text().splitlines())
-    assert n <= README_MAX_LINES, f"README.md has {n} lines; at most {README_MAX_LINES}: move details to docs/"
+    assert n <= README_MAX_LINES, f"README.md: {n} lines, at most {README_MAX_LINES}; move details to docs/"
 
 
 def _github_slug(heading: str) -> str:
@@ -78,3 +78,30 @@ def test_site_builds_strict(tmp_path: Path) -> None:
         capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, f"mkdocs build --strict failed:\n{out.stdout}\n{out.stderr}"
     assert (tmp_path / "site" / "configuration" / "index.html").exists()
+
+
+def test_headline_figures_are_the_result_files() -> None:
+    """The README's and the performance page's headline numbers are those of the result files the
+    headline plot is drawn from (the numbers are documented, not asserted as a target)."""
+    from benchmarks.headline_plot import DEFAULTS, figures
+
+    figs = figures(DEFAULTS)
+    expected = []
+    for workload, (spark, ours) in figs["throughput"].items():
+        expected.append((workload, f"{spark:.1f}k rows/s", f"{ours:.1f}k rows/s", f"{ours / spark:.2f}x"))
+    for panel in ("restore", "batch"):
+        for case, (spark, ours) in figs[panel].items():
+            expected.append((f"{panel} {case}", f"{spark:.2f} s", f"{ours:.2f} s", f"{ours / spark:.2f}x"))
+    for page in (README, DOCS / "performance.md"):
+        text = page.read_text()
+        lines = text.splitlines()
+        missing = [e for e in expected if not any(all(v in line for v in e[1:]) for line in lines)]
+        assert not missing, f"{page.name}: no table row has these figures of the result files: {missing}"
+
+
+def test_headline_plot_draws(tmp_path: Path) -> None:
+    from benchmarks.headline_plot import DEFAULTS, plot
+
+    out = tmp_path / "headline.png"
+    plot(DEFAULTS, out)
+    assert out.stat().st_size > 10_000
