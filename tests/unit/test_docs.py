@@ -105,3 +105,18 @@ def test_headline_plot_draws(tmp_path: Path) -> None:
     out = tmp_path / "headline.png"
     plot(DEFAULTS, out)
     assert out.stat().st_size > 10_000
+
+
+def test_readme_key_table_matches_keys() -> None:
+    """The README's short table of the most used keys names real keys, options and defaults."""
+    by_suffix = {k.suffix: k for k in ALL_KEYS}
+    rows = [[c.strip() for c in line.strip("|").split("|")]
+            for line in README.read_text().splitlines() if line.startswith("| `") and "` | `" in line]
+    checked = 0
+    for cells in rows:
+        k = by_suffix.get(cells[0].strip("`"))
+        if k is not None and "<" not in k.suffix:
+            assert cells[1].strip("`").startswith(k.option), (cells, k.option)
+            assert cells[2] == f"`{k.default}`", (cells, k.default)
+            checked += 1
+    assert checked >= 5, f"README's key table not found (checked {checked} rows)"
