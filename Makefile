@@ -7,9 +7,9 @@ JAR := python/ttlstate/jars/ttlstate-shim.jar
 SCALA_SRC := $(shell find jvm-shim/src -name '*.scala' 2>/dev/null)
 NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
 DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
-            pybind11
+            pybind11 mkdocs
 
-.PHONY: setup run test test-long bench bench-quick lint jar native wheel clean
+.PHONY: setup run test test-long bench bench-quick lint jar native wheel docs docs-gen clean
 
 setup: $(STAMPS)/system $(STAMPS)/install $(JAR)
 
@@ -77,8 +77,16 @@ wheel: $(STAMPS)/wheel-tools $(JAR)
 	  -w $(WHEEL_DIR) build/raw-wheel/ttlstate-*.whl
 	@ls -l $(WHEEL_DIR)/ttlstate-*.whl
 
+# The docs site (mkdocs.yml, docs/) into site/; docs-gen rewrites its generated pages from the
+# code (conf keys, metrics), which tests/unit/test_docs.py checks are up to date.
+docs-gen: $(STAMPS)/deps
+	PYTHONPATH=python $(PY) -m ttlstate.docs.generate docs
+
+docs: docs-gen
+	$(PY) -m mkdocs build --strict -d site
+
 lint: $(STAMPS)/deps
 	$(PY) -m ruff check python tests benchmarks
 
 clean:
-	rm -rf $(STAMPS) build dist python/ttlstate/_native*.so $(JAR) jvm-shim/target
+	rm -rf $(STAMPS) build dist site python/ttlstate/_native*.so $(JAR) jvm-shim/target

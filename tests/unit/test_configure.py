@@ -135,7 +135,7 @@ def test_every_conf_key_has_a_configure_option_documented() -> None:
     assert by_option == set(K.ALL_KEYS)
     assert all(k.option for k in K.ALL_KEYS)
     assert all(name in C.configure.__doc__ for name in C._OPTION_KEYS)  # type: ignore[operator]
-    # The README's conf table (checked against the README by test_readme_tables) names each option.
+    # The configuration reference's table (kept up to date by test_docs) names each option.
     from ttlstate.docs.tables import conf_table
 
     table = conf_table()

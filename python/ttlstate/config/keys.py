@@ -3,7 +3,8 @@
 Only SQL confs that start with `spark.sql.streaming.stateStore.` reach a provider on the
 executors, so all keys live under `spark.sql.streaming.stateStore.ttlstate.`. The Scala
 shim has its own copy of the names (`ConfKeys.scala`); `tests/unit/test_cross_language.py`
-checks both lists are equal, and `tests/unit/test_readme_tables.py` checks the README table.
+checks both lists are equal, and `tests/unit/test_docs.py` checks the generated
+configuration reference (`docs/configuration.md`) is up to date.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class ConfKey:
     default: str
     allowed: str
     doc: str
-    option: str = ""  # its keyword argument of `ttlstate.configure` (README's conf table)
+    option: str = ""  # its keyword argument of `ttlstate.configure` (docs/configuration.md)
 
     @property
     def key(self) -> str:

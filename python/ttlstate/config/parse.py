@@ -34,7 +34,8 @@ class UnknownConfKey(ConfError):
 
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         self.suggestion = close[0] if close else None
-        hint = f"did you mean '{self.suggestion}'?" if self.suggestion else "see the README's conf table"
+        hint = (f"did you mean '{self.suggestion}'?" if self.suggestion
+                else "see the configuration reference, docs/configuration.md")
         ValueError.__init__(self, f"Unknown ttlstate conf '{key}' (set to {value!r}): {hint}")
         self.key, self.value, self.allowed = key, value, "a known ttlstate key"
 

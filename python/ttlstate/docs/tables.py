@@ -1,7 +1,7 @@
-"""Markdown tables for the README, generated from the single definitions of keys and metrics.
+"""Markdown tables of every conf key and metric, generated from their single definitions.
 
-`python -m ttlstate.docs.tables README.md` rewrites them in place; a test checks the README
-contains every row.
+`ttlstate.docs.generate` writes them into the docs pages (`docs/configuration.md` whole, the
+metrics table between markers); `tests/unit/test_docs.py` fails when a page is stale.
 """
 
 from __future__ import annotations
@@ -19,9 +19,13 @@ def configure_option(k: ConfKey) -> str:
     return f"`{k.option}`"
 
 
+def _default(k: ConfKey) -> str:
+    return f"`{k.default}`" if k.default else "(unset)"
+
+
 def conf_table() -> str:
     rows = ["| key | `configure()` option | meaning | default | allowed values |", "|---|---|---|---|---|"]
-    rows += [f"| `{k.key}` | {configure_option(k)} | {k.doc} | `{k.default}` | {k.allowed} |"
+    rows += [f"| `{k.key}` | {configure_option(k)} | {k.doc} | {_default(k)} | {k.allowed} |"
              for k in ALL_KEYS]
     return "\n".join(rows)
 
@@ -30,27 +34,3 @@ def metrics_table() -> str:
     rows = ["| metric | kind | meaning |", "|---|---|---|"]
     rows += [f"| `{m.name}` | {m.kind} | {m.desc} |" for m in ALL_METRICS]
     return "\n".join(rows)
-
-
-def rewrite_readme(path: str) -> None:
-    """Replace the text between the README's table markers with freshly generated tables."""
-    with open(path) as f:
-        text = f.read()
-    for tag, table in (("conf-table", conf_table()), ("metrics-table", metrics_table())):
-        start, end = f"<!-- {tag} -->", f"<!-- /{tag} -->"
-        head, rest = text.split(start, 1)
-        _old, tail = rest.split(end, 1)
-        text = f"{head}{start}\n{table}\n{end}{tail}"
-    with open(path, "w") as f:
-        f.write(text)
-
-
-if __name__ == "__main__":
-    import sys
-
-    if len(sys.argv) > 1:
-        rewrite_readme(sys.argv[1])
-    else:
-        print(conf_table())
-        print()
-        print(metrics_table())

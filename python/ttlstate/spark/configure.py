@@ -13,8 +13,8 @@ already exists, the driver JVM is running already: there the shim must have been
 launch (`--jars`, spark-defaults.conf), and `configure` checks that the JVM can load it,
 raising at once with the exact fix if it cannot.
 
-The keyword arguments are the `configure()` option column of the README's conf table, defined
-once with the keys (`ConfKey.option`).
+The keyword arguments are the `configure()` option column of the configuration reference
+(docs/configuration.md), defined once with the keys (`ConfKey.option`).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def settings(**options: Any) -> dict[str, str]:
 def configure(builder: Any, **options: Any) -> Any:
     """Configure a `SparkSession.Builder` for ttlstate; returns the builder.
 
-    Every option is a conf key of the README's conf table (its `configure()` column): ttl
+    Every option is a conf key of the configuration reference (its `configure()` column): ttl
     ("30m" or a datetime.timedelta; a bare number is refused, it has no unit), update_type,
     state_visibility, time_source, full_snapshot, incremental_size, incremental_per_record,
     compaction_filter, query_time_after_num_entries, periodic_compaction, compact_every, engine,

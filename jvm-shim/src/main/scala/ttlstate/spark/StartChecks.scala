@@ -61,7 +61,7 @@ object StartChecks {
     else {
       val (closest, d) = knownKeys.map(k => k -> distance(key, k)).minBy(_._2)
       val suffix = key.stripPrefix(ConfKeys.PREFIX)
-      val hint = if (d <= math.max(2, suffix.length / 3)) s"did you mean '$closest'?" else "see the README's conf table"
+      val hint = if (d <= math.max(2, suffix.length / 3)) s"did you mean '$closest'?" else "see the configuration reference, docs/configuration.md"
       Some(s"Unknown ttlstate conf '$key' (set to '$value'): $hint")
     }
 

@@ -1,0 +1,103 @@
+"""One PNG of the current headline figures, drawn from committed result files only.
+
+Throughput (`spark_side_by_side`), restore in a fresh JVM (`restore_rerun`, three repeats in
+alternating order) and the median batch while the state grows (`growth`), Spark's RocksDB
+provider against ttlstate with TTL on. The README and docs/performance.md show it, with the
+same numbers in their text:
+
+    python -m benchmarks.headline_plot            # the defaults below -> docs/img/headline.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULTS = {
+    "side_by_side": RESULTS / "2026-11-24-side-by-side.json",
+    "restore_3m": RESULTS / "2026-11-24-restore-rerun-3m.json",
+    "restore_6m": RESULTS / "2026-11-24-restore-rerun-6m.json",
+    "growth_3m": RESULTS / "2026-11-24-growth-restore.json",
+    "growth_6m": RESULTS / "2026-11-24-growth-restore-6m.json",
+}
+OUT = Path(__file__).resolve().parents[1] / "docs" / "img" / "headline.png"
+SPARK, TTLSTATE = "Spark RocksDB", "ttlstate (TTL on)"
+
+
+def _load(path: Path) -> Any:
+    with open(path) as f:
+        return json.load(f)
+
+
+def figures(paths: dict[str, Path]) -> dict[str, dict[str, tuple[float, float]]]:
+    """Per panel and case: (Spark's RocksDB provider, ttlstate), in the panel's unit."""
+    sbs = _load(paths["side_by_side"])
+    rate = {(r["provider"], r["workload"]): r["rows_per_s"] / 1000 for r in sbs}
+    out: dict[str, dict[str, tuple[float, float]]] = {"throughput": {}, "restore": {}, "batch": {}}
+    for workload in ("aggregation", "dropDuplicates"):
+        out["throughput"][workload] = (rate[("rocksdb", workload)], rate[("ttlstate-ttl-on", workload)])
+    for size in ("3m", "6m"):
+        restore = _load(paths[f"restore_{size}"])["summary"]
+        med = {s["variant"]: s["median_restore_ms"] / 1000 for s in restore}
+        out["restore"][size.upper() + " keys"] = (med["rocksdb"], med["ttlstate"])
+        growth = _load(paths[f"growth_{size}"])["summary"]
+        batch = {s["variant"]: s["median_batch_ms"] / 1000 for s in growth}
+        out["batch"][size.upper() + " keys"] = (batch["rocksdb"], batch["ttlstate"])
+    return out
+
+
+def plot(paths: dict[str, Path], out: Path) -> dict[str, dict[str, tuple[float, float]]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figs = figures(paths)
+    panels = (("throughput", "throughput, 1M rows over 200k keys\n(k rows/s, higher is better)"),
+              ("restore", "restore in a fresh JVM, median of 3\n(seconds, lower is better)"),
+              ("batch", "median batch while growing by 500k keys\n(seconds, lower is better)"))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
+    for ax, (name, title) in zip(axes, panels, strict=True):
+        cases = list(figs[name])
+        xs = range(len(cases))
+        for j, (label, color) in enumerate(((SPARK, "tab:blue"), (TTLSTATE, "tab:orange"))):
+            vals = [figs[name][c][j] for c in cases]
+            bars = ax.bar([x + (j - 0.5) * 0.38 for x in xs], vals, 0.38, label=label, color=color,
+                          edgecolor="black")
+            ax.bar_label(bars, fmt="%.1f", fontsize=8)
+        for x, c in zip(xs, cases, strict=True):
+            spark, ours = figs[name][c]
+            ax.annotate(f"{ours / spark:.2f}x", (x + 0.19, ours), xytext=(0, 12),
+                        textcoords="offset points", ha="center", fontsize=9, weight="bold")
+        ax.set_xticks(list(xs), cases)
+        ax.set_title(title, fontsize=10)
+        ax.set_ylim(0, max(max(v) for v in figs[name].values()) * 1.3)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8, loc="upper left")
+    fig.suptitle("ttlstate against Spark's RocksDB provider (both in the same run in each panel), "
+                 "local[2], 4 partitions, 2 cores, 2026-11-24", fontsize=11)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return figs
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, default in DEFAULTS.items():
+        ap.add_argument("--" + name.replace("_", "-"), type=Path, default=default)
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    figs = plot({name: getattr(args, name) for name in DEFAULTS}, args.out)
+    for panel, cases in figs.items():
+        for case, (spark, ours) in cases.items():
+            print(f"{panel} {case}: Spark RocksDB {spark:.2f}, ttlstate {ours:.2f} ({ours / spark:.2f}x)")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""The docs site builds without a broken link, its generated pages match the code, and the
+README stays a ten-minute read whose links all resolve."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from ttlstate.config.keys import ALL_KEYS
+from ttlstate.docs.generate import REGENERATE, configuration_page, stale_pages
+from ttlstate.docs.tables import metrics_table
+from ttlstate.store.metric_names import ALL_METRICS
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+README_MAX_LINES = 300
+# [text](target) and ![alt](target); the target ends at whitespace or ')'.
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def test_generated_pages_are_up_to_date() -> None:
+    stale = [str(p.relative_to(ROOT)) for p in stale_pages(DOCS)]
+    assert not stale, f"stale generated docs pages {stale}; regenerate: {REGENERATE}"
+
+
+def test_every_conf_key_is_documented() -> None:
+    assert all(k.doc.strip() and k.allowed.strip() for k in ALL_KEYS), "a ConfKey without doc or allowed"
+    page = configuration_page()
+    assert all(f"| `{k.key}` |" in page for k in ALL_KEYS)
+
+
+def test_every_metric_is_in_a_docs_page() -> None:
+    text = "\n".join(p.read_text() for p in DOCS.rglob("*.md"))
+    rows = metrics_table().splitlines()[2:]
+    assert len(rows) == len(ALL_METRICS)
+    missing = [row for row in rows if row not in text]
+    assert not missing, f"metrics missing from docs/ (add <!-- metrics-table --> to a page): {missing}"
+
+
+def test_readme_is_short() -> None:
+    n = len(README.read_text().splitlines())
+    assert n <= README_MAX_LINES, f"README.md: {n} lines, at most {README_MAX_LINES}; move details to docs/"
+
+
+def _github_slug(heading: str) -> str:
+    s = re.sub(r"[`*_]", "", heading.strip().lower())
+    s = re.sub(r"[^\w\- ]", "", s)
+    return s.replace(" ", "-")
+
+
+def test_readme_links_resolve() -> None:
+    text = README.read_text()
+    anchors = {_github_slug(h) for h in re.findall(r"^#+\s+(.*)$", text, flags=re.M)}
+    targets = LINK.findall(text)
+    assert targets, "no links found: the pattern is broken"
+    broken = []
+    for target in targets:
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        if not path:
+            if anchor not in anchors:
+                broken.append(target)
+        elif not (ROOT / path).exists():
+            broken.append(target)
+    assert not broken, f"README.md links to what does not exist: {broken}"
+
+
+def test_site_builds_strict(tmp_path: Path) -> None:
+    """`mkdocs build --strict`: a link to a missing page or anchor, or a nav entry without its
+    file, is an error."""
+    out = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
+         "-f", str(ROOT / "mkdocs.yml"), "-d", str(tmp_path / "site")],
+        capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, f"mkdocs build --strict failed:\n{out.stdout}\n{out.stderr}"
+    assert (tmp_path / "site" / "configuration" / "index.html").exists()
+
+
+def test_headline_figures_are_the_result_files() -> None:
+    """The README's and the performance page's headline numbers are those of the result files the
+    headline plot is drawn from (the numbers are documented, not asserted as a target)."""
+    from benchmarks.headline_plot import DEFAULTS, figures
+
+    figs = figures(DEFAULTS)
+    expected = []
+    for workload, (spark, ours) in figs["throughput"].items():
+        expected.append((workload, f"{spark:.1f}k rows/s", f"{ours:.1f}k rows/s", f"{ours / spark:.2f}x"))
+    for panel in ("restore", "batch"):
+        for case, (spark, ours) in figs[panel].items():
+            expected.append((f"{panel} {case}", f"{spark:.2f} s", f"{ours:.2f} s", f"{ours / spark:.2f}x"))
+    for page in (README, DOCS / "performance.md"):
+        text = page.read_text()
+        lines = text.splitlines()
+        missing = [e for e in expected if not any(all(v in line for v in e[1:]) for line in lines)]
+        assert not missing, f"{page.name}: no table row has these figures of the result files: {missing}"
+
+
+def test_headline_plot_draws(tmp_path: Path) -> None:
+    from benchmarks.headline_plot import DEFAULTS, plot
+
+    out = tmp_path / "headline.png"
+    plot(DEFAULTS, out)
+    assert out.stat().st_size > 10_000
+
+
+def test_readme_key_table_matches_keys() -> None:
+    """The README's short table of the most used keys names real keys, options and defaults."""
+    by_suffix = {k.suffix: k for k in ALL_KEYS}
+    rows = [[c.strip() for c in line.strip("|").split("|")]
+            for line in README.read_text().splitlines() if line.startswith("| `") and "` | `" in line]
+    checked = 0
+    for cells in rows:
+        k = by_suffix.get(cells[0].strip("`"))
+        if k is not None and "<" not in k.suffix:
+            assert cells[1].strip("`").startswith(k.option), (cells, k.option)
+            assert cells[2] == f"`{k.default}`", (cells, k.default)
+            checked += 1
+    assert checked >= 5, f"README's key table not found (checked {checked} rows)"
