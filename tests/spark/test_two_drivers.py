@@ -1,0 +1,126 @@
+"""Two drivers on one checkpoint: the running query's committed state is never deleted.
+
+A second driver started on a running query's checkpoint (or a zombie task) re-runs an old batch
+and commits its state versions while the running query has gone on. Here the second driver is a
+real second driver process re-running batch 4 into the running query's state files after the
+running query reached batch 8; the running query then goes on, is restarted on a fresh state
+server (so every version is rebuilt from the checkpoint files), and must produce exactly what
+Spark's RocksDB provider produces for the same input without the race.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from tests.spark.harness import (
+    ROCKSDB,
+    TTLSTATE,
+    Run,
+    our_server_processes,
+    outputs_per_step,
+    poll_until,
+    run_steps,
+    running,
+    session,
+)
+from ttlstate.config import keys as K
+
+SCHEMA = "k STRING, v INT"
+RERUN_BATCH = 4
+STEPS = [[{"k": f"k{(step * 3 + i) % 7}", "v": step} for i in range(4)] for step in range(12)]
+
+
+def build(events: DataFrame) -> DataFrame:
+    return events.groupBy("k").count()
+
+
+def _build(sources: dict[str, DataFrame]) -> DataFrame:
+    return build(sources["events"])
+
+
+@pytest.fixture(scope="module")
+def spark() -> SparkSession:
+    s = session(ttl="1h")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def expected(spark: SparkSession) -> dict[int, list[tuple]]:
+    return outputs_per_step(run_steps(spark, ROCKSDB, _build, {"events": SCHEMA}, STEPS,
+                                      output_mode="update"))
+
+
+def _second_driver_checkpoint(running: Run, batch: int) -> str:
+    """The running query's logs as of now, less the commit of `batch` (so a driver started on it
+    re-runs `batch`), with the running query's own state folder."""
+    copy = os.path.join(tempfile.mkdtemp(prefix="ttlstate-second-"), "ck")
+    shutil.copytree(running.checkpoint, copy, ignore=shutil.ignore_patterns("state"))
+    for name in (str(batch), f".{batch}.crc"):
+        path = os.path.join(copy, "commits", name)
+        if os.path.exists(path):
+            os.unlink(path)
+    for later in os.listdir(os.path.join(copy, "offsets")):  # the logs end at `batch`
+        if later.lstrip(".").split(".")[0].isdigit() and int(later.lstrip(".").split(".")[0]) > batch:
+            os.unlink(os.path.join(copy, "offsets", later))
+    for later in os.listdir(os.path.join(copy, "commits")):
+        if later.lstrip(".").split(".")[0].isdigit() and int(later.lstrip(".").split(".")[0]) > batch:
+            os.unlink(os.path.join(copy, "commits", later))
+    os.symlink(os.path.join(running.checkpoint, "state"), os.path.join(copy, "state"))
+    return copy
+
+
+def _kill_state_servers() -> None:
+    procs = [p for p, _cmd in our_server_processes()]
+    for p in procs:
+        p.kill()
+    assert poll_until(lambda: not running(procs), 30)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("snapshot_interval", ["1000", "3"])
+def test_second_driver_rerunning_an_old_batch_loses_nothing(spark: SparkSession, expected,  # noqa: ANN001
+                                                           snapshot_interval: str) -> None:
+    confs = {K.SNAPSHOT_INTERVAL.key: snapshot_interval}
+    ours = Run(spark, TTLSTATE, _build, {"events": SCHEMA}, "update", confs)
+    ours.start()
+    try:
+        for rows in STEPS[:RERUN_BATCH + 1]:
+            ours.step(rows)
+        second = _second_driver_checkpoint(ours, RERUN_BATCH)
+        for rows in STEPS[RERUN_BATCH + 1:9]:
+            ours.step(rows)
+        state = os.path.join(ours.checkpoint, "state", "0", "0")
+        before = {n: os.path.getmtime(os.path.join(state, n)) for n in os.listdir(state)}
+        repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [os.path.join(repo, "python"), repo, os.environ.get("PYTHONPATH", "")]))
+        out = subprocess.run(
+            [sys.executable, "-m", "tests.spark.rerun_driver", second, os.path.join(ours.root, "events"),
+             str(RERUN_BATCH), json.dumps(confs)], capture_output=True, text=True, timeout=300,
+            cwd=repo, env=env)
+        assert out.returncode == 0, out.stderr[-3000:]
+        report = json.loads(out.stdout.strip().splitlines()[-1])
+        assert report["done"] and "error" not in report, report
+        assert report["committed"][:1] == [RERUN_BATCH], report
+        rewritten = f"{RERUN_BATCH + 1}.changelog"
+        assert os.path.getmtime(os.path.join(state, rewritten)) > before[rewritten]  # the race ran
+        assert set(before) <= set(os.listdir(state))  # nothing of the running query was deleted
+        for rows in STEPS[9:10]:
+            ours.step(rows)
+        ours.stop()
+        _kill_state_servers()  # the restart rebuilds every store from the checkpoint files alone
+        ours.start()
+        for rows in STEPS[10:]:
+            ours.step(rows)
+    finally:
+        ours.stop()
+    assert outputs_per_step(ours) == expected
