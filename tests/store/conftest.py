@@ -17,10 +17,11 @@ def make_provider(request, tmp_path) -> Callable[..., StoreProvider]:  # noqa: A
     made: list[StoreProvider] = []
 
     def make(ttl: TtlConfig | None = None, snapshot_interval: int = 2,
-             local: str | None = None) -> StoreProvider:
+             local: str | None = None, checkpoint_ids: bool = False) -> StoreProvider:
         cfg = StoreConfig(ttl or TtlConfig(), request.param, snapshot_interval)
         p = StoreProvider("op0/p0", str(tmp_path / (local or f"local{len(made)}")),
-                          LocalCheckpointLocation(str(tmp_path / "ck")), cfg, ManualClock(1000))
+                          LocalCheckpointLocation(str(tmp_path / "ck")), cfg, ManualClock(1000),
+                          checkpoint_ids=checkpoint_ids)
         made.append(p)
         return p
 

@@ -9,12 +9,15 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
                         {"store": id, "version": v, "batchTimeMs": t or null,
                          "ttlMs": ttl or null, "codec": "zstd", "query": id or null,
                          "parent": state id or absent, "state": state id or absent,
-                         "settings": {...} or absent}
+                         "settings": {...} or absent, "id": checkpoint id or absent,
+                         "lineage": [[version, checkpoint id], ...] or absent}
                         (ttlMs and settings record the TTL settings in force, for
                         `ttlstate inspect`, the state reader and the start-time warning
                         when they change; store, version and query bind the file to its
                         place: see identity.py; parent (changelogs) and state (snapshots)
-                        chain the files of one timeline: see lineage.py. Readers ignore
+                        chain the files of one timeline: see lineage.py; on checkpoint
+                        format 2, id is the version's checkpoint id and lineage the ids of
+                        the versions below it down to a snapshot: see id_plan.py. Readers ignore
                         keys they do not know, so a key may be added without a format
                         change)
     body      zstd frame of records; a record is
@@ -70,6 +73,8 @@ class RecordFileHeader:
     parent: str | None = None  # changelogs: the state id of the version it was written on
     state: str | None = None   # snapshots: the state id of the version it holds
     settings: dict[str, object] | None = None
+    ckpt_id: str | None = None  # format 2: the checkpoint id of the version the file holds
+    lineage: tuple[tuple[int, str], ...] | None = None  # format 2 changelogs, newest first
     crc: int = 0
     body_len: int = 0
 
@@ -144,11 +149,13 @@ def write_record_file(path: str, kind: bytes, store_id: str, version: int,
 
 def header_json(store_id: str, version: int, batch_time_ms: int | None, ttl_ms: int | None,
                 query_id: str | None, *, parent: str | None = None, state: str | None = None,
-                settings: dict[str, object] | None = None) -> bytes:
+                settings: dict[str, object] | None = None, ckpt_id: str | None = None,
+                lineage: list[tuple[int, str]] | None = None) -> bytes:
     """The header's JSON (the native writer is handed these bytes, so the layout lives here)."""
     meta: dict[str, object] = {"store": store_id, "version": version, "batchTimeMs": batch_time_ms,
                                "ttlMs": ttl_ms, "codec": "zstd"}
-    optional = {"query": query_id, "parent": parent, "state": state, "settings": settings}
+    optional = {"query": query_id, "parent": parent, "state": state, "settings": settings,
+                "id": ckpt_id, "lineage": None if lineage is None else [list(e) for e in lineage]}
     meta.update({k: v for k, v in optional.items() if v is not None})
     return json.dumps(meta).encode()
 
@@ -190,10 +197,13 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
     try:
         meta = json.loads(head[_PREFIX.size:])
         settings = meta.get("settings")
+        lineage = meta.get("lineage")
         return RecordFileHeader(kind, str(meta["store"]), int(meta["version"]),
                                 meta.get("batchTimeMs"), count, meta.get("ttlMs"), meta.get("query"),
                                 meta.get("parent"), meta.get("state"),
-                                settings if isinstance(settings, dict) else None, crc, body_len)
+                                settings if isinstance(settings, dict) else None, meta.get("id"),
+                                None if lineage is None else tuple((int(v), str(i)) for v, i in lineage),
+                                crc, body_len)
     except (ValueError, KeyError, TypeError) as e:
         raise RecordFileError(f"has a bad header ({e})") from None
 

@@ -25,7 +25,7 @@ def plan_restore(store_id: str, files: list[str], version: int,
     """`skip_snapshots`: snapshots found to hold another attempt's state (see lineage.py)."""
     if version == 0:
         return RestorePlan(0, None, (), False)
-    parsed = names.parse_all(files)
+    parsed = [f for f in names.parse_all(files) if not f.ckpt_id]  # format 1's files
     changelogs = {f.version for f in parsed if f.kind == names.CHANGELOG}
     snapshots = {f.version for f in parsed if f.kind == names.SNAPSHOT} - skip_snapshots
     if version not in changelogs and version not in snapshots and version not in skip_snapshots:
@@ -47,7 +47,7 @@ def plan_from_snapshot(store_id: str, files: list[str], snapshot_version: int,
                        version: int) -> RestorePlan:
     """Version `version` rebuilt from exactly `snapshot_version`'s snapshot and the changelogs
     after it (the state data source's snapshotStartBatchId), never from another base."""
-    parsed = names.parse_all(files)
+    parsed = [f for f in names.parse_all(files) if not f.ckpt_id]
     if version < snapshot_version:
         raise VersionNotFound(store_id, version, names.snapshot_name(snapshot_version),
                               f"cannot be the base of version {version}: it is a later version")

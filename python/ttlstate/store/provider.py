@@ -20,6 +20,7 @@ import secrets
 import shutil
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
+from ttlstate.checkpoint.id_plan import EMPTY, plan_by_id
 from ttlstate.checkpoint.identity import FileIdentity
 from ttlstate.checkpoint.lineage import Chain, continues, follow
 from ttlstate.checkpoint.location import CheckpointLocation
@@ -88,8 +90,16 @@ def _in_background(fn: Callable[[], int]) -> Future[int]:
 
 class StoreProvider:
     def __init__(self, store_id: str, local_dir: str, checkpoint: CheckpointLocation,
-                 config: StoreConfig, clock: Clock | None = None, query_id: str | None = None) -> None:
+                 config: StoreConfig, clock: Clock | None = None, query_id: str | None = None,
+                 checkpoint_ids: bool = False) -> None:
         self.store_id = store_id
+        # Checkpoint format 2: versions are loaded by (version, checkpoint id), every commit
+        # gets a new id and writes `<v>_<id>.*` files (see checkpoint/id_plan.py).
+        self.checkpoint_ids = checkpoint_ids
+        self._v2_lineage: tuple[tuple[int, str], ...] = ()  # of the local version, newest first
+        self._loaded_lineage: tuple[tuple[int, str], ...] = ()
+        # (new id, base id) of the last commit, format 2 (Spark's StateStoreCheckpointInfo)
+        self.last_commit_ids: tuple[str | None, str | None] = (None, None)
         self.query_id = query_id  # written into every file; a file of another query is refused
         self.config = config
         self.checkpoint = checkpoint
@@ -182,13 +192,15 @@ class StoreProvider:
         return self.clock.now_ms()
 
     def get_store(self, version: int, *, now_ms: int | None = None, read_only: bool = False,
-                  empty: bool = False, from_snapshot: int | None = None) -> StateStore:
+                  empty: bool = False, from_snapshot: int | None = None, ckpt_id: str | None = None,
+                  snapshot_ckpt_id: str | None = None) -> StateStore:
         """Exactly `version`, as a write store (or read-only), at the batch time `now_ms`.
 
         `empty`: an empty store at `version` (nothing is read; its commit makes version + 1),
         Spark's loadEmpty. `from_snapshot`: rebuild `version` from exactly that snapshot and the
         changelogs after it, never from the local DB (the state data source's
-        snapshotStartBatchId)."""
+        snapshotStartBatchId). `ckpt_id` (and `snapshot_ckpt_id`): on checkpoint format 2, the
+        id Spark's commit log recorded for `version` (and for that snapshot's version)."""
         if version < 0:
             raise VersionNotFound(self.store_id, version, names.changelog_name(version),
                                   "cannot be loaded: versions are >= 0")
@@ -204,14 +216,19 @@ class StoreProvider:
                 self.lineage += 1
                 self._open_empty()
                 self._local_version = version
+                self._v2_lineage = ()
                 self._trusted_snapshots.clear()
                 self._batch_times.pop(version, None)
                 if self.engine.native_data_plane:
                     from ttlstate import _native
                     self._restored_key_hashes = _native.KeyHashes()
-            elif from_snapshot is not None or self._engine is None or self._local_version != version:
+            elif (from_snapshot is not None or self._engine is None or self._local_version != version
+                  or (self.checkpoint_ids and version > 0 and ckpt_id != self._state_id)):
                 try:
-                    self._load(version, from_snapshot)
+                    if self.checkpoint_ids and version > 0:
+                        self._load_by_id(version, ckpt_id, from_snapshot, snapshot_ckpt_id)
+                    else:
+                        self._load(version, from_snapshot)
                 except CheckpointError as e:
                     if e.where is not None:
                         raise
@@ -306,6 +323,94 @@ class StoreProvider:
                 for _name, local_path, _header in fetched:
                     if os.path.exists(local_path):
                         os.unlink(local_path)
+
+    def _load_by_id(self, version: int, ckpt_id: str | None, from_snapshot: int | None,
+                    snapshot_id: str | None) -> None:
+        """Checkpoint format 2: exactly the version Spark's commit log names by its id."""
+        if not ckpt_id:
+            raise VersionNotFound(self.store_id, version, names.changelog_name(version, "<id>"),
+                                  "cannot be looked up: checkpoint format 2 loads a version by its "
+                                  "checkpoint id, and Spark passed none")
+        self.lineage += 1
+        refreshed = False
+        while True:
+            files = self._listing(refresh=refreshed)
+            local = ((self._local_version, self._state_id)
+                     if self._engine is not None and self._state_id and from_snapshot is None else None)
+            fetched: list[tuple[str, str, RecordFileHeader]] = []
+            try:
+                try:
+                    lineage: tuple[tuple[int, str], ...] = ()
+                    if from_snapshot == version or (
+                            from_snapshot is None and names.snapshot_name(version, ckpt_id) in files):
+                        top = None
+                    else:
+                        top = names.changelog_name(version, ckpt_id)
+                        fetched.append((top, *self._fetch_verified(top, KIND_CHANGELOG, version)))
+                        lineage = fetched[0][2].lineage or ()
+                    while (from_snapshot is not None and lineage and lineage[-1][0] > from_snapshot
+                           and lineage[-1][1] != EMPTY):
+                        # The lineage ends at a newer snapshot than the one asked for: follow it on.
+                        older = names.changelog_name(*lineage[-1])
+                        fetched.append((older, *self._fetch_verified(older, KIND_CHANGELOG, version)))
+                        if not fetched[-1][2].lineage:
+                            break
+                        lineage = lineage + fetched[-1][2].lineage
+                    wanted_snapshot = None if from_snapshot is None else (from_snapshot, snapshot_id)
+                    plan = plan_by_id(self.store_id, files, version, ckpt_id, lineage, local,
+                                      wanted_snapshot)
+                    if plan.snapshot:
+                        fetched.append((plan.snapshot, *self._fetch_verified(
+                            plan.snapshot, KIND_SNAPSHOT, version)))
+                    have = {name for name, _p, _h in fetched}
+                    for name in plan.changelogs:
+                        if name not in have:
+                            fetched.append((name, *self._fetch_verified(name, KIND_CHANGELOG, version)))
+                    fetched.sort(key=lambda f: (f[2].version, f[2].kind == KIND_CHANGELOG))
+                except VersionNotFound:
+                    if refreshed:
+                        raise
+                    refreshed = True
+                    continue
+                self._verify_ids(plan, fetched, version)
+                self._loaded_state = ckpt_id
+                self._loaded_lineage = lineage
+                self._loaded_base_trusted = bool(plan.snapshot)
+                self._apply_plan(plan, fetched, version)
+                self._v2_lineage = lineage
+                return
+            finally:
+                for _name, local_path, _header in fetched:
+                    if os.path.exists(local_path):
+                        os.unlink(local_path)
+
+    def _verify_ids(self, plan: RestorePlan, fetched: list[tuple[str, str, RecordFileHeader]],
+                    version: int) -> None:
+        """Every file of a format 2 plan holds the id its name says, and each changelog continues
+        the one before it: a file of another lineage or attempt is refused, naming both."""
+        previous: tuple[str, str | None]
+        if plan.from_local:
+            previous = (f"the local state of version {plan.base_version}", self._state_id)
+        else:
+            previous = ("the empty state", None)
+        for name, _path, header in fetched:
+            parsed = names.parse(name)
+            named = parsed.ckpt_id if parsed else None
+            if header.kind == KIND_SNAPSHOT:
+                if header.state not in (None, named):
+                    raise CheckpointError(self.store_id, version, name,
+                                          f"holds the state of checkpoint id {header.state}, not {named}")
+                previous = (self.checkpoint.describe(name), named)
+                continue
+            if header.ckpt_id not in (None, named):
+                raise CheckpointError(self.store_id, version, name,
+                                      f"holds checkpoint id {header.ckpt_id}, not {named}")
+            if header.parent != previous[1] and not (previous[1] == EMPTY and header.parent is None):
+                raise CheckpointError(self.store_id, version, name,
+                                      f"continues the state of checkpoint id {header.parent}, but "
+                                      f"{previous[0]} holds {previous[1] or 'the empty state'}: the "
+                                      "files belong to different lineages or attempts")
+            previous = (self.checkpoint.describe(name), named)
 
     def _fetch_plan(self, plan: RestorePlan, version: int,
                     fetched: list[tuple[str, str, RecordFileHeader]], strict: bool) -> str | None:
@@ -522,11 +627,16 @@ class StoreProvider:
                                       f"{self._local_version}")
             started = time.monotonic()
             new_version = store.version + 1
-            name = names.changelog_name(new_version)
+            new_id = str(uuid.uuid4()) if self.checkpoint_ids else ""
+            name = names.changelog_name(new_version, new_id)
             local = os.path.join(self._staging, name)
             inc = self.config.ttl.incremental
             periodic_cleanup = self.config.ttl.enabled and inc is not None and not inc.per_record
-            lineage = {"parent": self._state_id, "settings": settings_of(self.config.ttl)}
+            lineage: dict[str, object] = {"parent": self._state_id,
+                                          "settings": settings_of(self.config.ttl)}
+            v2_lineage = self._commit_lineage(store.version) if new_id else None
+            if new_id:
+                lineage.update(ckpt_id=new_id, lineage=v2_lineage)
             header = header_json(self.store_id, new_version, store.now_ms, self.config.ttl.ttl_ms,
                                  self.query_id, **lineage)
             if isinstance(store, StateStore):
@@ -539,7 +649,7 @@ class StoreProvider:
                 if periodic_cleanup:
                     store.txn.incremental_step()
                 store.txn.write_changelog(local, header)
-            state_id = file_fingerprint(local)
+            state_id = new_id or file_fingerprint(local)
             crash_point("commit-before-upload")  # tests only; inert unless TTLSTATE_FAULTS is set
             # The native plane applies the batch to the local DB while the changelog uploads (an
             # upload is a round trip to the checkpoint's file system): the two are independent,
@@ -564,14 +674,26 @@ class StoreProvider:
                 except BaseException:
                     self._drop_local()
                     raise
+            self.last_commit_ids = (new_id or None, self._state_id) if new_id else (None, None)
             self._local_version = new_version
             self._state_id = state_id
+            if v2_lineage is not None:
+                self._v2_lineage = tuple(v2_lineage)
             self._trusted_snapshots = {v for v in self._trusted_snapshots if v < new_version}
             self._batch_times[new_version] = store.now_ms
             self._maybe_compact(new_version)
             self._recount_if_filter_removed()
             self._unreported[M.COMMIT_TIME_MS.name] += int((time.monotonic() - started) * 1000)
             return new_version
+
+    def _commit_lineage(self, version: int) -> list[tuple[int, str]]:
+        """Format 2: the lineage a commit on `version` records, newest first, down to the first
+        snapshot this writer trusts, or to the empty state."""
+        full = [(version, self._state_id or EMPTY), *self._v2_lineage]
+        for i, (k, kid) in enumerate(full):
+            if kid == EMPTY or k in self._trusted_snapshots:
+                return full[: i + 1]
+        return full
 
     def _publish_changelog(self, local: str, name: str, new_version: int) -> None:
         try:
@@ -646,7 +768,9 @@ class StoreProvider:
             version = self._local_version
             if version is None:
                 raise StoreStateError(f"ttlstate store {self.store_id}: no version is loaded")
-            name = names.snapshot_name(version)
+            if self.checkpoint_ids and not self._state_id:
+                return None  # format 2: an empty state at its first version has no id to name
+            name = names.snapshot_name(version, (self._state_id or "") if self.checkpoint_ids else "")
             local = os.path.join(self._staging, f".{name}.{secrets.token_hex(4)}")
             ttl = self.config.ttl
             batch_time = self._batch_times.get(version)
