@@ -66,6 +66,36 @@ def test_store_round_trip_with_callbacks_and_ttl(server, confs) -> None:  # noqa
     assert c.get(h, b"a") is None
 
 
+def test_checkpoint_ids_over_the_wire(server, confs) -> None:  # noqa: ANN001
+    """Format 2: a commit answers its new id and its base's; a load takes the id; the change feed
+    reads the changelog of a version on the lineage of the end version's id."""
+    _proc, sockets, tmp = server
+    c = Client(sockets[0])
+    c.hello()
+    ck = os.path.join(tmp, "ck-v2")
+    h = c.open("v2", confs, dict(INFO, checkpointIds=True), ck)
+    c.load(h, 0, 1000)
+    c.writes(h, [(b"a", b"1")])
+    c.commit(h)
+    first, base = c.last_ckpt_ids
+    assert first and base == ""
+    assert os.listdir(ck) == [f"1_{first}.changelog"]
+    c.load(h, 1, 1000, ckpt_id=first)
+    c.writes(h, [(b"b", b"2")])
+    c.commit(h)
+    second, base = c.last_ckpt_ids
+    assert base == first and second != first
+    h2 = c.open("v2-fresh", confs, dict(INFO, checkpointIds=True), ck)  # restores from files
+    assert c.load(h2, 2, 1000, ckpt_id=second)[1] == 2
+    with pytest.raises(ServerError, match="2_nope.changelog"):
+        c.load(h2, 2, 1000, ckpt_id="nope")
+    for version, key in ((1, b"a"), (2, b"b")):
+        r = c.call(P.OP_CHANGES, P.Writer().u32(h2).i64(version).i64(2).str(second).payload(), h2)
+        r.u32()  # iterator id
+        done, n = r.u8(), r.u32()
+        assert (done, [(r.bytes(), r.bytes_or_none() is not None) for _ in range(n)]) == (1, [(key, True)])
+
+
 def test_key_scan_and_lineage_for_the_shims_key_filter(server, confs) -> None:  # noqa: ANN001
     """OP_KEYS lists every stored key (expired ones too: a filter may hold more, never less);
     the lineage stays while the local DB only advances by commits, and changes when rebuilt."""

@@ -29,10 +29,17 @@ EVENTS = EVENTS_SCHEMA
 STEPS = EVENT_STEPS
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
+FORMAT_KEY = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+
+
+@pytest.fixture(scope="module", params=["1", "2"], ids=["checkpoint-v1", "checkpoint-v2"])
+def spark(request: pytest.FixtureRequest) -> Iterator[SparkSession]:
+    """Every operator on both checkpoint formats: format 2 loads each version by the id Spark's
+    commit log recorded, and a restart in the middle reads those ids back."""
     s = session()
+    s.conf.set(FORMAT_KEY, request.param)
     yield s
+    s.conf.unset(FORMAT_KEY)
     s.stop()
 
 

@@ -103,11 +103,16 @@ class Client:
         return handle
 
     def load(self, h: int, version: int, now_ms: int, read_only: bool = False,
-             key_hashes: bool = False) -> tuple[int, int]:
-        """Loads `version`; returns (lineage, number of keys in the local DB). With
-        `key_hashes`, `self.key_hashes_kept` then says whether `key_filter_bits` has bits."""
-        flags = (P.LOAD_READ_ONLY if read_only else 0) | (P.LOAD_KEY_HASHES if key_hashes else 0)
-        r = self.call(P.OP_LOAD, P.Writer().u32(h).i64(version).i64(now_ms).u8(flags).payload(), h)
+             key_hashes: bool = False, ckpt_id: str | None = None) -> tuple[int, int]:
+        """Loads `version` (on checkpoint format 2: the one committed as `ckpt_id`); returns
+        (lineage, number of keys in the local DB). With `key_hashes`, `self.key_hashes_kept`
+        then says whether `key_filter_bits` has bits."""
+        flags = ((P.LOAD_READ_ONLY if read_only else 0) | (P.LOAD_KEY_HASHES if key_hashes else 0)
+                 | (P.LOAD_CHECKPOINT_ID if ckpt_id is not None else 0))
+        w = P.Writer().u32(h).i64(version).i64(now_ms).u8(flags)
+        if ckpt_id is not None:
+            w.str(ckpt_id).str("")
+        r = self.call(P.OP_LOAD, w.payload(), h)
         lineage, num_keys = r.i64(), r.i64()
         self.now_ms = r.i64()
         self.key_hashes_kept = bool(r.u8())
@@ -167,6 +172,7 @@ class Client:
         r = self.call(P.OP_COMMIT, P.Writer().u32(h).payload(), h)
         version, num_keys, _mem = r.i64(), r.i64(), r.i64()
         metrics = {r.str(): r.i64() for _ in range(r.u32())}
+        self.last_ckpt_ids = (r.str(), r.str())  # (new, base) checkpoint ids; "" on format 1
         return version, num_keys, metrics
 
     def simple(self, code: int, h: int, extra: bytes = b"") -> None:

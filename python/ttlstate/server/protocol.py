@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 
-PROTOCOL_VERSION = 7
+PROTOCOL_VERSION = 8
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -34,6 +34,8 @@ OP_OPEN = 2           # str provider key, str confs json, str info json  -> OK u
 #   apply TTL itself (it is used only where reads are cacheable and the key filter allowed)
 OP_LOAD = 3           # u32 h, i64 version, i64 now ms, u8 flags         -> OK i64 lineage, i64 num keys,
 #                       [, i64 snapshot version if LOAD_FROM_SNAPSHOT]      i64 now (the time TTL uses),
+#                       [, str checkpoint id, str snapshot's checkpoint id
+#                          ("": none) if LOAD_CHECKPOINT_ID]
 #                                                                          u8 key hashes kept (1: ask
 #                                                                          OP_KEY_FILTER_BITS)
 #   flags: LOAD_READ_ONLY; LOAD_EMPTY (an empty store at `version`, whose commit makes version+1:
@@ -42,7 +44,8 @@ OP_LOAD = 3           # u32 h, i64 version, i64 now ms, u8 flags         -> OK i
 #   it: the state data source's snapshotStartBatchId); LOAD_KEY_HASHES (the shim will build a
 #   key filter: when this load built the local DB from nothing, keep the filter's two hashes
 #   of every key put, see native/include/ttlstate/key_hash.h, for OP_KEY_FILTER_BITS, so the
-#   shim need not scan the keys back)
+#   shim need not scan the keys back); LOAD_CHECKPOINT_ID (checkpoint format 2: the version
+#   Spark's commit log recorded under that id, see python/ttlstate/checkpoint/id_plan.py)
 #   lineage changes whenever the local DB was rebuilt rather than advanced by this handle's own
 #   commits; the shim's key filter is valid only for the lineage and version it was built for
 OP_UPGRADE = 4        # u32 h                                            -> OK
@@ -53,7 +56,10 @@ OP_WRITES = 7         # u32 h, u32 n, n x (u8 kind, bytes key[, bytes value])  (
 OP_ITER = 8           # u32 h, bytes prefix (null: whole store)          -> OK u32 iter id, chunk
 OP_ITER_NEXT = 9      # u32 h, u32 iter id                               -> OK chunk
 OP_ITER_CLOSE = 10    # u32 h, u32 iter id                               -> OK
-OP_COMMIT = 11        # u32 h                                            -> OK i64 new version, metrics
+OP_COMMIT = 11        # u32 h                                            -> OK i64 new version, metrics,
+#                                                                          str new checkpoint id,
+#                                                                          str base checkpoint id
+#   the ids are "" on checkpoint format 1 (and the base id for a version built on the empty state)
 OP_ABORT = 12         # u32 h                                            -> OK
 OP_RELEASE = 13       # u32 h                                            -> OK
 OP_METRICS = 14       # u32 h                                            -> OK metrics
@@ -66,8 +72,10 @@ OP_KEYS = 18          # u32 h                                            -> OK u
 OP_SNAPSHOT_NOW = 19  # u32 h                                            -> OK
 #   writes the snapshot of the loaded version now, whatever snapshotInterval says (Spark's
 #   forceSnapshotOnCommit)
-OP_CHANGES = 20       # u32 h, i64 version                               -> OK u32 iter id, chunk
-#   the records of the store's `<version>.changelog`, verified whole and bound to the store
+OP_CHANGES = 20       # u32 h, i64 version, i64 end version,             -> OK u32 iter id, chunk
+#                       str end version's checkpoint id ("": format 1)
+#   the records of the store's changelog of `version` (on format 2: the one on the lineage of
+#   the end version's id), verified whole and bound to the store
 #   first, in file order: (key, TtlValue) puts and (key, null) deletes; continue with
 #   OP_ITER_NEXT / OP_ITER_CLOSE. Needs no loaded version (the state data source's change feed)
 OP_KEY_FILTER_BITS = 21  # u32 h, u8 bits log2, u8 probes                -> OK bytes words (null: none)
@@ -79,6 +87,7 @@ LOAD_READ_ONLY = 1
 LOAD_EMPTY = 2
 LOAD_FROM_SNAPSHOT = 4
 LOAD_KEY_HASHES = 8
+LOAD_CHECKPOINT_ID = 16
 
 # Responses (server -> shim)
 RESP_OK = 64

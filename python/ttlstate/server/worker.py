@@ -94,7 +94,8 @@ class Registry:
             query = info.get("queryId")
             location = RemoteCheckpointLocation(str(info.get("checkpointDir", "")))
             provider = StoreProvider(store_id, local, location, config,
-                                     query_id=str(query) if query else None)
+                                     query_id=str(query) if query else None,
+                                     checkpoint_ids=bool(info.get("checkpointIds", False)))
             self._by_key[key] = handle
             self._entries[handle] = Entry(key, provider, local)
             return handle
@@ -345,10 +346,12 @@ class Connection(socketserver.StreamRequestHandler):
         if code == P.OP_LOAD:
             version, now, flags = r.i64(), r.i64(), r.u8()
             snapshot = r.i64() if flags & P.LOAD_FROM_SNAPSHOT else None
+            ckpt_id, snapshot_id = (r.str(), r.str()) if flags & P.LOAD_CHECKPOINT_ID else ("", "")
             self.iters.clear()
             entry.store = entry.provider.get_store(
                 version, now_ms=now, read_only=bool(flags & P.LOAD_READ_ONLY),
-                empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot)
+                empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot, ckpt_id=ckpt_id or None,
+                snapshot_ckpt_id=snapshot_id or None)
             if self.native is not None and isinstance(entry.store, NativeStateStore):
                 self.native.bind(handle, entry.store.txn)  # its per-entry requests stay native
             hashes = entry.provider.keep_restored_key_hashes(bool(flags & P.LOAD_KEY_HASHES))
@@ -398,7 +401,9 @@ class Connection(socketserver.StreamRequestHandler):
         if code == P.OP_COMMIT:
             store = self._store(handle)
             version = store.commit()
-            return _metrics_payload(P.Writer().i64(version), store.metrics()).payload()
+            new_id, base_id = entry.provider.last_commit_ids
+            return (_metrics_payload(P.Writer().i64(version), store.metrics())
+                    .str(new_id or "").str(base_id or "").payload())
         if code == P.OP_METRICS:
             return _metrics_payload(P.Writer(), self._store(handle).metrics()).payload()
         if code == P.OP_ABORT:
@@ -419,7 +424,9 @@ class Connection(socketserver.StreamRequestHandler):
         if code == P.OP_CHANGES:
             it_id = self.next_iter
             self.next_iter += 1
-            self.iters[it_id] = entry.provider.changelog_records(r.i64())
+            version, end_version, end_id = r.i64(), r.i64(), r.str()
+            self.iters[it_id] = entry.provider.changelog_records(
+                version, (end_version, end_id) if end_id else None)
             return self._chunk_payload(P.Writer().u32(it_id), it_id)
         if code == P.OP_CLEANUP:
             entry.provider.do_cleanup_maintenance(r.i32())

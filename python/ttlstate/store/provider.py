@@ -498,16 +498,37 @@ class StoreProvider:
         if fetched:
             self._check_settings(fetched[-1][2])  # the newest file of the version
 
-    def changelog_records(self, version: int) -> Iterator[tuple[bytes, bytes | None]]:
-        """The records of `<version>.changelog` in file order, after verifying the whole file
-        and that it is this store's (the state data source's change feed)."""
-        name = names.changelog_name(version)
+    def changelog_records(self, version: int, end: tuple[int, str] | None = None
+                          ) -> Iterator[tuple[bytes, bytes | None]]:
+        """The records of the changelog of `version` in file order, after verifying the whole
+        file and that it is this store's (the state data source's change feed). `end`: on
+        checkpoint format 2, the (version, id) whose lineage names the changelog to read."""
         with self._lock:
+            name = names.changelog_name(version, self._id_on_lineage(version, end) if end else "")
             local, header = self._fetch_verified(name, KIND_CHANGELOG, version)
         try:
             yield from read_records(local, header)
         finally:
             os.unlink(local)
+
+    def _id_on_lineage(self, version: int, end: tuple[int, str]) -> str:
+        """Format 2: the checkpoint id of `version` on the lineage of `end` (version, id)."""
+        at, at_id = end
+        while at > version:
+            name = names.changelog_name(at, at_id)
+            local, header = self._fetch_verified(name, KIND_CHANGELOG, version)
+            os.unlink(local)
+            older = [(v, i) for v, i in header.lineage or () if i != EMPTY]
+            for v, i in older:
+                if v == version:
+                    return i
+            if not older:
+                break
+            at, at_id = older[-1]
+        if at == version:
+            return at_id
+        raise VersionNotFound(self.store_id, version, names.changelog_name(version, "<id>"),
+                              f"is not on the lineage of version {end[0]} ({end[1]})")
 
     def _fetch_verified(self, name: str, kind: bytes, version: int) -> tuple[str, RecordFileHeader]:
         local = os.path.join(self._staging, name)

@@ -3,7 +3,7 @@ package ttlstate.spark
 /** Wire protocol constants, mirrored from python/ttlstate/server/protocol.py (the spec lives
  *  there). tests/unit/test_cross_language.py checks every value against Python's. */
 object Protocol {
-  val PROTOCOL_VERSION = 7
+  val PROTOCOL_VERSION = 8
   val MAGIC = 0x54544C53
   val MAX_FRAME: Int = 1 << 30
 
@@ -33,6 +33,7 @@ object Protocol {
   val LOAD_EMPTY = 2
   val LOAD_FROM_SNAPSHOT = 4
   val LOAD_KEY_HASHES = 8
+  val LOAD_CHECKPOINT_ID = 16
 
   val RESP_OK = 64
   val RESP_ERROR = 65
@@ -74,7 +75,8 @@ object Protocol {
     "OP_METRICS" -> OP_METRICS, "OP_SNAPSHOT" -> OP_SNAPSHOT, "OP_CLEANUP" -> OP_CLEANUP,
     "OP_CLOSE" -> OP_CLOSE, "OP_KEYS" -> OP_KEYS, "OP_SNAPSHOT_NOW" -> OP_SNAPSHOT_NOW,
     "OP_CHANGES" -> OP_CHANGES, "OP_KEY_FILTER_BITS" -> OP_KEY_FILTER_BITS, "LOAD_READ_ONLY" -> LOAD_READ_ONLY, "LOAD_EMPTY" -> LOAD_EMPTY,
-    "LOAD_FROM_SNAPSHOT" -> LOAD_FROM_SNAPSHOT, "LOAD_KEY_HASHES" -> LOAD_KEY_HASHES, "RESP_OK" -> RESP_OK, "RESP_ERROR" -> RESP_ERROR,
+    "LOAD_FROM_SNAPSHOT" -> LOAD_FROM_SNAPSHOT, "LOAD_KEY_HASHES" -> LOAD_KEY_HASHES,
+    "LOAD_CHECKPOINT_ID" -> LOAD_CHECKPOINT_ID, "RESP_OK" -> RESP_OK, "RESP_ERROR" -> RESP_ERROR,
     "RESP_CALLBACK" -> RESP_CALLBACK, "CB_LIST" -> CB_LIST, "CB_FETCH" -> CB_FETCH,
     "CB_PUBLISH" -> CB_PUBLISH, "CB_DELETE" -> CB_DELETE, "CB_RESULT_OK" -> CB_RESULT_OK,
     "CB_RESULT_ERROR" -> CB_RESULT_ERROR, "CB_ERR_NOT_FOUND" -> CB_ERR_NOT_FOUND,

@@ -29,6 +29,8 @@ final class TtlStateStore(
   private var state = "open"
   private var committedVersion = -1L
   private var lastMetrics: StateStoreMetrics = _
+  /** Checkpoint format 2: the committed version's id and the id it was built on. */
+  private var committedIds: (Option[String], Option[String]) = (None, None)
   private var roundTrips = 0L
   private var bridgeNanos = 0L
   // Keys this task has read or written in this version, what a read now returns (null:
@@ -363,6 +365,7 @@ final class TtlStateStore(
     val r = call("commit", request(Protocol.OP_COMMIT).frame(Protocol.OP_COMMIT))
     committedVersion = r.i64()
     lastMetrics = readMetrics(r)
+    committedIds = (Some(r.str()).filter(_.nonEmpty), Some(r.str()).filter(_.nonEmpty))
     if (keyFilter != null) provider.keyFilterCommitted(keyFilter, version, committedVersion)
     if (cache != null) {
       // A write this task could not remember leaves the cache unsure of that key: start afresh.
@@ -395,7 +398,8 @@ final class TtlStateStore(
   }
 
   override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo =
-    StateStoreCheckpointInfo(id.partitionId, if (committedVersion >= 0) committedVersion else version, None, None)
+    StateStoreCheckpointInfo(id.partitionId, if (committedVersion >= 0) committedVersion else version,
+      committedIds._1, committedIds._2)
 
   override def allColumnFamilyNames: Set[String] = Set(StateStore.DEFAULT_COL_FAMILY_NAME)
 

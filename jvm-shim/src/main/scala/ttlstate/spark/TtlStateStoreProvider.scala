@@ -25,6 +25,8 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   private var openJson: (String, String) = _
   private var launch: ServerLaunch = _
   private var operatorName: Option[String] = None
+  /** Checkpoint format 2: versions are loaded by the id Spark's commit log recorded. */
+  private[spark] var checkpointIds = false
   private[spark] var writeBatchBytes: Int = ConfKeys.DEFAULT_WRITE_BATCH_BYTES
   @volatile private var opened: (Long, Int) = (-1L, -1)
   @volatile private[spark] var readsCacheable = false
@@ -49,11 +51,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
     if (useColumnFamilies) throw StateStoreErrors.unsupportedOperationException("column families", "TtlStateStoreProvider")
     if (useMultipleValuesPerKey) throw StateStoreErrors.unsupportedOperationException("multiple values per key", "TtlStateStoreProvider")
-    if (storeConfs.enableStateStoreCheckpointIds) {
-      throw new IllegalStateException("[STATE_STORE_CHECKPOINT_IDS_NOT_SUPPORTED] ttlstate does not " +
-        "implement checkpoint format version 2 (state store checkpoint ids); set " +
-        "spark.sql.streaming.stateStore.checkpointFormatVersion=1 for queries on ttlstate.")
-    }
+    this.checkpointIds = storeConfs.enableStateStoreCheckpointIds
     this.id = stateStoreId
     this.keySchema = keySchema
     this.valueSchema = valueSchema
@@ -88,7 +86,8 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       "valueSchema" -> Json.str(valueSchema.json),
       "operatorNames" -> OperatorNames.json(operatorNames),
       // The server logs each store it opens at INFO when the executor's log level shows INFO.
-      "logInfo" -> TtlStateStoreProvider.log.isInfoEnabled.toString) ++
+      "logInfo" -> TtlStateStoreProvider.log.isInfoEnabled.toString,
+      "checkpointIds" -> checkpointIds.toString) ++
       operatorName.map(n => "operatorName" -> Json.str(n)) ++
       QueryIdentity.forStateRoot(stateStoreId.checkpointRootLocation, hadoopConf).map(q => "queryId" -> Json.str(q))
     this.openJson = (Json.obj(confs.toSeq.map { case (k, v) => k -> Json.str(v) }), Json.obj(info))
@@ -150,11 +149,12 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
 
   /** `empty`: an empty store at `version` (Spark's loadEmpty); `fromSnapshot`: `version` rebuilt
    *  from exactly that snapshot version plus the changelogs after it (fine-grained replay). */
-  private def openStore(version: Long, readOnly: Boolean, empty: Boolean = false,
-      fromSnapshot: Option[Long] = None): TtlStateStore = {
+  private def openStore(version: Long, readOnly: Boolean, ckptId: Option[String], empty: Boolean = false,
+      fromSnapshot: Option[Long] = None, snapshotCkptId: Option[String] = None): TtlStateStore = {
     val now = BatchTime.forVersion(id.checkpointRootLocation, version, hadoopConf)
     val flags = (if (readOnly) Protocol.LOAD_READ_ONLY else 0) | (if (empty) Protocol.LOAD_EMPTY else 0) |
-      (if (fromSnapshot.isDefined) Protocol.LOAD_FROM_SNAPSHOT else 0)
+      (if (fromSnapshot.isDefined) Protocol.LOAD_FROM_SNAPSHOT else 0) |
+      (if (checkpointIds) Protocol.LOAD_CHECKPOINT_ID else 0)
     try {
       withConnection(keep = true) { (conn, handle, worker) =>
         // On failure withConnection returns the connection to the pool (exactly once).
@@ -162,6 +162,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
         val hashes = if (mayBuildKeyFilter(readOnly)) Protocol.LOAD_KEY_HASHES else 0
         val w = new PayloadWriter().u32(handle).i64(version).i64(now).u8(flags | hashes)
         fromSnapshot.foreach(w.i64)
+        if (checkpointIds) w.str(ckptId.getOrElse("")).str(snapshotCkptId.getOrElse(""))
         val r = conn.call(w.frame(Protocol.OP_LOAD), files)
         val loaded = LoadedVersion(opened._1, handle, r.i64(), r.i64(), r.i64())
         val hashesKept = r.u8() == 1
@@ -183,18 +184,20 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     // snapshot upload to its coordinator, and that report is a Spark-internal API, so it would
     // be set on every batch and rewrite the whole state each time. Snapshots follow
     // snapshotInterval through maintenance instead.
-    openStore(version, readOnly = false, empty = loadEmpty)
+    openStore(version, readOnly = false, stateStoreCkptId, empty = loadEmpty)
   }
 
   // -- SupportsFineGrainedReplay: the state data source's snapshotStartBatchId and readChangeFeed
 
   override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
       snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): StateStore =
-    openStore(endVersion, readOnly, fromSnapshot = Some(snapshotVersion))
+    openStore(endVersion, readOnly, endVersionStateStoreCkptId, fromSnapshot = Some(snapshotVersion),
+      snapshotCkptId = snapshotVersionStateStoreCkptId)
 
   override def replayReadStateFromSnapshot(snapshotVersion: Long, endVersion: Long,
       snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): ReadStateStore =
-    openStore(endVersion, readOnly = true, fromSnapshot = Some(snapshotVersion))
+    openStore(endVersion, readOnly = true, endVersionStateStoreCkptId, fromSnapshot = Some(snapshotVersion),
+      snapshotCkptId = snapshotVersionStateStoreCkptId)
 
   /** The changes of versions `startVersion..endVersion`, read from our changelogs (verified
    *  whole and bound to this store by the server): puts and deletes with batch id version - 1,
@@ -210,10 +213,12 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     if (startVersion < 1 || endVersion < startVersion) {
       throw new IllegalArgumentException(s"$label: no change feed from version $startVersion to $endVersion")
     }
-    new ChangeFeed(startVersion, endVersion)
+    new ChangeFeed(startVersion, endVersion, endVersionStateStoreCkptId.filter(_ => checkpointIds))
   }
 
-  private final class ChangeFeed(startVersion: Long, endVersion: Long)
+  /** On checkpoint format 2 (`endId`), the changelog of each version is the one on the lineage of
+   *  the end version's id. */
+  private final class ChangeFeed(startVersion: Long, endVersion: Long, endId: Option[String])
       extends NextIteratorBridge[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] {
     private var version = startVersion - 1
     private var borrowed: (ServerConnection, Int, Int) = _  // connection, handle, worker
@@ -239,7 +244,8 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
               case e: Throwable => throw errorFor("change feed", version, e)
             }
           }
-          reader = call(new PayloadWriter().u32(borrowed._2).i64(version).frame(Protocol.OP_CHANGES))
+          reader = call(new PayloadWriter().u32(borrowed._2).i64(version).i64(endVersion)
+            .str(endId.getOrElse("")).frame(Protocol.OP_CHANGES))
           iterId = reader.u32()
           header()
         } else {
@@ -271,7 +277,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   }
 
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
-    openStore(version, readOnly = true)
+    openStore(version, readOnly = true, uniqueId)
 
   override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String],
       forceSnapshotOnCommit: Boolean): StateStore = readStore match {
