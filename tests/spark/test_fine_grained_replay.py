@@ -5,6 +5,7 @@ the same query and inputs."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from pyspark.sql import functions as F
@@ -31,10 +32,16 @@ def _steps() -> list[list[dict]]:
             [at(33, "c"), at(35, "d")], [at(41, "a")], [at(55, "b"), at(56, "b")]]
 
 
-@pytest.fixture(scope="module")
-def spark():  # noqa: ANN201
+FORMAT_KEY = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+
+
+@pytest.fixture(scope="module", params=["1", "2"], ids=["checkpoint-v1", "checkpoint-v2"])
+def spark(request):  # noqa: ANN001, ANN201
+    """Both checkpoint formats: on format 2 the reader passes the ids of Spark's commit log."""
     s = session()
+    s.conf.set(FORMAT_KEY, request.param)
     yield s
+    s.conf.unset(FORMAT_KEY)
     s.stop()
 
 
@@ -78,7 +85,8 @@ def test_snapshot_start_batch_id(spark, runs) -> None:  # noqa: ANN001
     store_dir = os.path.join(ours.checkpoint, "state", "0", "0")
 
     def snapshots() -> list[int]:
-        return sorted(int(f.split(".")[0]) for f in os.listdir(store_dir) if f.endswith(".snapshot"))
+        return sorted(int(re.split(r"[._]", f)[0]) for f in os.listdir(store_dir)
+                      if f.endswith(".snapshot"))
     # Maintenance writes snapshots in the background (every second, snapshotInterval 2).
     assert poll_until(lambda: bool(snapshots()), 30), os.listdir(store_dir)
     spark.conf.set(K.PROVIDER_CLASS_KEY, TTLSTATE)
@@ -92,6 +100,6 @@ def test_snapshot_start_batch_id(spark, runs) -> None:  # noqa: ANN001
         assert replayed == plain, version
     # A batch without a snapshot file is refused, naming the file.
     missing = next(v for v in range(1, last + 2) if v not in snapshots())
-    with pytest.raises(Exception, match=rf"{missing}\.snapshot"):
+    with pytest.raises(Exception, match=rf"{missing}(_[0-9a-f-]+)?\.snapshot"):
         spark.read.format("statestore").option("snapshotStartBatchId", missing - 1) \
             .option("snapshotPartitionId", 0).option("batchId", last).load(ours.checkpoint).collect()

@@ -105,3 +105,21 @@ def test_replay_from_a_named_snapshot(make_provider) -> None:  # noqa: ANN001
     with pytest.raises(VersionNotFound, match="3_"):
         make_provider(checkpoint_ids=True).get_store(7, ckpt_id=ids[7], from_snapshot=3,
                                                       snapshot_ckpt_id=ids[3], read_only=True)
+
+
+def test_a_format_1_checkpoint_goes_on_in_format_2(make_provider) -> None:  # noqa: ANN001
+    """A query restarted with checkpointFormatVersion=2 on a format 1 checkpoint: Spark passes no
+    id for the last format 1 version; the first format 2 commit records it in its lineage as a
+    format 1 version, found by version alone, and every later version loads through it."""
+    v1 = make_provider(snapshot_interval=3)
+    for v in range(5):
+        s = v1.get_store(v, now_ms=1_000 + v)
+        s.put(b"k%d" % v, b"v%d" % v)
+        s.commit()
+        v1.do_snapshot_maintenance()
+    v2 = make_provider(snapshot_interval=3, checkpoint_ids=True)
+    ids: dict[int, str | None] = {5: None}
+    for v in range(5, 8):
+        ids[v + 1] = _commit(v2, v, ids[v], {b"k%d" % v: b"v%d" % v})
+    for v in (6, 7, 8):
+        assert _state(make_provider(checkpoint_ids=True), v, ids[v]) == _expected(v)

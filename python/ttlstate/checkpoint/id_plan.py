@@ -4,7 +4,8 @@ On format 2 every commit has a unique id and its files carry it (`<v>_<id>.chang
 attempts of one version (a retried or speculative task, a zombie, a second driver) never
 overwrite each other, and Spark's commit log names the attempt each next batch builds on. Each
 changelog records its lineage: the (version, id) of every version below it, newest first, down
-to a snapshot its writer had, or to the empty state (id ""). A load of (v, X) reads
+to a snapshot its writer had, to the empty state (id ""), or to a version written on format 1
+(id "-": a query that moved to format 2 on restart). A load of (v, X) reads
 `<v>_<X>.changelog`'s lineage and takes the newest base on it (the local DB if it holds exactly
 that version and id, an `<k>_<id>.snapshot`, or the empty state), then the changelogs above it.
 Kept apart from I/O so the rule is easy to read and to test.
@@ -16,9 +17,10 @@ from collections.abc import Sequence
 
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import VersionNotFound
-from ttlstate.checkpoint.restore_plan import RestorePlan
+from ttlstate.checkpoint.restore_plan import RestorePlan, plan_restore
 
 EMPTY = ""  # the id of the empty state a lineage ends in
+FORMAT1 = "-"  # the id of a version written on checkpoint format 1 (found by version alone)
 
 
 def plan_by_id(store_id: str, files: list[str], version: int, ckpt_id: str,
@@ -48,6 +50,9 @@ def plan_by_id(store_id: str, files: list[str], version: int, ckpt_id: str,
         above = tuple(names.changelog_name(v, vid) for v, vid in reversed(chain[:i]))
         if kid == EMPTY:
             return RestorePlan(k, None, above, False)
+        if kid == FORMAT1:
+            below = plan_restore(store_id, files, k, None)
+            return RestorePlan(below.base_version, below.snapshot, below.changelogs + above, False)
         if from_snapshot is None and local == (k, kid):
             return RestorePlan(k, None, above, True)
         if (k, kid) in present:

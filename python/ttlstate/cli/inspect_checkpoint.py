@@ -33,6 +33,7 @@ from ttlstate.checkpoint.record_file import (
     RecordFileError,
     verify_record_file,
 )
+from ttlstate.cli.commit_log import committed_ids
 from ttlstate.cli.operator_metadata import operator_names
 from ttlstate.config.keys import EngineKind
 from ttlstate.config.parse import ConfError, format_duration_ms, parse_duration_ms
@@ -168,11 +169,26 @@ def check_files(directory: str, files: list[names.CheckpointFile], store_id: str
 
 def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
                   ttl_ms: int | None, query_id: str | None = None,
-                  operator_name: str | None = None) -> StoreReport:
+                  operator_name: str | None = None,
+                  committed: tuple[int, list[str]] | None = None) -> StoreReport:
+    """`committed`: on checkpoint format 2, the version and checkpoint ids Spark's commit log
+    recorded for this store's partition (see commit_log.py): the attempt that is rebuilt."""
     files = names.parse_all(os.listdir(directory))
     latest = max(f.version for f in files)
     store_id = store_label(op, part, store)
     problems, recorded_ttl = check_files(directory, files, store_id, query_id)
+    ckpt_id = None
+    if any(f.ckpt_id for f in files):
+        if committed is not None:
+            latest = committed[0]
+        attempts = {f.ckpt_id for f in files if f.version == latest} & set(committed[1] if committed else [])
+        if not attempts:
+            attempts = {f.ckpt_id for f in files if f.version == latest}
+        if len(attempts) == 1:
+            ckpt_id = attempts.pop()
+        else:
+            problems.append(f"version {latest} has {len(attempts)} attempts ({', '.join(sorted(attempts))}) "
+                            "and the commit log names none of them")
     ttl = ttl_ms if ttl_ms is not None else recorded_ttl
     rows: int | None = None
     expired = 0
@@ -182,9 +198,9 @@ def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
         # TTL off for the rebuild: we want every stored row, and count expiry ourselves.
         cfg = StoreConfig(ttl=TtlConfig(), engine=EngineKind.ROCKSDICT)
         p = StoreProvider(store_id, tmp, LocalCheckpointLocation(directory), cfg,
-                          ManualClock(at_ms), query_id=query_id)
+                          ManualClock(at_ms), query_id=query_id, checkpoint_ids=ckpt_id is not None)
         try:
-            p.get_store(latest, read_only=True).release()
+            p.get_store(latest, read_only=True, ckpt_id=ckpt_id).release()
             rows = 0
             for _key, raw in p.engine.iterate():
                 rows += 1
@@ -337,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     query = query_id_of(checkpoint)
     names = operator_names(state_root_of(checkpoint))
     reports = [inspect_store(op, part, store, d, at, ttl_ms, query,
-                             names.get(int(op)) if op.isdigit() else None)
+                             names.get(int(op)) if op.isdigit() else None,
+                             committed_ids(checkpoint, op, part))
                for op, part, store, d in stores]
     if args.json:
         print(json.dumps({"checkpoint": os.path.abspath(checkpoint), "atMs": at, "at": iso_utc(at),

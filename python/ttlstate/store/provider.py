@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
-from ttlstate.checkpoint.id_plan import EMPTY, plan_by_id
+from ttlstate.checkpoint.id_plan import EMPTY, FORMAT1, plan_by_id
 from ttlstate.checkpoint.identity import FileIdentity
 from ttlstate.checkpoint.lineage import Chain, continues, follow
 from ttlstate.checkpoint.location import CheckpointLocation
@@ -97,6 +97,7 @@ class StoreProvider:
         # gets a new id and writes `<v>_<id>.*` files (see checkpoint/id_plan.py).
         self.checkpoint_ids = checkpoint_ids
         self._v2_lineage: tuple[tuple[int, str], ...] = ()  # of the local version, newest first
+        self._state_format1 = False  # the local version's state id is a format 1 fingerprint
         self._loaded_lineage: tuple[tuple[int, str], ...] = ()
         # (new id, base id) of the last commit, format 2 (Spark's StateStoreCheckpointInfo)
         self.last_commit_ids: tuple[str | None, str | None] = (None, None)
@@ -225,9 +226,9 @@ class StoreProvider:
             elif (from_snapshot is not None or self._engine is None or self._local_version != version
                   or (self.checkpoint_ids and version > 0 and ckpt_id != self._state_id)):
                 try:
-                    if self.checkpoint_ids and version > 0:
+                    if self.checkpoint_ids and version > 0 and ckpt_id:
                         self._load_by_id(version, ckpt_id, from_snapshot, snapshot_ckpt_id)
-                    else:
+                    else:  # format 1, or a format 1 version a query moving to format 2 builds on
                         self._load(version, from_snapshot)
                 except CheckpointError as e:
                     if e.where is not None:
@@ -318,19 +319,16 @@ class StoreProvider:
                     skip.add(plan.base_version)
                     continue
                 self._apply_plan(plan, fetched, version)
+                self._v2_lineage, self._state_format1 = (), True
                 return
             finally:
                 for _name, local_path, _header in fetched:
                     if os.path.exists(local_path):
                         os.unlink(local_path)
 
-    def _load_by_id(self, version: int, ckpt_id: str | None, from_snapshot: int | None,
+    def _load_by_id(self, version: int, ckpt_id: str, from_snapshot: int | None,
                     snapshot_id: str | None) -> None:
         """Checkpoint format 2: exactly the version Spark's commit log names by its id."""
-        if not ckpt_id:
-            raise VersionNotFound(self.store_id, version, names.changelog_name(version, "<id>"),
-                                  "cannot be looked up: checkpoint format 2 loads a version by its "
-                                  "checkpoint id, and Spark passed none")
         self.lineage += 1
         refreshed = False
         while True:
@@ -377,7 +375,7 @@ class StoreProvider:
                 self._loaded_lineage = lineage
                 self._loaded_base_trusted = bool(plan.snapshot)
                 self._apply_plan(plan, fetched, version)
-                self._v2_lineage = lineage
+                self._v2_lineage, self._state_format1 = lineage, False
                 return
             finally:
                 for _name, local_path, _header in fetched:
@@ -396,6 +394,10 @@ class StoreProvider:
         for name, _path, header in fetched:
             parsed = names.parse(name)
             named = parsed.ckpt_id if parsed else None
+            if not named:  # a format 1 file below a query's move to format 2
+                previous = (self.checkpoint.describe(name),
+                            header.state if header.kind == KIND_SNAPSHOT else header.fingerprint)
+                continue
             if header.kind == KIND_SNAPSHOT:
                 if header.state not in (None, named):
                     raise CheckpointError(self.store_id, version, name,
@@ -695,9 +697,11 @@ class StoreProvider:
                 except BaseException:
                     self._drop_local()
                     raise
-            self.last_commit_ids = (new_id or None, self._state_id) if new_id else (None, None)
+            base_id = None if self._state_format1 else self._state_id  # Spark's id of the base
+            self.last_commit_ids = (new_id, base_id) if new_id else (None, None)
             self._local_version = new_version
             self._state_id = state_id
+            self._state_format1 = not new_id
             if v2_lineage is not None:
                 self._v2_lineage = tuple(v2_lineage)
             self._trusted_snapshots = {v for v in self._trusted_snapshots if v < new_version}
@@ -710,7 +714,10 @@ class StoreProvider:
     def _commit_lineage(self, version: int) -> list[tuple[int, str]]:
         """Format 2: the lineage a commit on `version` records, newest first, down to the first
         snapshot this writer trusts, or to the empty state."""
-        full = [(version, self._state_id or EMPTY), *self._v2_lineage]
+        if self._state_format1 and self._state_id:
+            full = [(version, FORMAT1)]  # built on format 1 files: found by version alone
+        else:
+            full = [(version, self._state_id or EMPTY), *self._v2_lineage]
         for i, (k, kid) in enumerate(full):
             if kid == EMPTY or k in self._trusted_snapshots:
                 return full[: i + 1]
