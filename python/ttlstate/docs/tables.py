@@ -1,7 +1,8 @@
-"""Markdown tables for the README, generated from the single definitions of keys and metrics.
+"""Markdown tables for the README and docs/, generated from the single definitions of keys and
+metrics.
 
-`python -m ttlstate.docs.tables README.md` rewrites them in place; a test checks the README
-contains every row.
+`python -m ttlstate.docs.tables README.md docs/metrics.md` rewrites the tables each file has in
+place; tests check the files contain every row.
 """
 
 from __future__ import annotations
@@ -32,12 +33,22 @@ def metrics_table() -> str:
     return "\n".join(rows)
 
 
+def metrics_spark_table() -> str:
+    """docs/metrics.md's table: each metric with what a Spark user already reads for it."""
+    rows = ["| metric | kind | meaning | Spark equivalent |", "|---|---|---|---|"]
+    rows += [f"| `{m.name}` | {m.kind} | {m.desc} | {m.spark} |" for m in ALL_METRICS]
+    return "\n".join(rows)
+
+
 def rewrite_readme(path: str) -> None:
     """Replace the text between the README's table markers with freshly generated tables."""
     with open(path) as f:
         text = f.read()
-    for tag, table in (("conf-table", conf_table()), ("metrics-table", metrics_table())):
+    for tag, table in (("conf-table", conf_table()), ("metrics-table", metrics_table()),
+                       ("metrics-spark-table", metrics_spark_table())):
         start, end = f"<!-- {tag} -->", f"<!-- /{tag} -->"
+        if start not in text:
+            continue
         head, rest = text.split(start, 1)
         _old, tail = rest.split(end, 1)
         text = f"{head}{start}\n{table}\n{end}{tail}"
@@ -49,7 +60,8 @@ if __name__ == "__main__":
     import sys
 
     if len(sys.argv) > 1:
-        rewrite_readme(sys.argv[1])
+        for arg in sys.argv[1:]:
+            rewrite_readme(arg)
     else:
         print(conf_table())
         print()

@@ -103,11 +103,15 @@ class Client:
         return handle
 
     def load(self, h: int, version: int, now_ms: int, read_only: bool = False,
-             key_hashes: bool = False) -> tuple[int, int]:
-        """Loads `version`; returns (lineage, number of keys in the local DB). With
+             key_hashes: bool = False, watermark_ms: int = 0,
+             previous_batch_ms: int | None = None) -> tuple[int, int]:
+        """Loads `version` for a batch of timestamp `now_ms` (and the offset log's watermark and
+        previous batch timestamp); returns (lineage, number of keys in the local DB). With
         `key_hashes`, `self.key_hashes_kept` then says whether `key_filter_bits` has bits."""
         flags = (P.LOAD_READ_ONLY if read_only else 0) | (P.LOAD_KEY_HASHES if key_hashes else 0)
-        r = self.call(P.OP_LOAD, P.Writer().u32(h).i64(version).i64(now_ms).u8(flags).payload(), h)
+        payload = (P.Writer().u32(h).i64(version).i64(now_ms).u8(flags).i64(watermark_ms)
+                   .i64(-1 if previous_batch_ms is None else previous_batch_ms).payload())
+        r = self.call(P.OP_LOAD, payload, h)
         lineage, num_keys = r.i64(), r.i64()
         self.now_ms = r.i64()
         self.key_hashes_kept = bool(r.u8())

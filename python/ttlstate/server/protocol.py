@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 
-PROTOCOL_VERSION = 7
+PROTOCOL_VERSION = 8
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 

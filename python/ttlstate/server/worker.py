@@ -345,10 +345,12 @@ class Connection(socketserver.StreamRequestHandler):
         if code == P.OP_LOAD:
             version, now, flags = r.i64(), r.i64(), r.u8()
             snapshot = r.i64() if flags & P.LOAD_FROM_SNAPSHOT else None
+            watermark, previous = r.i64(), r.i64()  # the offset log's; previous < 0: unknown
             self.iters.clear()
             entry.store = entry.provider.get_store(
                 version, now_ms=now, read_only=bool(flags & P.LOAD_READ_ONLY),
-                empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot)
+                empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot, watermark_ms=watermark,
+                previous_batch_ms=previous if previous >= 0 else None)
             if self.native is not None and isinstance(entry.store, NativeStateStore):
                 self.native.bind(handle, entry.store.txn)  # its per-entry requests stay native
             hashes = entry.provider.keep_restored_key_hashes(bool(flags & P.LOAD_KEY_HASHES))

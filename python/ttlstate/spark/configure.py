@@ -38,7 +38,8 @@ MIN_PYTHON = (3, 10)
 OPERATOR_TTL_OPTION = K.OPERATOR_TTL.option
 _OPTION_KEYS: dict[str, K.ConfKey] = {k.option: k for k in K.ALL_KEYS if k.option and "<" not in k.suffix}
 # Options that are durations: a bare number has no unit, so it is refused (5 is not "5s").
-_DURATION_OPTIONS = {K.TTL.option, K.FILTER_PERIODIC_COMPACTION.option, K.REQUEST_TIMEOUT.option}
+_DURATION_OPTIONS = {K.TTL.option, K.FILTER_PERIODIC_COMPACTION.option, K.REQUEST_TIMEOUT.option,
+                     K.CLOCK_MAX_GAP.option}
 
 
 class UnsupportedEnvironment(RuntimeError):
@@ -152,7 +153,7 @@ def configure(builder: Any, **options: Any) -> Any:
 
     Every option is a conf key of the README's conf table (its `configure()` column): ttl
     ("30m" or a datetime.timedelta; a bare number is refused, it has no unit), update_type,
-    state_visibility, time_source, full_snapshot, incremental_size, incremental_per_record,
+    state_visibility, time_source, clock_max_gap, full_snapshot, incremental_size, incremental_per_record,
     compaction_filter, query_time_after_num_entries, periodic_compaction, compact_every, engine,
     snapshot_interval, python, local_mode_python, workers, write_batch_bytes, key_filter_max_keys,
     key_filter_max_bytes, memory_max_bytes, memory_write_buffer_ratio, cache_max_bytes,

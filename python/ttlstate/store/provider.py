@@ -40,7 +40,7 @@ from ttlstate.checkpoint.record_file import (
     write_record_file,
 )
 from ttlstate.checkpoint.restore_plan import deletable_files, plan_from_snapshot, plan_restore
-from ttlstate.config.keys import EngineKind, TimeSource
+from ttlstate.config.keys import EngineKind
 from ttlstate.config.store_config import StoreConfig
 from ttlstate.engine.base import Engine, FilterSettings
 from ttlstate.engine.select import open_engine
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
     AnyStore = StateStore | NativeStateStore
 from ttlstate.ttl import ttl_value
-from ttlstate.ttl.clock import Clock, WallClock
+from ttlstate.ttl.clock import BatchClock, Clock, WallClock, store_time
 from ttlstate.ttl.expiry import is_expired
 
 log = logging.getLogger(__name__)
@@ -156,14 +156,22 @@ class StoreProvider:
         shutil.rmtree(self._db_dir, ignore_errors=True)
 
     # -- versions -------------------------------------------------------------------------
-    def _now(self, now_ms: int | None) -> int:
-        if self.config.ttl.time_source is TimeSource.BATCH_TIMESTAMP and now_ms is not None:
-            return now_ms
-        return self.clock.now_ms()
+    def _now(self, version: int, now_ms: int | None, watermark_ms: int,
+             previous_batch_ms: int | None) -> int:
+        """The store's time for the batch that loads `version` (ttl/clock.py), from the offset
+        log's values for it and the time recorded for `version` (the batch before's)."""
+        if now_ms is None:
+            return self.clock.now_ms()
+        ttl = self.config.ttl
+        return store_time(ttl.time_source, BatchClock(now_ms, watermark_ms, previous_batch_ms),
+                          self._batch_times.get(version), ttl.clock_max_gap_ms, self.clock)
 
     def get_store(self, version: int, *, now_ms: int | None = None, read_only: bool = False,
-                  empty: bool = False, from_snapshot: int | None = None) -> StateStore:
-        """Exactly `version`, as a write store (or read-only), at the batch time `now_ms`.
+                  empty: bool = False, from_snapshot: int | None = None, watermark_ms: int = 0,
+                  previous_batch_ms: int | None = None) -> StateStore:
+        """Exactly `version`, as a write store (or read-only), at the time the time source gives
+        for a batch of timestamp `now_ms`, event-time watermark `watermark_ms` and previous
+        batch timestamp `previous_batch_ms` (the offset log's; None: the provider's clock).
 
         `empty`: an empty store at `version` (nothing is read; its commit makes version + 1),
         Spark's loadEmpty. `from_snapshot`: rebuild `version` from exactly that snapshot and the
@@ -192,7 +200,7 @@ class StoreProvider:
                 self._load(version, from_snapshot)
             elif self._engine is None or self._local_version != version:
                 self._load(version)
-            now = self._now(now_ms)
+            now = self._now(version, now_ms, watermark_ms, previous_batch_ms)
             self.engine.set_time(now)
             self._stamp += 1
             if self.engine.native_data_plane:
@@ -625,7 +633,7 @@ class StoreProvider:
             self._unreported.clear()
             if self._engine is not None:
                 sst = self._engine.disk_bytes()
-                out[M.ROCKSDB_SST_BYTES.name] = sst
+                out[M.ROCKSDB_SST_FILE_SIZE.name] = sst
                 out[M.STATE_BYTES.name] = sst + self._engine.memtable_bytes()
                 fallback = self.config.engine is EngineKind.AUTO and self._engine.kind != "native"
                 out[M.ENGINE_FALLBACK.name] = int(fallback)
@@ -640,6 +648,7 @@ class StoreProvider:
         custom[M.TTL_REMOVED_INCREMENTAL.name] = removed_incremental
         custom[M.TTL_EXPIRED_TOTAL.name] = (expired_on_read + removed_incremental
                                             + custom.get(M.TTL_REMOVED_BY_FILTER.name, 0))
+        custom[M.NUM_REMOVED_STATE_ROWS.name] = custom[M.TTL_EXPIRED_TOTAL.name]
         return StoreMetrics(self.num_keys, self.memory_bytes(pending_bytes), custom)
 
     def memory_bytes(self, pending_bytes: int) -> int:

@@ -3,7 +3,7 @@ package ttlstate.spark
 /** Wire protocol constants, mirrored from python/ttlstate/server/protocol.py (the spec lives
  *  there). tests/unit/test_cross_language.py checks every value against Python's. */
 object Protocol {
-  val PROTOCOL_VERSION = 7
+  val PROTOCOL_VERSION = 8
   val MAGIC = 0x54544C53
   val MAX_FRAME: Int = 1 << 30
 
