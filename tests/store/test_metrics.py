@@ -37,3 +37,4 @@ def test_ttl_expired_total_adds_every_way_out(make_provider) -> None:  # noqa: A
     m = s.metrics().custom
     assert m[M.TTL_EXPIRED_ON_READ.name] == 1 and m[M.TTL_REMOVED_INCREMENTAL.name] == 2
     assert m[M.TTL_EXPIRED_TOTAL.name] == 3
+    assert m[M.NUM_REMOVED_STATE_ROWS.name] == 3  # summed by Spark into numRowsRemoved
