@@ -47,7 +47,8 @@ def _rewrite_last_batch_later(checkpoint: str, by_ms: int) -> int:
     before's; returns its id. The local file system's .crc files go with the files changed."""
     offsets = os.path.join(checkpoint, "offsets")
     last = max(int(n) for n in os.listdir(offsets) if n.isdigit())
-    for path in (os.path.join(checkpoint, "commits", str(last)), os.path.join(checkpoint, "commits", f".{last}.crc"),
+    commits = os.path.join(checkpoint, "commits")
+    for path in (os.path.join(commits, str(last)), os.path.join(commits, f".{last}.crc"),
                  os.path.join(offsets, f".{last}.crc")):
         if os.path.exists(path):
             os.unlink(path)
