@@ -166,6 +166,12 @@ class StoreProvider:
         return store_time(ttl.time_source, BatchClock(now_ms, watermark_ms, previous_batch_ms),
                           self._batch_times.get(version), ttl.clock_max_gap_ms, self.clock)
 
+    def recorded_time_ms(self, version: int) -> int | None:
+        """The time the checkpoint recorded for `version` (the store time of the batch that
+        wrote it), once it was loaded or committed here; None if unknown."""
+        with self._lock:
+            return self._batch_times.get(version)
+
     def get_store(self, version: int, *, now_ms: int | None = None, read_only: bool = False,
                   empty: bool = False, from_snapshot: int | None = None, watermark_ms: int = 0,
                   previous_batch_ms: int | None = None) -> StateStore:
