@@ -76,8 +76,8 @@ def check_environment() -> None:
 def duration_value(option: str, value: object, *, allow_off: bool = True) -> str:
     """A duration option as a conf string: `"30m"`, a `datetime.timedelta`, or `"off"`.
 
-    A bare number is refused: in the conf it would mean milliseconds, so `ttl=5` would silently
-    be 5 ms."""
+    A bare number is refused here with a hint for Python (a timedelta), as the conf parser
+    refuses it in any conf: it has no unit (5 seconds? 5 minutes?)."""
     if isinstance(value, bool):
         raise TypeError(f"{option} must be a duration such as \"30m\" or a datetime.timedelta, not {value}")
     if allow_off and isinstance(value, str) and value.strip().lower() in ("off", "none"):
