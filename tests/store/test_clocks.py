@@ -105,3 +105,16 @@ def test_a_fast_replay_expires_at_data_speed_on_the_watermark(make_provider, sou
         assert emitted == [["z"], ["a"], [], ["a"], []]
     else:
         assert emitted == [["z"], ["a"], [], [], []]
+
+
+def test_watermark_source_without_a_watermark_warns_once(make_provider, caplog) -> None:  # noqa: ANN001
+    """Without the start checks (no SQL extension), a query without withWatermark reaches the
+    store: it says so in the executor's log instead of silently counting processing time."""
+    p = make_provider(TtlConfig(ttl_ms=HOUR, time_source=TimeSource.WATERMARK))
+    with caplog.at_level("WARNING", logger="ttlstate.store.provider"):
+        for v in range(4):
+            s = p.get_store(v, now_ms=T0 + v, watermark_ms=0)
+            assert s.now_ms == T0 + v
+            s.commit()
+    warnings = [r for r in caplog.records if "no event-time watermark" in r.getMessage()]
+    assert len(warnings) == 1 and "batch 2" in warnings[0].getMessage()

@@ -40,7 +40,7 @@ from ttlstate.checkpoint.record_file import (
     write_record_file,
 )
 from ttlstate.checkpoint.restore_plan import deletable_files, plan_from_snapshot, plan_restore
-from ttlstate.config.keys import EngineKind
+from ttlstate.config.keys import EngineKind, TimeSource
 from ttlstate.config.store_config import StoreConfig
 from ttlstate.engine.base import Engine, FilterSettings
 from ttlstate.engine.select import open_engine
@@ -103,6 +103,7 @@ class StoreProvider:
         self._native_store: NativeStateStore | None = None
         self._unreported: Counter[str] = Counter()
         self._filter_removed_counted = 0
+        self._warned_no_watermark = False
         # Changes at every `_load`, the only way to a version other than by this provider's own
         # commits (a dropped local DB is always reloaded before it serves), so a cache of its
         # keys held elsewhere (the shim's key filter) knows when it went stale. Random start: a
@@ -163,6 +164,13 @@ class StoreProvider:
         if now_ms is None:
             return self.clock.now_ms()
         ttl = self.config.ttl
+        if (ttl.time_source is TimeSource.WATERMARK and watermark_ms <= 0 and version >= 2
+                and not self._warned_no_watermark):
+            self._warned_no_watermark = True
+            log.warning("ttlstate store %s: timeSource=watermark, but batch %d has no event-time "
+                        "watermark yet: TTL counts its batch timestamp until there is one. A query "
+                        "without withWatermark never gets one (ttlstate's SQL extension, which "
+                        "configure installs, refuses such a query at start)", self.store_id, version)
         return store_time(ttl.time_source, BatchClock(now_ms, watermark_ms, previous_batch_ms),
                           self._batch_times.get(version), ttl.clock_max_gap_ms, self.clock)
 
