@@ -68,6 +68,7 @@ def test_an_expired_cached_entry_is_hidden_deleted_and_counted(spark: SparkSessi
     assert last["executorCacheHitCount"] == 2
     assert last["ttlExpiredOnRead"] == 2 and last["ttlExpiredTotal"] == 2
     assert run.progress[-1]["stateOperators"][0]["numRowsTotal"] == 2  # deleted, then written again
+    assert run.progress[-1]["stateOperators"][0]["numRowsRemoved"] == 2  # Spark's own counter
 
 
 def test_the_cache_never_exceeds_its_limit(spark: SparkSession) -> None:

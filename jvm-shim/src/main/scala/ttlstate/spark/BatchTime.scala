@@ -22,6 +22,9 @@ final case class BatchClock(timestampMs: Long, watermarkMs: Long, previousTimest
 object BatchTime {
   private final case class Entry(timestampMs: Long, watermarkMs: Long)
   private val cache = new ConcurrentHashMap[String, Entry]()
+  // Every store of a batch reads the same two entries; a JVM that runs for months must not keep
+  // one per batch it ever ran.
+  private val MaxCached = 4096
   private val Timestamp = "\"batchTimestampMs\"\\s*:\\s*(-?\\d+)".r
   private val Watermark = "\"batchWatermarkMs\"\\s*:\\s*(-?\\d+)".r
 
@@ -48,7 +51,11 @@ object BatchTime {
         Timestamp.findFirstMatchIn(text).map { ts =>
           Entry(ts.group(1).toLong, Watermark.findFirstMatchIn(text).map(_.group(1).toLong).getOrElse(0L))
         }
-      }.toOption.flatten.map { e => cache.put(key, e); e }
+      }.toOption.flatten.map { e =>
+        if (cache.size > MaxCached) cache.clear() // only the newest batches are read again
+        cache.put(key, e)
+        e
+      }
     }
   }
 
