@@ -65,8 +65,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
             r: dict[str, object] = {
                 "variant": name, "rows": sum(p["numInputRows"] for p in q.recentProgress),
                 "batches": len(q.recentProgress), "seconds": round(elapsed, 1),
-                "bridge_round_trips": _metric(ops, "bridgeRoundTrips"),
-                "key_filter_skipped_reads": _metric(ops, "keyFilterSkippedReads"),
+                "bridge_round_trips": _metric(ops, "storeCallCount"),
+                "key_filter_skipped_reads": _metric(ops, "bloomFilterSkippedReadCount"),
                 "state_rows": sum(int(op["numRowsTotal"]) for op in ops)}
             print(r, flush=True)
             results.append(r)

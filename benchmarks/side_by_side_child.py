@@ -20,8 +20,8 @@ def _bridge_counts(batches: list[dict[str, Any]]) -> dict[str, int]:
         for op in p.get("stateOperators", []):
             custom = op.get("customMetrics", {})
             out["state_ops"] += int(op.get("numRowsUpdated", 0)) + int(op.get("numRowsRemoved", 0))
-            out["round_trips"] += int(custom.get("bridgeRoundTrips", 0))
-            out["skipped"] += int(custom.get("keyFilterSkippedReads", 0))
+            out["round_trips"] += int(custom.get("storeCallCount", 0))
+            out["skipped"] += int(custom.get("bloomFilterSkippedReadCount", 0))
     return out
 
 

@@ -15,8 +15,8 @@ from typing import Any
 ROCKSDB_PREFIXES = ("rocksdbCommit", "rocksdbLoad", "rocksdbSaveZip", "rocksdbReplay",
                     "rocksdbNumReplay", "rocksdbNumLoaded", "rocksdbChangeLog", "rocksdbSstFileSize",
                     "rocksdbFilesCopied", "rocksdbBytesCopied", "rocksdbFilesReused")
-TTLSTATE_METRICS = ("storeCommitTimeMs", "storeSnapshotTimeMs", "bridgeRoundTrips", "bridgeTimeMs",
-                    "keyFilterSkippedReads", "rocksdbSstBytes", "storeLoadTimeMs")
+TTLSTATE_METRICS = ("storeCommitTimeMs", "storeSnapshotTimeMs", "storeCallCount", "storeCallTimeMs",
+                    "bloomFilterSkippedReadCount", "rocksdbSstFileSize", "rocksdbLoadLatencyMs")
 
 
 def session(app: str, provider_class: str, confs: Mapping[str, str], ttlstate_jar: bool,

@@ -42,8 +42,8 @@ def test_same_output_with_the_cache_on_and_off_and_as_rocksdb(spark: SparkSessio
     on, off = runs
     assert on.outputs == off.outputs == theirs.outputs
     assert state_rows_per_batch(on) == state_rows_per_batch(off) == state_rows_per_batch(theirs)
-    assert _sum(on, "cacheHits") > 0 and _sum(off, "cacheHits") == 0
-    assert _sum(on, "bridgeRoundTrips") < _sum(off, "bridgeRoundTrips")
+    assert _sum(on, "executorCacheHitCount") > 0 and _sum(off, "executorCacheHitCount") == 0
+    assert _sum(on, "storeCallCount") < _sum(off, "storeCallCount")
 
 
 def test_an_expired_cached_entry_is_hidden_deleted_and_counted(spark: SparkSession) -> None:
@@ -64,9 +64,11 @@ def test_an_expired_cached_entry_is_hidden_deleted_and_counted(spark: SparkSessi
     assert t[1] - t[0] < ttl_ms <= t[2] - t[0], f"batch times {t} do not bracket the TTL"
     assert [len(run.outputs[b]) for b in sorted(run.outputs)] == [2, 0, 2]
     last = run.progress[-1]["stateOperators"][0]["customMetrics"]
-    assert run.progress[1]["stateOperators"][0]["customMetrics"]["cacheHits"] == 1
-    assert last["cacheHits"] == 2 and last["ttlExpiredOnRead"] == 2 and last["ttlExpiredTotal"] == 2
+    assert run.progress[1]["stateOperators"][0]["customMetrics"]["executorCacheHitCount"] == 1
+    assert last["executorCacheHitCount"] == 2
+    assert last["ttlExpiredOnRead"] == 2 and last["ttlExpiredTotal"] == 2
     assert run.progress[-1]["stateOperators"][0]["numRowsTotal"] == 2  # deleted, then written again
+    assert run.progress[-1]["stateOperators"][0]["numRowsRemoved"] == 2  # Spark's own counter
 
 
 def test_the_cache_never_exceeds_its_limit(spark: SparkSession) -> None:
@@ -75,6 +77,7 @@ def test_the_cache_never_exceeds_its_limit(spark: SparkSession) -> None:
     dedup = lambda s: s["events"].dropDuplicates(["k"])  # noqa: E731
     run = run_steps(spark, TTLSTATE, dedup, {"events": "k STRING, v INT"}, steps,
                     confs={K.CACHE_MAX_BYTES.key: str(limit)})
-    sizes = [sum(op["customMetrics"]["cacheBytes"] for op in p["stateOperators"]) for p in run.progress]
+    sizes = [sum(op["customMetrics"]["executorCacheBytes"] for op in p["stateOperators"])
+             for p in run.progress]
     assert max(sizes) <= limit and max(sizes) > 0, sizes
-    assert _sum(run, "cacheHits") > 0
+    assert _sum(run, "executorCacheHitCount") > 0

@@ -113,7 +113,7 @@ def test_a_large_first_batch_keeps_skipping_reads_of_new_keys(spark: SparkSessio
                     confs={"spark.sql.shuffle.partitions": "1"})
     assert len(run.outputs[0]) == len(rows)
     assert state_rows_per_batch(run) == [len(rows)]
-    skipped = _custom_sum(run, "keyFilterSkippedReads")
+    skipped = _custom_sum(run, "bloomFilterSkippedReadCount")
     assert skipped >= 0.98 * len(rows), skipped
 
 
@@ -142,14 +142,14 @@ def test_absent_keys_skip_the_round_trip_with_identical_outputs(spark: SparkSess
                         confs={K.KEY_FILTER_MAX_KEYS.key: "0"})
     theirs = run_steps(spark, ROCKSDB, build, SCHEMA, steps, restart_after=2)
     assert with_filter.outputs == theirs.outputs == without.outputs
-    skipped = _custom_sum(with_filter, "keyFilterSkippedReads")
-    assert _custom_sum(without, "keyFilterSkippedReads") == 0
+    skipped = _custom_sum(with_filter, "bloomFilterSkippedReadCount")
+    assert _custom_sum(without, "bloomFilterSkippedReadCount") == 0
     new_keys = sum(len(rows) for rows in theirs.outputs.values())
     # Nearly every new key is answered by the filter (a few false positives may still ask).
     assert skipped >= 0.9 * new_keys
-    trips_with = _custom_sum(with_filter, "bridgeRoundTrips")
-    trips_without = _custom_sum(without, "bridgeRoundTrips")
+    trips_with = _custom_sum(with_filter, "storeCallCount")
+    trips_without = _custom_sum(without, "storeCallCount")
     assert trips_with < trips_without, (trips_with, trips_without)
     # the restarted query restored every store from the checkpoint (and filled its filter from
     # the server's hashes): that load is reported
-    assert _custom_sum(with_filter, "storeLoadTimeMs") > 0
+    assert _custom_sum(with_filter, "rocksdbLoadLatencyMs") > 0

@@ -77,6 +77,9 @@ def test_ttlstate_keys_without_ttlstate_provider_warn(spark: SparkSession) -> No
     (K.PREFIX + "keyFilter.maxKey", "10", f"did you mean '{K.KEY_FILTER_MAX_KEYS.key}'?"),
     (K.TTL.key, "5 parsecs", f"Invalid value '5 parsecs' for conf '{K.TTL.key}'"),
     (K.MEMORY_MAX_BYTES.key, "1k", f"Invalid value '1k' for conf '{K.MEMORY_MAX_BYTES.key}'"),
+    # a bare number has no unit: "5" is not silently 5 ms
+    (K.TTL.key, "5", f"Invalid value '5' for conf '{K.TTL.key}': allowed a duration with its unit"),
+    (K.CLOCK_MAX_GAP.key, "600000", f"Invalid value '600000' for conf '{K.CLOCK_MAX_GAP.key}'"),
 ])
 def test_conf_errors_fail_start_of_an_idle_query(spark: SparkSession, key: str, value: str,
                                                   expected: str) -> None:
@@ -94,3 +97,24 @@ def test_conf_errors_fail_start_of_an_idle_query(spark: SparkSession, key: str, 
             spark.conf.unset(key)
         else:
             spark.conf.set(key, before)
+
+
+def test_watermark_time_source_needs_a_watermark_in_a_stateful_query(spark: SparkSession) -> None:
+    spark.conf.set(K.TIME_SOURCE.key, "watermark")
+    try:
+        spark.conf.set(K.PROVIDER_CLASS_KEY, TTLSTATE)
+        source = tempfile.mkdtemp(prefix="ttlstate-wm-")
+        events = spark.readStream.schema("k STRING, ts TIMESTAMP").json(source)
+        checkpoint = tempfile.mkdtemp(prefix="ttlstate-nowm-")
+        with pytest.raises(IllegalArgumentException) as e:
+            (events.dropDuplicates(["k"]).writeStream.format("noop")
+             .option("checkpointLocation", checkpoint).start())
+        message = str(e.value)
+        assert K.TIME_SOURCE.key in message and "'watermark'" in message and "withWatermark" in message
+        assert "activeTime" in message and not spark.streams.active
+        # with a watermark it starts; a stateless query needs none
+        for df in (events.withWatermark("ts", "1 minute").dropDuplicates(["k"]), events.select("k")):
+            (df.writeStream.format("noop")
+             .option("checkpointLocation", tempfile.mkdtemp(prefix="ttlstate-wm-ok-")).start().stop())
+    finally:
+        spark.conf.unset(K.TIME_SOURCE.key)

@@ -66,7 +66,7 @@ def test_dedup_forgets_a_key_after_the_ttl_and_emits_it_again(spark: SparkSessio
     metrics = _custom(ours)
     assert set(metrics) >= {m.name for m in ALL_METRICS}
     assert metrics["ttlExpiredOnRead"] == 2
-    assert metrics["bridgeRoundTrips"] > 0
+    assert metrics["storeCallCount"] > 0
 
 
 def _count_by_key(run: Run) -> list[dict[str, int]]:

@@ -17,6 +17,7 @@ BAD = {
     K.ENGINE: "leveldb", K.SNAPSHOT_INTERVAL: "0", K.WORKERS: "-2", K.WRITE_BATCH_SIZE: "10",
     K.KEY_FILTER_MAX_KEYS: "lots", K.KEY_FILTER_MAX_BYTES: "-1", K.MEMORY_MAX_BYTES: "1m",
     K.MEMORY_WRITE_BUFFER_RATIO: "1.5", K.CACHE_MAX_BYTES: "lots", K.REQUEST_TIMEOUT: "500ms",
+    K.CLOCK_MAX_GAP: "500ms",
 }
 
 
@@ -42,10 +43,37 @@ def test_sizes(text: str, n: int) -> None:
 
 @pytest.mark.parametrize(("text", "ms"), [
     ("500ms", 500), ("10s", 10_000), ("30m", 1_800_000), ("30min", 1_800_000), ("1h", 3_600_000),
-    ("2d", 172_800_000), ("1000", 1000), (" 5 S ", 5000),
+    ("2d", 172_800_000), (" 5 S ", 5000),
 ])
 def test_durations(text: str, ms: int) -> None:
     assert parse_duration_ms("k", text) == ms
+
+
+DURATION_KEYS = [K.TTL, K.CLOCK_MAX_GAP, K.FILTER_PERIODIC_COMPACTION, K.REQUEST_TIMEOUT]
+
+
+@pytest.mark.parametrize("key", DURATION_KEYS, ids=lambda k: k.suffix)
+def test_a_bare_number_for_a_duration_key_is_refused_naming_key_value_and_the_fix(key: K.ConfKey) -> None:
+    """`spark.conf.set(ttl, "5")` must not silently mean 5 ms: no duration key takes a number
+    without its unit (the state server and the start checks both run this validation)."""
+    with pytest.raises(ConfError) as e:
+        store_config_from_confs({key.key: "5"})
+    msg = str(e.value)
+    assert key.key in msg and "'5'" in msg and "'5s', '5m' or '5ms'" in msg and "unit" in msg
+    with pytest.raises(ConfError, match=key.suffix.replace(".", "\\.")):
+        store_config_from_confs({K.operator_ttl_key(1) if key is K.TTL else key.key: "3600000"})
+
+
+def test_zero_stays_a_bare_number_where_it_means_off() -> None:
+    cfg = store_config_from_confs({K.TTL.key: "1h", K.FILTER_PERIODIC_COMPACTION.key: "0"})
+    assert cfg.ttl.compaction_filter is not None and cfg.ttl.compaction_filter.periodic_compaction_ms == 0
+
+
+def test_clock_max_gap_and_time_sources() -> None:
+    cfg = store_config_from_confs({K.TIME_SOURCE.key: "ActiveTime", K.CLOCK_MAX_GAP.key: "2m"})
+    assert cfg.ttl.time_source is TimeSource.ACTIVE_TIME and cfg.ttl.clock_max_gap_ms == 120_000
+    assert store_config_from_confs({}).ttl.clock_max_gap_ms == 600_000
+    assert store_config_from_confs({K.TIME_SOURCE.key: "watermark"}).ttl.time_source is TimeSource.WATERMARK
 
 
 def test_zero_ttl_is_refused_and_off_disables() -> None:

@@ -98,6 +98,17 @@ def test_durations_take_a_unit_or_a_timedelta() -> None:
         C.settings(ttl=True)
 
 
+def test_clock_options() -> None:
+    from datetime import timedelta
+
+    confs = C.settings(ttl="1h", time_source="activeTime", clock_max_gap=timedelta(minutes=5))
+    assert confs[K.TIME_SOURCE.key] == "activeTime" and confs[K.CLOCK_MAX_GAP.key] == "5m"
+    with pytest.raises(ValueError, match=r"clock_max_gap=300 has no unit"):
+        C.settings(clock_max_gap=300)
+    with pytest.raises(ValueError, match=r"Invalid value 'sundial' for conf .*timeSource"):
+        C.settings(time_source="sundial")
+
+
 def test_operator_ttl_by_id_or_name() -> None:
     confs = C.settings(operator_ttl={"dedupe": "1m", "stateStoreSave": "off", 3: "10s", "4": "1h"})
     assert confs[K.operator_ttl_key("dedupe")] == "1m"

@@ -58,8 +58,13 @@ SPARK_OPERATOR_METRICS = {
 }
 
 
-def test_no_custom_metric_shadows_a_spark_operator_metric() -> None:
-    assert not {m.name for m in ALL_METRICS} & SPARK_OPERATOR_METRICS
+def test_only_num_removed_state_rows_shares_a_spark_operator_metric() -> None:
+    """Sharing the name is summing into Spark's metric: wanted for numRemovedStateRows (TTL
+    removals are removals: progress's numRowsRemoved), a corruption for any other."""
+    from ttlstate.store.metric_names import NUM_REMOVED_STATE_ROWS
+
+    assert {m.name for m in ALL_METRICS} & SPARK_OPERATOR_METRICS == {NUM_REMOVED_STATE_ROWS.name}
+    assert NUM_REMOVED_STATE_ROWS.kind == "sum"  # Spark's own is a sum metric too
 
 
 def test_expiry_rule_is_the_same_in_scala_python_and_cpp() -> None:

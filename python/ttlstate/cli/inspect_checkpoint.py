@@ -6,6 +6,9 @@ the TTL recorded in the files, and, for the latest version (rebuilt in a tempora
 with the portable engine, so the checkpoint is only read), the rows and how many of them are
 expired at a given time (`--at`: now, an ISO timestamp, a duration ago or ahead, epoch ms).
 
+`--ages` adds a TTL advisor (cli/ages.py): per operator, the distribution of the entries' last
+access ages and what `--ttl` would remove now, optionally drawn into a PNG (`--plot`).
+
 It reads local paths only (a directory, or a `file:` URI): for a checkpoint on HDFS, S3, GCS
 or ABFS, copy it to a local disk first.
 """
@@ -19,6 +22,7 @@ import re
 import shutil
 import tempfile
 import time
+from array import array
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from urllib.parse import unquote, urlparse
@@ -33,6 +37,7 @@ from ttlstate.checkpoint.record_file import (
     RecordFileError,
     verify_record_file,
 )
+from ttlstate.cli.ages import StoreAges, operator_ages, plot_ages, render_ages
 from ttlstate.cli.commit_log import committed_ids
 from ttlstate.cli.operator_metadata import operator_names
 from ttlstate.config.keys import EngineKind
@@ -169,10 +174,12 @@ def check_files(directory: str, files: list[names.CheckpointFile], store_id: str
 
 def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
                   ttl_ms: int | None, query_id: str | None = None,
-                  operator_name: str | None = None,
+                  operator_name: str | None = None, ages_out: list[StoreAges] | None = None,
                   committed: tuple[int, list[str]] | None = None) -> StoreReport:
-    """`committed`: on checkpoint format 2, the version and checkpoint ids Spark's commit log
-    recorded for this store's partition (see commit_log.py): the attempt that is rebuilt."""
+    """The report of one store; with `ages_out`, also appends its entries' last-access
+    timestamps and the newest version's recorded batch time (`--ages`). `committed`: on
+    checkpoint format 2, the version and checkpoint ids Spark's commit log recorded for this
+    store's partition (see commit_log.py): the attempt that is rebuilt."""
     files = names.parse_all(os.listdir(directory))
     latest = max(f.version for f in files)
     store_id = store_label(op, part, store)
@@ -202,13 +209,18 @@ def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
         try:
             p.get_store(latest, read_only=True, ckpt_id=ckpt_id).release()
             rows = 0
+            stamps = array("q")
             for _key, raw in p.engine.iterate():
                 rows += 1
                 ts = ttl_value.timestamp(raw)
+                if ages_out is not None:
+                    stamps.append(ts)
                 oldest = ts if oldest is None else min(oldest, ts)
                 newest = ts if newest is None else max(newest, ts)
                 if ttl is not None and is_expired(ts, ttl, at_ms):
                     expired += 1
+            if ages_out is not None:
+                ages_out.append(StoreAges(op, operator_name, p.recorded_time_ms(latest), stamps))
         except CheckpointError as e:
             problems.append(f"version {latest} cannot be rebuilt: {e}")
         finally:
@@ -334,7 +346,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ttl", default=None,
                     help="TTL to count expiry with (default: the TTL recorded in the files)")
     ap.add_argument("--json", action="store_true", help="machine-readable output")
+    ap.add_argument("--ages", action="store_true",
+                    help="per operator: the entries' last-access ages, measured from the newest "
+                         "version's batch time, and what --ttl would remove now")
+    ap.add_argument("--plot", metavar="PNG", default=None,
+                    help="with --ages: draw each operator's age histogram into this PNG (matplotlib)")
     args = ap.parse_args(argv)
+    if args.plot and not args.ages:
+        ap.error("--plot draws the --ages histogram: add --ages")
     try:
         at = parse_at(args.at, time.time_ns() // 1_000_000)
     except ValueError as e:
@@ -352,14 +371,23 @@ def main(argv: list[str] | None = None) -> int:
         ap.exit(2, f"ttlstate inspect: {e}\n")
     query = query_id_of(checkpoint)
     names = operator_names(state_root_of(checkpoint))
+    ages: list[StoreAges] | None = [] if args.ages else None
     reports = [inspect_store(op, part, store, d, at, ttl_ms, query,
-                             names.get(int(op)) if op.isdigit() else None,
+                             names.get(int(op)) if op.isdigit() else None, ages,
                              committed_ids(checkpoint, op, part))
                for op, part, store, d in stores]
+    by_operator = operator_ages(ages, ttl_ms) if ages is not None else None
     if args.json:
-        print(json.dumps({"checkpoint": os.path.abspath(checkpoint), "atMs": at, "at": iso_utc(at),
-                          "operators": [asdict(o) for o in operator_reports(reports)],
-                          "stores": [asdict(r) for r in reports]}, indent=1))
+        out: dict[str, object] = {"checkpoint": os.path.abspath(checkpoint), "atMs": at, "at": iso_utc(at),
+                                  "operators": [asdict(o) for o in operator_reports(reports)],
+                                  "stores": [asdict(r) for r in reports]}
+        if by_operator is not None:
+            out["ages"] = [{k: v for k, v in asdict(o).items() if k != "ages_ms"} for o in by_operator]
+        print(json.dumps(out, indent=1))
     else:
         print(render(reports, at))
+        if by_operator is not None:
+            print(render_ages(by_operator))
+    if args.plot and by_operator is not None:
+        plot_ages(args.plot, by_operator)
     return 1 if any(r.problems for r in reports) else 0

@@ -8,7 +8,8 @@ import sys
 USAGE = """usage: ttlstate [--version] {demo,inspect,jar,migrate} ...
   demo                 run the churn demo (ttlstate vs Spark's RocksDB provider); needs matplotlib
                        for its plot: pip install 'ttlstate[demo]' (or run it with --no-plot)
-  inspect CHECKPOINT   per operator (id and name) and store: versions, rows, expired rows, TTL, bytes
+  inspect CHECKPOINT   per operator (id and name) and store: versions, rows, expired rows, TTL, bytes;
+                       --ages: last-access ages and what a --ttl would remove now
   jar                  print the path of the shim jar for spark.jars
   migrate SOURCE TARGET  copy a stopped query's checkpoint into a new one on ttlstate
                        (--to rocksdb: back to Spark's RocksDB provider)

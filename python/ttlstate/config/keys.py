@@ -29,6 +29,8 @@ class StateVisibility(Enum):
 
 class TimeSource(Enum):
     BATCH_TIMESTAMP = "batchTimestamp"
+    WATERMARK = "watermark"
+    ACTIVE_TIME = "activeTime"
     WALL_CLOCK = "wallClock"
 
 
@@ -55,8 +57,8 @@ def _enum_allowed(e: type[Enum]) -> str:
     return ", ".join(m.value for m in e)
 
 
-TTL = ConfKey("ttl", "off", "off, or a duration: 500ms, 10s, 30m, 1h, 2d (in the conf, a bare number "
-              "is milliseconds; `configure` refuses bare numbers)",
+TTL = ConfKey("ttl", "off", "off, or a duration with its unit: 500ms, 10s, 30m, 1h, 2d (a bare number "
+              "is refused: it has no unit)",
               "Time to live of a state entry since its last access (per UpdateType). "
               "`off` disables TTL.",
               option="ttl")
@@ -69,9 +71,19 @@ STATE_VISIBILITY = ConfKey("stateVisibility", StateVisibility.NEVER_RETURN_EXPIR
                            "(Flink's StateVisibility).",
                            option="state_visibility")
 TIME_SOURCE = ConfKey("timeSource", TimeSource.BATCH_TIMESTAMP.value, _enum_allowed(TimeSource),
-                      "`batchTimestamp`: now is the micro-batch's timestamp from the offset log, "
-                      "so replays are deterministic. `wallClock`: the executor's clock.",
+                      "The clock TTL counts (docs/clocks.md). `batchTimestamp`: the micro-batch's "
+                      "timestamp from the offset log (processing time; an outage counts in full). "
+                      "`watermark`: the batch's event-time watermark from the offset log (event "
+                      "time: outage- and replay-proof; needs a watermark in the query). `activeTime`: "
+                      "processing time that runs only while the query runs: a gap between two "
+                      "batches counts at most `clock.maxGap`. `wallClock`: the executor's clock "
+                      "(not deterministic).",
                       option="time_source")
+CLOCK_MAX_GAP = ConfKey("clock.maxGap", "10m", "a duration with its unit, at least 1s: 5m, 10m, 1h",
+                        "`activeTime` only: the most a gap between two consecutive batches adds to "
+                        "the clock, so an outage (or an idle stream) counts at most this much. Keep "
+                        "it above the trigger interval plus a batch's duration.",
+                        option="clock_max_gap")
 FULL_SNAPSHOT = ConfKey("cleanup.fullSnapshot", "true", "true, false",
                         "Write snapshots without the entries expired at the snapshot's batch time.",
                         option="full_snapshot")
@@ -93,7 +105,7 @@ FILTER_QUERY_TIME_AFTER = ConfKey("cleanup.compactionFilter.queryTimeAfterNumEnt
                                   "(Flink's queryTimeAfterNumEntries).",
                                   option="query_time_after_num_entries")
 FILTER_PERIODIC_COMPACTION = ConfKey("cleanup.compactionFilter.periodicCompaction", "30d",
-                                     "a duration, 0 = off",
+                                     "a duration with its unit (7d, 12h), or 0 = off",
                                      "RocksDB periodic_compaction_seconds, so cold files reach "
                                      "the filter too.",
                                      option="periodic_compaction")
@@ -161,7 +173,7 @@ CACHE_MAX_BYTES = ConfKey("cache.maxBytes", "64m", "a size such as 64m or 1g; 0 
                          "all reach the server (ReturnExpiredIfNotCleanedUp, per-record incremental "
                          "cleanup).",
                          option="cache_max_bytes")
-REQUEST_TIMEOUT = ConfKey("requestTimeout", "5m", "a duration of at least 1s: 30s, 5m, 1h",
+REQUEST_TIMEOUT = ConfKey("requestTimeout", "5m", "a duration with its unit, at least 1s: 30s, 5m, 1h",
                           "How long the shim waits for the state server with no sign of progress "
                           "before it gives up: no answer, no checkpoint callback, and a worker "
                           "process that uses no CPU (or is stopped). The server is then killed and "
@@ -169,7 +181,7 @@ REQUEST_TIMEOUT = ConfKey("requestTimeout", "5m", "a duration of at least 1s: 30
                           "working server (e.g. a long snapshot) is waited for.",
                           option="request_timeout")
 OPERATOR_TTL = ConfKey("operator.<operatorId>.ttl", "(the global ttl)",
-                       "off, or a duration",
+                       "off, or a duration with its unit",
                        "TTL for one stateful operator, by operator id: the number of its "
                        "`<checkpoint>/state/<operatorId>` directory, listed with its name by "
                        "`ttlstate inspect`. Overrides `operator.<operatorName>.ttl` and `ttl`.",
@@ -183,7 +195,7 @@ OPERATOR_NAMES: tuple[str, ...] = (
     "symmetricHashJoin", "globalLimit",
 )
 OPERATOR_NAME_TTL = ConfKey("operator.<operatorName>.ttl", "(the global ttl)",
-                            "off, or a duration; the name one of " + ", ".join(OPERATOR_NAMES),
+                            "off, or a duration with its unit; the name one of " + ", ".join(OPERATOR_NAMES),
                             "TTL for the stateful operators of this name, as progress reports it "
                             "(`operatorName`), e.g. `operator.dedupe.ttl`. A store finds its operator's "
                             "name in the checkpoint's state metadata when it opens; a name that "
@@ -192,7 +204,7 @@ OPERATOR_NAME_TTL = ConfKey("operator.<operatorName>.ttl", "(the global ttl)",
                             option="operator_ttl")
 
 ALL_KEYS: tuple[ConfKey, ...] = (
-    TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, FULL_SNAPSHOT, INCREMENTAL_SIZE,
+    TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, CLOCK_MAX_GAP, FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON,
     LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES, MEMORY_MAX_BYTES,

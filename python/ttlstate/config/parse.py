@@ -51,20 +51,28 @@ _UNIT_MS = {
 }
 _DURATION_RE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
 DURATION_ALLOWED = (
-    "a positive duration such as 500ms, 10s, 30m, 1h, 2d (units ms, s, m/min, h, d; "
-    "a bare number is milliseconds)"
+    "a duration with its unit, such as 500ms, 10s, 30m, 1h, 2d (units ms, s, m/min, h, d); "
+    "a bare number is refused: it has no unit"
 )
 
 
-def parse_duration_ms(key: str, value: str, *, allow_zero: bool = False) -> int:
-    """Parse `30m` / `1h` / `500ms` / `1000` (ms) into milliseconds, clamped to int64."""
+def parse_duration_ms(key: str, value: str, *, allow_zero: bool = False,
+                      allowed: str = DURATION_ALLOWED) -> int:
+    """Parse `30m` / `1h` / `500ms` into milliseconds, clamped to int64.
+
+    A bare number is refused (only `0` where `allow_zero`): `5` would otherwise silently be
+    5 ms for a TTL meant as 5 s or 5 min. The message names the key, the value and a fix."""
     m = _DURATION_RE.match(str(value).lower())
-    if not m or m.group(2) not in {"", *_UNIT_MS}:
-        raise ConfError(key, value, DURATION_ALLOWED)
-    ms = int(m.group(1)) * _UNIT_MS.get(m.group(2) or "ms", 1)
-    if ms == 0 and not allow_zero:
-        raise ConfError(key, value, DURATION_ALLOWED)
-    return min(ms, INT64_MAX)
+    if m is None:
+        raise ConfError(key, value, allowed)
+    n, unit = int(m.group(1)), m.group(2)
+    if not unit:
+        if allow_zero and n == 0:
+            return 0
+        raise ConfError(key, value, f"{allowed}; write '{n}s', '{n}m' or '{n}ms'")
+    if unit not in _UNIT_MS or (n == 0 and not allow_zero):
+        raise ConfError(key, value, allowed)
+    return min(n * _UNIT_MS[unit], INT64_MAX)
 
 
 def format_duration_ms(ms: int | None) -> str:

@@ -21,6 +21,9 @@ from ttlstate.config.parse import (
 
 # Below a second, a healthy server on a loaded machine could be taken for a hung one.
 MIN_REQUEST_TIMEOUT_MS = 1000
+# activeTime's bound on one gap between batches; below a second it would stop the clock between
+# ordinary batches.
+MIN_CLOCK_MAX_GAP_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class TtlConfig:
     update_type: UpdateType = UpdateType.ON_CREATE_AND_WRITE
     visibility: StateVisibility = StateVisibility.NEVER_RETURN_EXPIRED
     time_source: TimeSource = TimeSource.BATCH_TIMESTAMP
+    clock_max_gap_ms: int = 600_000  # activeTime: the most one gap between batches counts
     full_snapshot: bool = True
     incremental: IncrementalCleanup | None = None
     compaction_filter: CompactionFilterCleanup | None = field(
@@ -120,6 +124,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
         update_type=parse_enum(K.UPDATE_TYPE.key, get(K.UPDATE_TYPE), UpdateType),
         visibility=parse_enum(K.STATE_VISIBILITY.key, get(K.STATE_VISIBILITY), StateVisibility),
         time_source=parse_enum(K.TIME_SOURCE.key, get(K.TIME_SOURCE), TimeSource),
+        clock_max_gap_ms=_at_least_ms(K.CLOCK_MAX_GAP, get(K.CLOCK_MAX_GAP), MIN_CLOCK_MAX_GAP_MS),
         full_snapshot=parse_bool(K.FULL_SNAPSHOT.key, get(K.FULL_SNAPSHOT)),
         incremental=IncrementalCleanup(inc_size, inc_per_record) if inc_size > 0 else None,
         compaction_filter=(CompactionFilterCleanup(query_after, periodic, compact_every)
@@ -202,11 +207,13 @@ def _ttl_of_operator(confs: Mapping[str, str], global_ttl: int | None, operator_
 
 
 def _request_timeout_ms(value: str) -> int:
-    try:
-        ms = parse_duration_ms(K.REQUEST_TIMEOUT.key, value)
-    except ConfError:
-        ms = 0
-    if ms < MIN_REQUEST_TIMEOUT_MS:
-        raise ConfError(K.REQUEST_TIMEOUT.key, value, K.REQUEST_TIMEOUT.allowed)
+    return _at_least_ms(K.REQUEST_TIMEOUT, value, MIN_REQUEST_TIMEOUT_MS)
+
+
+def _at_least_ms(ck: K.ConfKey, value: str, minimum_ms: int) -> int:
+    """A duration key with a floor; the message gives the key's allowed values."""
+    ms = parse_duration_ms(ck.key, value, allowed=ck.allowed)
+    if ms < minimum_ms:
+        raise ConfError(ck.key, value, ck.allowed)
     return ms
 

@@ -14,12 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ttlstate.config.keys import PREFIX, PROVIDER_CLASS, PROVIDER_CLASS_KEY
-from ttlstate.docs.tables import conf_table, metrics_table
+from ttlstate.docs.tables import conf_table, metrics_spark_table, metrics_table
 
 REGENERATE = "make docs-gen  (or: PYTHONPATH=python python -m ttlstate.docs.generate docs)"
 CONFIGURATION_PAGE = "configuration.md"
 # Tables any page may embed between `<!-- TAG -->` and `<!-- /TAG -->`.
-MARKED_TABLES: dict[str, Callable[[], str]] = {"metrics-table": metrics_table}
+MARKED_TABLES: dict[str, Callable[[], str]] = {"metrics-table": metrics_table,
+                                               "metrics-spark-table": metrics_spark_table}
 
 _CONFIGURATION_HEAD = f"""\
 # Configuration reference
@@ -42,8 +43,8 @@ data. `ttlstate.configure()` checks the same rules before any query starts.
 
 **`ttlstate.configure(builder, **options)`** sets these keys from the keyword arguments of the
 table's `configure()` column. Durations are strings with a unit (`"30m"`, `"500ms"`) or a
-`datetime.timedelta`; `configure` refuses a bare number (`ttl=5`), which in a conf string
-means milliseconds. Sizes are strings such as `"64m"` or `"1g"`. `operator_ttl` maps operator
+`datetime.timedelta`; a bare number (`ttl=5`, or `"5"` in a conf) is refused, as it has no
+unit. Sizes are strings such as `"64m"` or `"1g"`. `operator_ttl` maps operator
 ids (ints) or names (as progress shows them) to a TTL or `"off"`:
 `operator_ttl={{"dedupe": "10m", 2: "off"}}`; an id beats a name, a name beats `ttl` (see
 [where TTL applies](ttl-semantics.md#where-ttl-applies)).
@@ -61,8 +62,9 @@ ttlstate installed.
 
 _CONFIGURATION_TAIL = """
 
-Durations: `500ms`, `10s`, `30m`, `1h`, `2d` (in a conf string a bare number is
-milliseconds). Sizes: `64m`, `512m`, `2g` (units b, k, m, g; a bare number is bytes).
+Durations: `500ms`, `10s`, `30m`, `1h`, `2d` (a bare number is refused: it has no unit; a
+bare `0` still means off where off is allowed). Sizes: `64m`, `512m`, `2g` (units b, k, m, g;
+a bare number is bytes).
 """
 
 

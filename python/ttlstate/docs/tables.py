@@ -34,3 +34,11 @@ def metrics_table() -> str:
     rows = ["| metric | kind | meaning |", "|---|---|---|"]
     rows += [f"| `{m.name}` | {m.kind} | {m.desc} |" for m in ALL_METRICS]
     return "\n".join(rows)
+
+
+def metrics_spark_table() -> str:
+    """docs/metrics.md's table: each metric with what a Spark user already reads for it."""
+    rows = ["| metric | kind | meaning | Spark equivalent |", "|---|---|---|---|"]
+    rows += [f"| `{m.name}` | {m.kind} | {m.desc} | {m.spark} |" for m in ALL_METRICS]
+    return "\n".join(rows)
+

@@ -103,13 +103,16 @@ class Client:
         return handle
 
     def load(self, h: int, version: int, now_ms: int, read_only: bool = False,
-             key_hashes: bool = False, ckpt_id: str | None = None) -> tuple[int, int]:
-        """Loads `version` (on checkpoint format 2: the one committed as `ckpt_id`); returns
-        (lineage, number of keys in the local DB). With `key_hashes`, `self.key_hashes_kept`
-        then says whether `key_filter_bits` has bits."""
+             key_hashes: bool = False, watermark_ms: int = 0,
+             previous_batch_ms: int | None = None, ckpt_id: str | None = None) -> tuple[int, int]:
+        """Loads `version` for a batch of timestamp `now_ms` (and the offset log's watermark and
+        previous batch timestamp; on checkpoint format 2, the version committed as `ckpt_id`);
+        returns (lineage, number of keys in the local DB). With `key_hashes`,
+        `self.key_hashes_kept` then says whether `key_filter_bits` has bits."""
         flags = ((P.LOAD_READ_ONLY if read_only else 0) | (P.LOAD_KEY_HASHES if key_hashes else 0)
                  | (P.LOAD_CHECKPOINT_ID if ckpt_id is not None else 0))
-        w = P.Writer().u32(h).i64(version).i64(now_ms).u8(flags)
+        w = (P.Writer().u32(h).i64(version).i64(now_ms).u8(flags).i64(watermark_ms)
+             .i64(-1 if previous_batch_ms is None else previous_batch_ms))
         if ckpt_id is not None:
             w.str(ckpt_id).str("")
         r = self.call(P.OP_LOAD, w.payload(), h)

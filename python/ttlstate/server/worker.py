@@ -346,11 +346,13 @@ class Connection(socketserver.StreamRequestHandler):
         if code == P.OP_LOAD:
             version, now, flags = r.i64(), r.i64(), r.u8()
             snapshot = r.i64() if flags & P.LOAD_FROM_SNAPSHOT else None
+            watermark, previous = r.i64(), r.i64()  # the offset log's; previous < 0: unknown
             ckpt_id, snapshot_id = (r.str(), r.str()) if flags & P.LOAD_CHECKPOINT_ID else ("", "")
             self.iters.clear()
             entry.store = entry.provider.get_store(
                 version, now_ms=now, read_only=bool(flags & P.LOAD_READ_ONLY),
-                empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot, ckpt_id=ckpt_id or None,
+                empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot, watermark_ms=watermark,
+                previous_batch_ms=previous if previous >= 0 else None, ckpt_id=ckpt_id or None,
                 snapshot_ckpt_id=snapshot_id or None)
             if self.native is not None and isinstance(entry.store, NativeStateStore):
                 self.native.bind(handle, entry.store.txn)  # its per-entry requests stay native

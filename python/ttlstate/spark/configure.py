@@ -38,7 +38,8 @@ MIN_PYTHON = (3, 10)
 OPERATOR_TTL_OPTION = K.OPERATOR_TTL.option
 _OPTION_KEYS: dict[str, K.ConfKey] = {k.option: k for k in K.ALL_KEYS if k.option and "<" not in k.suffix}
 # Options that are durations: a bare number has no unit, so it is refused (5 is not "5s").
-_DURATION_OPTIONS = {K.TTL.option, K.FILTER_PERIODIC_COMPACTION.option, K.REQUEST_TIMEOUT.option}
+_DURATION_OPTIONS = {K.TTL.option, K.FILTER_PERIODIC_COMPACTION.option, K.REQUEST_TIMEOUT.option,
+                     K.CLOCK_MAX_GAP.option}
 
 
 class UnsupportedEnvironment(RuntimeError):
@@ -75,8 +76,8 @@ def check_environment() -> None:
 def duration_value(option: str, value: object, *, allow_off: bool = True) -> str:
     """A duration option as a conf string: `"30m"`, a `datetime.timedelta`, or `"off"`.
 
-    A bare number is refused: in the conf it would mean milliseconds, so `ttl=5` would silently
-    be 5 ms."""
+    A bare number is refused here with a hint for Python (a timedelta), as the conf parser
+    refuses it in any conf: it has no unit (5 seconds? 5 minutes?)."""
     if isinstance(value, bool):
         raise TypeError(f"{option} must be a duration such as \"30m\" or a datetime.timedelta, not {value}")
     if allow_off and isinstance(value, str) and value.strip().lower() in ("off", "none"):
@@ -152,7 +153,7 @@ def configure(builder: Any, **options: Any) -> Any:
 
     Every option is a conf key of the configuration reference (its `configure()` column): ttl
     ("30m" or a datetime.timedelta; a bare number is refused, it has no unit), update_type,
-    state_visibility, time_source, full_snapshot, incremental_size, incremental_per_record,
+    state_visibility, time_source, clock_max_gap, full_snapshot, incremental_size, incremental_per_record,
     compaction_filter, query_time_after_num_entries, periodic_compaction, compact_every, engine,
     snapshot_interval, python, local_mode_python, workers, write_batch_bytes, key_filter_max_keys,
     key_filter_max_bytes, memory_max_bytes, memory_write_buffer_ratio, cache_max_bytes,

@@ -14,53 +14,82 @@ class MetricName:
     name: str
     kind: str  # "sum", "size" or "timing", as Spark's StateStoreCustom*Metric
     desc: str
+    spark: str = ""  # what a Spark user already reads for the same meaning (docs/metrics.md)
 
 
+# Named as Spark's own metric: a custom metric of the name of one of the operator's metrics is
+# the same SQLMetric (Spark merges the provider's custom metrics into the operator's metric map
+# by name, after its own), so what the store reports here adds to Spark's `numRowsRemoved`.
+NUM_REMOVED_STATE_ROWS = MetricName("numRemovedStateRows", "sum",
+                                    "rows removed from the state: the operator's removals plus "
+                                    "ttlExpiredTotal; progress shows the sum as numRowsRemoved",
+                                    "Spark's own: `numRowsRemoved` in progress")
 TTL_EXPIRED_ON_READ = MetricName("ttlExpiredOnRead", "sum",
-                                 "entries hidden or dropped as expired on read")
+                                 "entries hidden or dropped as expired on read",
+                                 "none (TTL of transformWithState: `numValuesRemovedDueToTTLExpiry`)")
 TTL_REMOVED_BY_FILTER = MetricName("ttlRemovedByCompactionFilter", "sum",
-                                   "entries removed by the TTL compaction filter")
+                                   "entries removed by the TTL compaction filter", "none")
 TTL_REMOVED_INCREMENTAL = MetricName("ttlRemovedByIncrementalCleanup", "sum",
-                                     "entries removed by incremental TTL cleanup")
+                                     "entries removed by incremental TTL cleanup", "none")
 TTL_DROPPED_FROM_SNAPSHOT = MetricName("ttlDroppedFromSnapshot", "sum",
-                                       "expired entries left out of snapshots")
-BRIDGE_ROUND_TRIPS = MetricName("bridgeRoundTrips", "sum",
-                                "synchronous round trips between the JVM and the state server")
-BRIDGE_TIME_MS = MetricName("bridgeTimeMs", "timing",
-                            "time spent waiting on the state server")
-KEY_FILTER_SKIPPED_READS = MetricName("keyFilterSkippedReads", "sum",
-                                      "reads of absent keys answered by the shim's key filter, "
-                                      "without a round trip")
-ROCKSDB_SST_BYTES = MetricName("rocksdbSstBytes", "size",
-                               "bytes of the live SST files on disk (what compaction reclaims; "
-                               "writes still in memtables are not in it)")
+                                       "expired entries left out of snapshots", "none")
+STORE_CALL_COUNT = MetricName("storeCallCount", "sum",
+                              "calls of the task to the store that waited for its answer (the store "
+                              "runs in the executor's ttlstate state server process)",
+                              "none (Spark's RocksDB runs in the executor JVM)")
+STORE_CALL_TIME_MS = MetricName("storeCallTimeMs", "timing",
+                                "time the task waited for the store's answers",
+                                "close to the sum of `rocksdbGetLatency`, `rocksdbPutLatency` and "
+                                "the commit latencies")
+BLOOM_FILTER_SKIPPED_READS = MetricName("bloomFilterSkippedReadCount", "sum",
+                                        "reads of keys the store does not have, answered by the "
+                                        "executor's Bloom filter of the store's keys without a call "
+                                        "to the store", "none")
+ROCKSDB_SST_FILE_SIZE = MetricName("rocksdbSstFileSize", "size",
+                                   "bytes of the live SST files on disk (what compaction reclaims; "
+                                   "writes still in memtables are not in it)",
+                                   "the same name and meaning")
 STATE_BYTES = MetricName("stateBytes", "size",
                          "the live state's size in RocksDB: live SST files plus memtables (the state's "
-                         "bytes on disk once flushed)")
+                         "bytes on disk once flushed)", "none")
 TTL_EXPIRED_TOTAL = MetricName("ttlExpiredTotal", "sum",
                                "entries that left the state by TTL in this batch, all ways together: "
                                "ttlExpiredOnRead + ttlRemovedByCompactionFilter + "
                                "ttlRemovedByIncrementalCleanup (entries left out of a snapshot are "
-                               "not counted: they are still in the state until one of those removes them)")
+                               "not counted: they are still in the state until one of those removes them)",
+                               "included in `numRowsRemoved`")
 COMMIT_TIME_MS = MetricName("storeCommitTimeMs", "timing",
                             "time ttlstate spent committing versions durably (Spark's commitTimeMs "
-                            "includes it)")
-SNAPSHOT_TIME_MS = MetricName("storeSnapshotTimeMs", "timing", "time to write snapshots")
-LOAD_TIME_MS = MetricName("storeLoadTimeMs", "timing",
-                          "time to load the version: the state server's restore when it rebuilt its "
-                          "local DB from the checkpoint, and filling the shim's key filter")
+                            "includes it)", "part of `commitTimeMs`")
+SNAPSHOT_TIME_MS = MetricName("storeSnapshotTimeMs", "timing", "time to write snapshots", "none")
+LOAD_LATENCY_MS = MetricName("rocksdbLoadLatencyMs", "timing",
+                             "time to load the version: the state server's restore when it rebuilt its "
+                             "local DB from the checkpoint, and filling the Bloom filter",
+                             "the same name and meaning")
 ENGINE_FALLBACK = MetricName("engineFallback", "sum",
-                             "stores running on rocksdict because engine=auto found no native build")
+                             "stores running on rocksdict because engine=auto found no native build",
+                             "none")
 
-CACHE_HITS = MetricName("cacheHits", "sum",
-                        "reads answered by the executor's cross-batch cache, without a round trip")
-CACHE_MISSES = MetricName("cacheMisses", "sum", "reads the cross-batch cache could not answer")
-CACHE_BYTES = MetricName("cacheBytes", "size",
-                         "bytes the store's entries take in the executor's cross-batch cache")
+CACHE_HITS = MetricName("executorCacheHitCount", "sum",
+                        "reads answered by the executor's cross-batch cache of state entries, without a "
+                        "call to the store",
+                        "none (not RocksDB's block cache: `rocksdbReadBlockCacheHitCount`)")
+CACHE_MISSES = MetricName("executorCacheMissCount", "sum",
+                          "reads the executor's cross-batch cache could not answer", "none")
+CACHE_BYTES = MetricName("executorCacheBytes", "size",
+                         "bytes the store's entries take in the executor's cross-batch cache", "none")
 
 ALL_METRICS: tuple[MetricName, ...] = (
     TTL_EXPIRED_ON_READ, TTL_REMOVED_BY_FILTER, TTL_REMOVED_INCREMENTAL, TTL_DROPPED_FROM_SNAPSHOT,
-    BRIDGE_ROUND_TRIPS, BRIDGE_TIME_MS, KEY_FILTER_SKIPPED_READS, ROCKSDB_SST_BYTES, COMMIT_TIME_MS,
-    SNAPSHOT_TIME_MS, LOAD_TIME_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES, CACHE_BYTES, STATE_BYTES,
-    TTL_EXPIRED_TOTAL,
+    STORE_CALL_COUNT, STORE_CALL_TIME_MS, BLOOM_FILTER_SKIPPED_READS, ROCKSDB_SST_FILE_SIZE,
+    COMMIT_TIME_MS, SNAPSHOT_TIME_MS, LOAD_LATENCY_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES,
+    CACHE_BYTES, STATE_BYTES, TTL_EXPIRED_TOTAL, NUM_REMOVED_STATE_ROWS,
 )
+
+# Former names, for readers of old progress logs and dashboards (docs/metrics.md).
+RENAMED: dict[str, str] = {
+    "bridgeRoundTrips": STORE_CALL_COUNT.name, "bridgeTimeMs": STORE_CALL_TIME_MS.name,
+    "keyFilterSkippedReads": BLOOM_FILTER_SKIPPED_READS.name,
+    "rocksdbSstBytes": ROCKSDB_SST_FILE_SIZE.name, "storeLoadTimeMs": LOAD_LATENCY_MS.name,
+    "cacheHits": CACHE_HITS.name, "cacheMisses": CACHE_MISSES.name, "cacheBytes": CACHE_BYTES.name,
+}

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
     AnyStore = StateStore | NativeStateStore
 from ttlstate.ttl import ttl_value
-from ttlstate.ttl.clock import Clock, WallClock
+from ttlstate.ttl.clock import BatchClock, Clock, WallClock, store_time
 from ttlstate.ttl.expiry import is_expired
 
 log = logging.getLogger(__name__)
@@ -133,6 +133,7 @@ class StoreProvider:
         self._native_store: NativeStateStore | None = None
         self._unreported: Counter[str] = Counter()
         self._filter_removed_counted = 0
+        self._warned_no_watermark = False
         # Changes at every `_load`, the only way to a version other than by this provider's own
         # commits (a dropped local DB is always reloaded before it serves), so a cache of its
         # keys held elsewhere (the shim's key filter) knows when it went stale. Random start: a
@@ -187,15 +188,36 @@ class StoreProvider:
         shutil.rmtree(self._db_dir, ignore_errors=True)
 
     # -- versions -------------------------------------------------------------------------
-    def _now(self, now_ms: int | None) -> int:
-        if self.config.ttl.time_source is TimeSource.BATCH_TIMESTAMP and now_ms is not None:
-            return now_ms
-        return self.clock.now_ms()
+    def _now(self, version: int, now_ms: int | None, watermark_ms: int,
+             previous_batch_ms: int | None) -> int:
+        """The store's time for the batch that loads `version` (ttl/clock.py), from the offset
+        log's values for it and the time recorded for `version` (the batch before's)."""
+        if now_ms is None:
+            return self.clock.now_ms()
+        ttl = self.config.ttl
+        if (ttl.time_source is TimeSource.WATERMARK and watermark_ms <= 0 and version >= 2
+                and not self._warned_no_watermark):
+            self._warned_no_watermark = True
+            log.warning("ttlstate store %s: timeSource=watermark, but batch %d has no event-time "
+                        "watermark yet: TTL counts its batch timestamp until there is one. A query "
+                        "without withWatermark never gets one (ttlstate's SQL extension, which "
+                        "configure installs, refuses such a query at start)", self.store_id, version)
+        return store_time(ttl.time_source, BatchClock(now_ms, watermark_ms, previous_batch_ms),
+                          self._batch_times.get(version), ttl.clock_max_gap_ms, self.clock)
+
+    def recorded_time_ms(self, version: int) -> int | None:
+        """The time the checkpoint recorded for `version` (the store time of the batch that
+        wrote it), once it was loaded or committed here; None if unknown."""
+        with self._lock:
+            return self._batch_times.get(version)
 
     def get_store(self, version: int, *, now_ms: int | None = None, read_only: bool = False,
-                  empty: bool = False, from_snapshot: int | None = None, ckpt_id: str | None = None,
+                  empty: bool = False, from_snapshot: int | None = None, watermark_ms: int = 0,
+                  previous_batch_ms: int | None = None, ckpt_id: str | None = None,
                   snapshot_ckpt_id: str | None = None) -> StateStore:
-        """Exactly `version`, as a write store (or read-only), at the batch time `now_ms`.
+        """Exactly `version`, as a write store (or read-only), at the time the time source gives
+        for a batch of timestamp `now_ms`, event-time watermark `watermark_ms` and previous
+        batch timestamp `previous_batch_ms` (the offset log's; None: the provider's clock).
 
         `empty`: an empty store at `version` (nothing is read; its commit makes version + 1),
         Spark's loadEmpty. `from_snapshot`: rebuild `version` from exactly that snapshot and the
@@ -234,7 +256,7 @@ class StoreProvider:
                     if e.where is not None:
                         raise
                     raise e.located(self.checkpoint.describe(e.file_name)) from e.__cause__
-            now = self._now(now_ms)
+            now = self._now(version, now_ms, watermark_ms, previous_batch_ms)
             self.engine.set_time(now)
             self._stamp += 1
             if self.engine.native_data_plane:
@@ -886,7 +908,7 @@ class StoreProvider:
             self._unreported.clear()
             if self._engine is not None:
                 sst = self._engine.disk_bytes()
-                out[M.ROCKSDB_SST_BYTES.name] = sst
+                out[M.ROCKSDB_SST_FILE_SIZE.name] = sst
                 out[M.STATE_BYTES.name] = sst + self._engine.memtable_bytes()
                 fallback = self.config.engine is EngineKind.AUTO and self._engine.kind != "native"
                 out[M.ENGINE_FALLBACK.name] = int(fallback)
@@ -901,6 +923,7 @@ class StoreProvider:
         custom[M.TTL_REMOVED_INCREMENTAL.name] = removed_incremental
         custom[M.TTL_EXPIRED_TOTAL.name] = (expired_on_read + removed_incremental
                                             + custom.get(M.TTL_REMOVED_BY_FILTER.name, 0))
+        custom[M.NUM_REMOVED_STATE_ROWS.name] = custom[M.TTL_EXPIRED_TOTAL.name]
         return StoreMetrics(self.num_keys, self.memory_bytes(pending_bytes), custom)
 
     def memory_bytes(self, pending_bytes: int) -> int:

@@ -5,7 +5,7 @@ package ttlstate.spark
 object ConfKeys {
   val PREFIX = "spark.sql.streaming.stateStore.ttlstate."
   val SUFFIXES: Seq[String] = Seq(
-    "ttl", "updateType", "stateVisibility", "timeSource", "cleanup.fullSnapshot",
+    "ttl", "updateType", "stateVisibility", "timeSource", "clock.maxGap", "cleanup.fullSnapshot",
     "cleanup.incremental.size", "cleanup.incremental.perRecord", "cleanup.compactionFilter.enabled",
     "cleanup.compactionFilter.queryTimeAfterNumEntries", "cleanup.compactionFilter.periodicCompaction",
     "cleanup.compactionFilter.compactEvery", "engine", "snapshotInterval", "python", "localModePython",
@@ -44,11 +44,12 @@ object ConfKeys {
   val MIN_REQUEST_TIMEOUT_MS = 1000L // as python/ttlstate/config/store_config.py
 
   private val Duration = """(\d+)\s*([a-z]*)""".r
-  private val UnitMs = Map("" -> 1L, "ms" -> 1L, "s" -> 1000L, "sec" -> 1000L, "m" -> 60000L, "min" -> 60000L,
+  private val UnitMs = Map("ms" -> 1L, "s" -> 1000L, "sec" -> 1000L, "m" -> 60000L, "min" -> 60000L,
     "h" -> 3600000L, "d" -> 86400000L)
 
-  /** A duration as python/ttlstate/config/parse.py reads it (`30s`, `5m`, bare = ms); None if it
-   *  is not one. The server validates the value at OPEN and fails the query with the message. */
+  /** A duration as python/ttlstate/config/parse.py reads it (`30s`, `5m`; a bare number has no
+   *  unit and is not one); None if it is not one. The server validates the value at OPEN and
+   *  fails the query with the message. */
   def durationMs(value: String): Option[Long] = value.trim.toLowerCase match {
     case Duration(n, unit) if UnitMs.contains(unit) && n.length < 12 => Some(n.toLong * UnitMs(unit))
     case _ => None

@@ -7,7 +7,8 @@ import java.util.concurrent.{ConcurrentHashMap, TimeUnit}
 import scala.util.Try
 
 import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Deduplicate, DeduplicateWithinWatermark,
+  EventTimeWatermark, FlatMapGroupsInPandasWithState, FlatMapGroupsWithState, GlobalLimit, Join, LogicalPlan}
 import org.apache.spark.sql.catalyst.streaming.WriteToStream
 import org.slf4j.LoggerFactory
 
@@ -22,7 +23,7 @@ import org.slf4j.LoggerFactory
 class TtlStateExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit =
     extensions.injectCheckRule(session => (plan: LogicalPlan) => plan match {
-      case w: WriteToStream => StartChecks.onStart(session, w.resolvedCheckpointLocation)
+      case w: WriteToStream => StartChecks.onStart(session, w.resolvedCheckpointLocation, Some(w.inputQuery))
       case _ =>
     })
 }
@@ -65,8 +66,29 @@ object StartChecks {
       Some(s"Unknown ttlstate conf '$key' (set to '$value'): $hint")
     }
 
+  val TimeSourceKey: String = ConfKeys.PREFIX + "timeSource"
+
+  /** Whether `plan` has a stateful operator (those that keep state in a state store provider). */
+  private def stateful(plan: LogicalPlan): Boolean = plan.exists {
+    case _: Aggregate | _: Deduplicate | _: DeduplicateWithinWatermark | _: FlatMapGroupsWithState |
+         _: FlatMapGroupsInPandasWithState | _: GlobalLimit => true
+    case j: Join => j.left.isStreaming && j.right.isStreaming
+    case _ => false
+  }
+
+  /** `timeSource=watermark` counts TTL in the batch's event-time watermark: a stateful query
+   *  without one would never expire anything (its watermark stays 0), so it is refused. */
+  def watermarkMessage(timeSource: Option[String], plan: LogicalPlan): Option[String] =
+    if (!timeSource.exists(_.trim.equalsIgnoreCase("watermark")) || !stateful(plan) ||
+        plan.exists(_.isInstanceOf[EventTimeWatermark])) None
+    else Some(s"Invalid value '${timeSource.get}' for conf '$TimeSourceKey': allowed only for a query " +
+      "with an event-time watermark, and this stateful query has none, so TTL would count no time at all. " +
+      "Add one (df.withWatermark(\"<event time column>\", \"<delay>\")) before the stateful operator, or " +
+      s"set $TimeSourceKey=activeTime (processing time that does not count outages) or batchTimestamp for " +
+      "this query.")
+
   /** Runs at `start()` of every streaming query of a session with the extension. */
-  def onStart(session: SparkSession, checkpoint: String): Unit = {
+  def onStart(session: SparkSession, checkpoint: String, plan: Option[LogicalPlan] = None): Unit = {
     val conf = session.conf
     val provider = conf.getOption(Migration.ProviderKey).getOrElse("")
     val ours = conf.getAll.filter(_._1.startsWith(ConfKeys.PREFIX))
@@ -86,6 +108,7 @@ object StartChecks {
     if (onTtlstate) {
       ours.foreach { case (k, v) => unknownKeyMessage(k, v).foreach(m => throw new IllegalArgumentException(m)) }
       validateValues(ours, conf.getOption(ConfKeys.PYTHON).filter(_.nonEmpty))
+      plan.flatMap(watermarkMessage(ours.get(TimeSourceKey), _)).foreach(m => throw new IllegalArgumentException(m))
     } else if (ours.exists { case (k, _) => k != ConfKeys.PYTHON }) {
       val shown = if (provider.isEmpty) "Spark's default provider" else provider
       warn(s"ttlstate: this query (checkpoint $checkpoint) sets ttlstate confs " +

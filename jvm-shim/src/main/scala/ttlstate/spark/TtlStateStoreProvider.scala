@@ -22,6 +22,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   private var codec: KeyCodec = _
   private var files: CheckpointFiles = _
   private var providerKey: String = _
+  private var runId: String = _
   private var openJson: (String, String) = _
   private var launch: ServerLaunch = _
   private var operatorName: Option[String] = None
@@ -72,6 +73,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       .getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_BYTES)
     val queryRun = Option(hadoopConf.get("sql.streaming.runId"))
     val runId = queryRun.getOrElse(UUID.randomUUID().toString)
+    this.runId = runId
     this.providerKey = Seq(stateStoreId.checkpointRootLocation, stateStoreId.operatorId,
       stateStoreId.partitionId, stateStoreId.storeName, runId).mkString("|")
     // The names of the query's operators (`operator.<name>.ttl`, and the logs), from Spark's state metadata.
@@ -151,7 +153,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
    *  from exactly that snapshot version plus the changelogs after it (fine-grained replay). */
   private def openStore(version: Long, readOnly: Boolean, ckptId: Option[String], empty: Boolean = false,
       fromSnapshot: Option[Long] = None, snapshotCkptId: Option[String] = None): TtlStateStore = {
-    val now = BatchTime.forVersion(id.checkpointRootLocation, version, hadoopConf)
+    val clock = BatchTime.forVersion(id.checkpointRootLocation, version, runId, hadoopConf)
     val flags = (if (readOnly) Protocol.LOAD_READ_ONLY else 0) | (if (empty) Protocol.LOAD_EMPTY else 0) |
       (if (fromSnapshot.isDefined) Protocol.LOAD_FROM_SNAPSHOT else 0) |
       (if (checkpointIds) Protocol.LOAD_CHECKPOINT_ID else 0)
@@ -160,8 +162,9 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
         // On failure withConnection returns the connection to the pool (exactly once).
         val started = System.nanoTime()
         val hashes = if (mayBuildKeyFilter(readOnly)) Protocol.LOAD_KEY_HASHES else 0
-        val w = new PayloadWriter().u32(handle).i64(version).i64(now).u8(flags | hashes)
+        val w = new PayloadWriter().u32(handle).i64(version).i64(clock.timestampMs).u8(flags | hashes)
         fromSnapshot.foreach(w.i64)
+        w.i64(clock.watermarkMs).i64(clock.previousTimestampMs)
         if (checkpointIds) w.str(ckptId.getOrElse("")).str(snapshotCkptId.getOrElse(""))
         val r = conn.call(w.frame(Protocol.OP_LOAD), files)
         val loaded = LoadedVersion(opened._1, handle, r.i64(), r.i64(), r.i64())
