@@ -4,9 +4,8 @@ RocksDB provider does, both ways."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import os
+from collections.abc import Iterator
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
