@@ -84,6 +84,12 @@ CLOCK_MAX_GAP = ConfKey("clock.maxGap", "10m", "a duration with its unit, at lea
                         "the clock, so an outage (or an idle stream) counts at most this much. Keep "
                         "it above the trigger interval plus a batch's duration.",
                         option="clock_max_gap")
+READER_INCLUDE_EXPIRED = ConfKey("reader.includeExpired", "false", "true, false",
+                                 "The state data source (`spark.read.format(\"statestore\")`) "
+                                 "returns a batch's entries as the query saw them: with the TTL "
+                                 "the checkpoint recorded, at that batch's time. `true` returns "
+                                 "the entries expired then too (those not yet removed).",
+                                 option="reader_include_expired")
 FULL_SNAPSHOT = ConfKey("cleanup.fullSnapshot", "true", "true, false",
                         "Write snapshots without the entries expired at the snapshot's batch time.",
                         option="full_snapshot")
@@ -204,7 +210,8 @@ OPERATOR_NAME_TTL = ConfKey("operator.<operatorName>.ttl", "(the global ttl)",
                             option="operator_ttl")
 
 ALL_KEYS: tuple[ConfKey, ...] = (
-    TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, CLOCK_MAX_GAP, FULL_SNAPSHOT, INCREMENTAL_SIZE,
+    TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, CLOCK_MAX_GAP, READER_INCLUDE_EXPIRED,
+    FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON,
     LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES, MEMORY_MAX_BYTES,

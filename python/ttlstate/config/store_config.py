@@ -84,6 +84,7 @@ class StoreConfig:
     snapshot_interval: int = 10
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     ttl_key: str = K.TTL.key  # the conf key the TTL comes from (the global one, or an operator's)
+    reader_include_expired: bool = False  # the state data source returns expired entries too
 
 
 def _parse_ttl(key: str, value: str) -> int | None:
@@ -145,6 +146,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
             parse_bytes(K.MEMORY_MAX_BYTES.key, get(K.MEMORY_MAX_BYTES), minimum=16 << 20),
             parse_fraction(K.MEMORY_WRITE_BUFFER_RATIO.key, get(K.MEMORY_WRITE_BUFFER_RATIO))),
         ttl_key=ttl_key,
+        reader_include_expired=parse_bool(K.READER_INCLUDE_EXPIRED.key, get(K.READER_INCLUDE_EXPIRED)),
     )
 
 

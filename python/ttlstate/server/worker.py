@@ -95,7 +95,8 @@ class Registry:
             location = RemoteCheckpointLocation(str(info.get("checkpointDir", "")))
             provider = StoreProvider(store_id, local, location, config,
                                      query_id=str(query) if query else None,
-                                     checkpoint_ids=bool(info.get("checkpointIds", False)))
+                                     checkpoint_ids=bool(info.get("checkpointIds", False)),
+                                     reader=bool(info.get("stateReader", False)))
             self._by_key[key] = handle
             self._entries[handle] = Entry(key, provider, local)
             return handle

@@ -24,6 +24,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ttlstate.checkpoint import names
@@ -50,12 +51,12 @@ from ttlstate.checkpoint.restore_plan import (
     plan_restore,
 )
 from ttlstate.config.keys import EngineKind, TimeSource
-from ttlstate.config.store_config import StoreConfig
+from ttlstate.config.store_config import StoreConfig, TtlConfig
 from ttlstate.engine.base import Engine, FilterSettings
 from ttlstate.engine.select import open_engine
 from ttlstate.faults import crash_point
 from ttlstate.store import metric_names as M
-from ttlstate.store.recorded_settings import settings_of, warn_if_changed
+from ttlstate.store.recorded_settings import recorded_ttl, settings_of, warn_if_changed
 from ttlstate.store.state_store import StateStore, StoreMetrics, StoreStateError
 
 if TYPE_CHECKING:
@@ -91,8 +92,12 @@ def _in_background(fn: Callable[[], int]) -> Future[int]:
 class StoreProvider:
     def __init__(self, store_id: str, local_dir: str, checkpoint: CheckpointLocation,
                  config: StoreConfig, clock: Clock | None = None, query_id: str | None = None,
-                 checkpoint_ids: bool = False) -> None:
+                 checkpoint_ids: bool = False, reader: bool = False) -> None:
         self.store_id = store_id
+        # Serves the state data source (no streaming query): a version reads as the query saw
+        # it, with the TTL the checkpoint recorded and at the time of the batch that wrote it.
+        self.reader = reader
+        self._written_with: TtlConfig | None = None  # of the newest file the last load read
         # Checkpoint format 2: versions are loaded by (version, checkpoint id), every commit
         # gets a new id and writes `<v>_<id>.*` files (see checkpoint/id_plan.py).
         self.checkpoint_ids = checkpoint_ids
@@ -257,6 +262,8 @@ class StoreProvider:
                         raise
                     raise e.located(self.checkpoint.describe(e.file_name)) from e.__cause__
             now = self._now(version, now_ms, watermark_ms, previous_batch_ms)
+            if self.reader:
+                now = self._as_the_query_saw_it(version, now)
             self.engine.set_time(now)
             self._stamp += 1
             if self.engine.native_data_plane:
@@ -576,7 +583,19 @@ class StoreProvider:
         return local, header
 
     def _check_settings(self, newest: RecordFileHeader) -> None:
-        warn_if_changed(self.store_id, self.query_id, newest.settings, self.config.ttl)
+        self._written_with = recorded_ttl(newest.settings, newest.ttl_ms, self.config.ttl)
+        if not self.reader:
+            warn_if_changed(self.store_id, self.query_id, newest.settings, self.config.ttl)
+
+    def _as_the_query_saw_it(self, version: int, now: int) -> int:
+        """A state reader's version: the TTL its files recorded (off with reader.includeExpired)
+        and the time of the batch that wrote it; returns that time."""
+        ttl = self._written_with or self.config.ttl
+        if self.config.reader_include_expired:
+            ttl = ttl.disabled()
+        self.config = replace(self.config, ttl=ttl)
+        written_at = self._batch_times.get(version)
+        return written_at if written_at is not None else now
 
     def _build_native(self, fetched: list[tuple[str, str, RecordFileHeader]], version: int
                       ) -> list[tuple[str, str, RecordFileHeader]]:

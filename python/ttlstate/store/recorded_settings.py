@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 
+from ttlstate.config.keys import StateVisibility, UpdateType
 from ttlstate.config.parse import format_duration_ms
 from ttlstate.config.store_config import TtlConfig
 
@@ -25,6 +27,22 @@ def settings_of(ttl: TtlConfig) -> dict[str, object]:
     """The settings recorded in each file's header (JSON values)."""
     return {"ttlMs": ttl.ttl_ms, "updateType": ttl.update_type.value,
             "stateVisibility": ttl.visibility.value, "timeSource": ttl.time_source.value}
+
+
+def recorded_ttl(recorded: dict[str, object] | None, ttl_ms: int | None, current: TtlConfig
+                 ) -> TtlConfig:
+    """The TTL a version was written with: its file's recorded settings (`ttl_ms`, the header's
+    ttlMs, for files written before settings were recorded), the rest as `current`."""
+    if recorded is None:
+        return replace(current, ttl_ms=ttl_ms)
+    out = replace(current, ttl_ms=recorded.get("ttlMs"))  # type: ignore[arg-type]
+    for key, field_name, enum_type in (("updateType", "update_type", UpdateType),
+                                       ("stateVisibility", "visibility", StateVisibility)):
+        try:
+            out = replace(out, **{field_name: enum_type(recorded[key])})
+        except (KeyError, ValueError):
+            pass
+    return out
 
 
 def _ttl_text(ms: object) -> str:

@@ -5,7 +5,8 @@ package ttlstate.spark
 object ConfKeys {
   val PREFIX = "spark.sql.streaming.stateStore.ttlstate."
   val SUFFIXES: Seq[String] = Seq(
-    "ttl", "updateType", "stateVisibility", "timeSource", "clock.maxGap", "cleanup.fullSnapshot",
+    "ttl", "updateType", "stateVisibility", "timeSource", "clock.maxGap", "reader.includeExpired",
+    "cleanup.fullSnapshot",
     "cleanup.incremental.size", "cleanup.incremental.perRecord", "cleanup.compactionFilter.enabled",
     "cleanup.compactionFilter.queryTimeAfterNumEntries", "cleanup.compactionFilter.periodicCompaction",
     "cleanup.compactionFilter.compactEvery", "engine", "snapshotInterval", "python", "localModePython",

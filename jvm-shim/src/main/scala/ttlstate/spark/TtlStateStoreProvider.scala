@@ -4,6 +4,7 @@ import java.util.UUID
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
+import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
@@ -71,7 +72,11 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       .flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS)
     this.keyFilterMaxBytes = confs.get(ConfKeys.KEY_FILTER_MAX_BYTES).flatMap(ConfKeys.sizeBytes)
       .getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_BYTES)
-    val queryRun = Option(hadoopConf.get("sql.streaming.runId"))
+    // A streaming query's tasks carry its query id as a local property; the state data source's
+    // tasks do not (their Hadoop conf may still hold a run id copied from the session's SQL conf,
+    // which must not make a reader share the running query's stores).
+    val inStreamingTask = Option(TaskContext.get()).forall(_.getLocalProperty("sql.streaming.queryId") != null)
+    val queryRun = Option(hadoopConf.get("sql.streaming.runId")).filter(_ => inStreamingTask)
     val runId = queryRun.getOrElse(UUID.randomUUID().toString)
     this.runId = runId
     this.providerKey = Seq(stateStoreId.checkpointRootLocation, stateStoreId.operatorId,
@@ -89,7 +94,9 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       "operatorNames" -> OperatorNames.json(operatorNames),
       // The server logs each store it opens at INFO when the executor's log level shows INFO.
       "logInfo" -> TtlStateStoreProvider.log.isInfoEnabled.toString,
-      "checkpointIds" -> checkpointIds.toString) ++
+      "checkpointIds" -> checkpointIds.toString,
+      // No streaming query: the state data source (or an offline tool) reads this store.
+      "stateReader" -> queryRun.isEmpty.toString) ++
       operatorName.map(n => "operatorName" -> Json.str(n)) ++
       QueryIdentity.forStateRoot(stateStoreId.checkpointRootLocation, hadoopConf).map(q => "queryId" -> Json.str(q))
     this.openJson = (Json.obj(confs.toSeq.map { case (k, v) => k -> Json.str(v) }), Json.obj(info))
