@@ -153,11 +153,11 @@ def configure(builder: Any, **options: Any) -> Any:
 
     Every option is a conf key of the configuration reference (its `configure()` column): ttl
     ("30m" or a datetime.timedelta; a bare number is refused, it has no unit), update_type,
-    state_visibility, time_source, clock_max_gap, full_snapshot, incremental_size, incremental_per_record,
-    compaction_filter, query_time_after_num_entries, periodic_compaction, compact_every, engine,
-    snapshot_interval, python, local_mode_python, workers, write_batch_bytes, key_filter_max_keys,
-    key_filter_max_bytes, memory_max_bytes, memory_write_buffer_ratio, cache_max_bytes,
-    request_timeout, and
+    state_visibility, time_source, clock_max_gap, reader_include_expired, full_snapshot,
+    incremental_size, incremental_per_record, compaction_filter, query_time_after_num_entries,
+    periodic_compaction, compact_every, engine, snapshot_interval, python, local_mode_python,
+    workers, write_batch_bytes, key_filter_max_keys, key_filter_max_bytes, memory_max_bytes,
+    memory_write_buffer_ratio, cache_max_bytes, request_timeout, and
     operator_ttl (a dict of operator id or name, as progress shows it, to a TTL or "off":
     {"dedupe": "10m", 2: "off"}).
 
