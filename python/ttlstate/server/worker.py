@@ -180,6 +180,8 @@ class Connection(socketserver.StreamRequestHandler):
         self.iters: dict[int, Iterator[tuple[bytes, bytes | None]]] = {}
         self.next_iter = 1
         self.greeted = False
+        # The store versions this connection loaded: what it leaves open when it drops is aborted.
+        self.loaded: dict[int, StateStore | NativeStateStore] = {}
         self.native = _native.Connection(self.request.fileno()) if _native is not None else None
 
     def send(self, code: int, payload: bytes = b"") -> None:
@@ -219,6 +221,21 @@ class Connection(socketserver.StreamRequestHandler):
                 self._serve_python()
         finally:
             set_current_channel(None)
+            self._abort_open_versions()
+
+    def _abort_open_versions(self) -> None:
+        """The shim dropped the connection (its task was interrupted or killed, its executor
+        died): the versions it loaded and neither committed nor ended are aborted, as its
+        `abort()` would, so nothing of the batch can be committed later. A half-received frame
+        was never applied. A version some other connection loaded since is not this one's
+        (abort is a no-op on superseded, committed and ended versions)."""
+        for store in self.loaded.values():
+            try:
+                store.abort()
+            except Exception:  # the connection is gone either way; the next load supersedes it
+                log.warning("ttlstate server: aborting a dropped connection's open version failed\n%s",
+                            traceback.format_exc())
+        self.loaded.clear()
 
     def _forward(self, code: int, payload: bytes) -> tuple[int, bytes] | None:
         """What the native loop does not answer itself. None: a pipelined frame, no reply."""
@@ -349,6 +366,7 @@ class Connection(socketserver.StreamRequestHandler):
             entry.store = entry.provider.get_store(
                 version, now_ms=now, read_only=bool(flags & P.LOAD_READ_ONLY),
                 empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot)
+            self.loaded[handle] = entry.store
             if self.native is not None and isinstance(entry.store, NativeStateStore):
                 self.native.bind(handle, entry.store.txn)  # its per-entry requests stay native
             hashes = entry.provider.keep_restored_key_hashes(bool(flags & P.LOAD_KEY_HASHES))
