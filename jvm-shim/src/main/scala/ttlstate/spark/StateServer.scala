@@ -33,6 +33,11 @@ final class ConnectionInterrupted(message: String, cause: Throwable) extends Int
   initCause(cause)
 }
 
+/** The server closed this connection in the middle of a request, but its processes still run:
+ *  only this connection is gone (the server drops what it left uncommitted). The task fails;
+ *  its retry opens a new connection to the same server. */
+final class ConnectionLost(message: String, cause: Throwable) extends RuntimeException(message, cause)
+
 /** One connection to one worker. Used by one thread at a time (a task or a maintenance call).
  *
  *  Every blocking step (connect, send, waiting for a frame) is visible to the server's
@@ -58,7 +63,7 @@ final class ServerConnection(val server: RunningServer, val worker: Int, timeout
     server.track(this)
     try {
       try waiting(channel.connect(UnixDomainSocketAddress.of(server.sockets(worker))))
-      catch { case e: IOException => failed(e, s"cannot connect to worker $worker (${server.sockets(worker)})") }
+      catch { case e: IOException => failed(e, connecting = true) }
       val r = call(new PayloadWriter().u32(Protocol.MAGIC).u32(Protocol.PROTOCOL_VERSION).frame(Protocol.OP_HELLO), null)
       val version = r.u32()
       if (version != Protocol.PROTOCOL_VERSION) {
@@ -72,9 +77,11 @@ final class ServerConnection(val server: RunningServer, val worker: Int, timeout
     try io finally waitingSince = ServerConnection.Idle
   }
 
-  /** An I/O failure of this connection: an interrupt of this thread (now, or in an earlier call
-   *  that closed the channel) ends this connection alone; anything else means the server died. */
-  private def failed(e: IOException, what: String = "died or closed the connection"): Nothing = {
+  /** An I/O failure of this connection. An interrupt of this thread (now, or in an earlier call
+   *  that closed the channel) ends this connection alone. Otherwise the server's processes say
+   *  whether it died (`RunningServer.runs`): a live server that closed one connection stays, but
+   *  one whose worker socket refuses a connection is replaced. */
+  private def failed(e: IOException, connecting: Boolean = false): Nothing = {
     broken = true
     if (e.isInstanceOf[ClosedByInterruptException] || Thread.currentThread().isInterrupted) closedByInterrupt = true
     if (server.killedBecause == null && (closedByInterrupt || (closedHere && e.isInstanceOf[ClosedChannelException]))) {
@@ -83,11 +90,15 @@ final class ServerConnection(val server: RunningServer, val worker: Int, timeout
         s"or is stopping), which closed its connection to worker $worker of the state server (pid ${server.pid}); " +
         "the server goes on serving, and drops the connection's uncommitted writes.", e)
     }
-    died(e, what)
-  }
-
-  private def died(e: Throwable, what: String): Nothing = {
-    broken = true
+    if (!connecting && server.killedBecause == null && server.runs(worker)) {
+      close()
+      throw new ConnectionLost(s"ttlstate state server (pid ${server.pid}) closed the connection to worker $worker " +
+        s"in the middle of a request (${e.getClass.getSimpleName}: ${e.getMessage}), but its processes still run: " +
+        "the task fails and Spark's retry connects again; the server dropped the task's uncommitted writes. " +
+        "Check the executor's stderr for the server's log.", e)
+    }
+    val what = if (connecting) s"cannot be connected to at worker $worker (${server.sockets(worker)})"
+      else "died or closed the connection"
     server.markDead()
     val message = Option(server.killedBecause).getOrElse(s"ttlstate state server (pid ${server.pid}) $what " +
       s"(${e.getClass.getSimpleName}: ${e.getMessage}); the task fails and Spark's retry starts a new " +
@@ -158,6 +169,19 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
 
   def pid: Long = process.pid()
   def alive: Boolean = !dead && process.isAlive
+
+  /** Whether the server still runs, judged by its processes, not by one connection: the
+   *  supervisor and the process serving `worker` exist and have not exited. A process that
+   *  closed our connection by exiting shows it a moment later, so this watches for up to a
+   *  second; an unidentified worker counts as gone. */
+  private[spark] def runs(worker: Int): Boolean = {
+    def up = !dead && process.isAlive && ProcSample.exists(pid) && workers(worker).exists(h => ProcSample.exists(h.pid))
+    val until = System.nanoTime() + 1000000000L
+    while (up && System.nanoTime() - until < 0 && !Thread.currentThread().isInterrupted) {
+      java.util.concurrent.locks.LockSupport.parkNanos(20000000L)
+    }
+    up
+  }
   def isDead: Boolean = dead
   def markDead(): Unit = { dead = true; destroy() }
 
