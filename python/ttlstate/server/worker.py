@@ -180,7 +180,7 @@ class Connection(socketserver.StreamRequestHandler):
         self.iters: dict[int, Iterator[tuple[bytes, bytes | None]]] = {}
         self.next_iter = 1
         self.greeted = False
-        # The store versions this connection loaded: what it leaves open when it drops is aborted.
+        # The versions this connection loaded and has not ended: aborted if it drops.
         self.loaded: dict[int, StateStore | NativeStateStore] = {}
         self.native = _native.Connection(self.request.fileno()) if _native is not None else None
 
@@ -416,16 +416,19 @@ class Connection(socketserver.StreamRequestHandler):
         if code == P.OP_COMMIT:
             store = self._store(handle)
             version = store.commit()
+            self.loaded.pop(handle, None)
             return _metrics_payload(P.Writer().i64(version), store.metrics()).payload()
         if code == P.OP_METRICS:
             return _metrics_payload(P.Writer(), self._store(handle).metrics()).payload()
         if code == P.OP_ABORT:
             if entry.store is not None:
                 entry.store.abort()
+            self.loaded.pop(handle, None)
             return b""
         if code == P.OP_RELEASE:
             if entry.store is not None:
                 entry.store.release()
+            self.loaded.pop(handle, None)
             return b""
         if code == P.OP_SNAPSHOT:
             entry.provider.do_snapshot_maintenance()
@@ -443,6 +446,7 @@ class Connection(socketserver.StreamRequestHandler):
             entry.provider.do_cleanup_maintenance(r.i32())
             return b""
         if code == P.OP_CLOSE:
+            self.loaded.pop(handle, None)
             self.registry.close(handle)
             return b""
         raise RequestError(P.ERR_BAD_REQUEST, f"unknown request code {code}")
