@@ -8,7 +8,9 @@ same way. An interrupt closes the NIO channel the task was using; the shim must 
 tasks run (then B is stopped, and restarted from its checkpoint for the next cancel), while
 query A processes its steps in another thread. The server's processes never change, A never
 fails and its every batch is exact, and B, finally run to the end, is exact in every batch
-(both computed here in Python).
+(both computed here in Python). Then running task attempts of a third query are killed with an
+interrupt (`killTaskAttempt`, as Spark kills a speculative loser): Spark reruns each on the same
+server, and every batch is exact.
 """
 
 from __future__ import annotations
