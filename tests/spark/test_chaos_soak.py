@@ -8,10 +8,13 @@ kill -9 of the supervisor, SIGSTOP of a random worker for less than the deadline
 waited for), SIGSTOP of a worker until the shim's watchdog kills it (bounded), SIGSTOP of the
 supervisor for a while, and two combinations: a stopped worker whose supervisor is killed (it
 never reads its EOF: the shim must kill it) and a stopped supervisor whose worker is killed (it
-never notices: the shim must kill it). Every batch's output and state row count must equal Spark's
-RocksDB provider's run of the same input, every planned fault must have been injected, and
-at the end no process of ours (also none reparented away from this test) and no directory of
-ours is left. `pytest -s` prints the counts.
+never notices: the shim must kill it). Besides, at random points of other batches, it cancels
+the job group of one of the two queries (what `query.stop()` and the UI's kill do: Spark
+interrupts the running tasks); a query failed by a cancel is restarted from its checkpoint,
+and the cancel must never take the state server down. Every batch's output and state row
+count must equal Spark's RocksDB provider's run of the same input, every planned fault must
+have been injected, and at the end no process of ours (also none reparented away from this
+test) and no directory of ours is left. `pytest -s` prints the counts.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 
 import psutil
 import pytest
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -41,6 +45,7 @@ DEADLINE_S = 3
 KINDS = ("kill-worker", "kill-supervisor", "stop-worker-short", "stop-worker-until-killed", "stop-supervisor",
          "stop-worker-kill-supervisor", "stop-supervisor-kill-worker")
 PER_KIND = 4            # 28 faults over batches 1..31
+CANCELS = 6             # job group cancels of one query, at random points of 6 batches
 LONG_STOP_CAP_S = 60    # a stopped worker nobody asks is resumed after this
 SCHEMAS = {"agg": "k STRING, v INT, ts TIMESTAMP", "dedup": "k STRING, ts TIMESTAMP"}
 CONFS = {"spark.sql.streaming.noDataMicroBatches.enabled": "false",  # one batch per input file
@@ -89,6 +94,18 @@ def plan(rnd: random.Random) -> list[Fault]:
 
 
 @dataclass
+class Cancel:
+    batch: int
+    query: int  # 0: the aggregation, 1: the deduplication
+    delay_s: float
+
+
+def cancel_plan(rnd: random.Random) -> list[Cancel]:
+    return [Cancel(b, rnd.randrange(2), rnd.uniform(0.0, 0.6))
+            for b in sorted(rnd.sample(range(1, BATCHES), CANCELS))]
+
+
+@dataclass
 class Chaos:
     """Injects one fault at a time, on its own thread; records what it did."""
 
@@ -100,6 +117,8 @@ class Chaos:
     supervisors: set[int] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
     thread: threading.Thread | None = None
+    cancels: Counter = field(default_factory=Counter)
+    cancel_thread: threading.Thread | None = None
 
     def servers(self) -> tuple[list[psutil.Process], list[psutil.Process]]:
         """Our supervisors and workers (recognised by a root under our spark.local.dir, so a
@@ -130,6 +149,29 @@ class Chaos:
         if self.thread is not None:
             self.thread.join(LONG_STOP_CAP_S + 60)
             assert not self.thread.is_alive(), "the fault thread did not finish"
+        if self.cancel_thread is not None:
+            self.cancel_thread.join(60)
+            assert not self.cancel_thread.is_alive(), "the cancel thread did not finish"
+
+    def start_cancel(self, spark: SparkSession, runs: tuple[Run, Run], cancel: Cancel) -> None:
+        if self.cancel_thread is not None:
+            self.cancel_thread.join(60)
+        self.cancel_thread = threading.Thread(target=self._cancel, args=(spark, runs, cancel),
+                                              name=f"cancel-{cancel.batch}")
+        self.cancel_thread.start()
+
+    def _cancel(self, spark: SparkSession, runs: tuple[Run, Run], cancel: Cancel) -> None:
+        """Cancels the job group (the run id) of one query at a random point of its batch."""
+        try:
+            time.sleep(cancel.delay_s)
+            query = runs[cancel.query].query
+            if query is None:
+                self.cancels["query being restarted: none cancelled"] += 1
+                return
+            spark.sparkContext.cancelJobGroup(str(query.runId))
+            self.cancels["issued"] += 1
+        except Exception as e:  # noqa: BLE001 (reported by the test)
+            self.errors.append(f"batch {cancel.batch}: cancel: {e!r}")
 
     def _server(self) -> tuple[psutil.Process, list[psutil.Process]] | None:
         """The running server's supervisor and workers (bounded wait: after a fault, the next
@@ -228,20 +270,36 @@ def spark(local_dir: str) -> Iterator[SparkSession]:
     s.stop()
 
 
+def _settle(run: Run, restarts: Counter) -> None:
+    """`run.settle()`; a query a job group cancel failed is restarted from its checkpoint."""
+    while True:
+        try:
+            run.settle()
+            return
+        except StreamingQueryException as e:
+            if "cancelled part of cancelled job group" not in str(e) or restarts["restarts"] >= 3 * CANCELS:
+                raise
+            restarts["restarts"] += 1
+            run.stop()
+            run.start()
+
+
 def _run_pair(spark: SparkSession, provider: str, steps: list[dict[str, list[dict]]],
-              on_feed: Callable[[int], None] = lambda b: None) -> tuple[Run, Run]:
+              on_feed: Callable[[int, tuple[Run, Run]], None] = lambda b, runs: None,
+              restarts: Counter | None = None) -> tuple[Run, Run]:
     """Both queries, batch by batch: both inputs appear, then both queries finish their batch."""
     agg = Run(spark, provider, aggregation, {"agg": SCHEMAS["agg"]}, "append", dict(CONFS))
     dedup = Run(spark, provider, deduplication, {"dedup": SCHEMAS["dedup"]}, "append", dict(CONFS))
+    restarts = Counter() if restarts is None else restarts
     agg.start()
     dedup.start()
     try:
         for b, rows in enumerate(steps):
             agg.feed(rows["agg"])
             dedup.feed(rows["dedup"])
-            on_feed(b)
-            agg.settle()
-            dedup.settle()
+            on_feed(b, (agg, dedup))
+            _settle(agg, restarts)
+            _settle(dedup, restarts)
     finally:
         agg.stop()
         dedup.stop()
@@ -252,24 +310,29 @@ def test_chaos_soak_matches_rocksdb_and_leaves_nothing_behind(spark: SparkSessio
     rnd = random.Random(SEED)
     steps = inputs(rnd)
     faults = {f.batch: f for f in plan(rnd)}
+    cancels = {c.batch: c for c in cancel_plan(rnd)}
     theirs = _run_pair(spark, ROCKSDB, steps)
     chaos = Chaos(local_dir, random.Random(SEED + 1))
+    restarts: Counter = Counter()
     started = time.monotonic()
     try:
-        def on_feed(b: int) -> None:
+        def on_feed(b: int, runs: tuple[Run, Run]) -> None:
             chaos.servers()  # remember every server process, to check none outlives the run
             if b in faults:
                 chaos.start(faults[b])
-        ours = _run_pair(spark, TTLSTATE, steps, on_feed)
+            if b in cancels:
+                chaos.start_cancel(spark, runs, cancels[b])
+        ours = _run_pair(spark, TTLSTATE, steps, on_feed, restarts)
         chaos.join()
     finally:
         chaos.resume_all()
     elapsed = time.monotonic() - started
     print(f"\nchaos soak: {BATCHES} batches x 2 queries in {elapsed:.0f}s with ttlstate; injected "
-          f"{dict(chaos.injected)}; outcomes {dict(chaos.outcomes)}; state servers seen "
-          f"{len(chaos.supervisors)}")
+          f"{dict(chaos.injected)}; outcomes {dict(chaos.outcomes)}; cancels {dict(chaos.cancels)}, "
+          f"queries restarted after one {restarts['restarts']}; state servers seen {len(chaos.supervisors)}")
     assert not chaos.errors, chaos.errors
     assert chaos.injected == Counter({k: PER_KIND for k in KINDS}), chaos.injected
+    assert sum(chaos.cancels.values()) == CANCELS, chaos.cancels
     outcomes = chaos.outcomes
     assert outcomes["stop-worker-short: resumed alive"] == PER_KIND, outcomes  # waited for, not killed
     assert outcomes["stopped worker killed by the watchdog"] == PER_KIND, outcomes

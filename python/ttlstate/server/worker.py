@@ -182,6 +182,8 @@ class Connection(socketserver.StreamRequestHandler):
         self.iters: dict[int, Iterator[tuple[bytes, bytes | None]]] = {}
         self.next_iter = 1
         self.greeted = False
+        # The versions this connection loaded and has not ended: aborted if it drops.
+        self.loaded: dict[int, StateStore | NativeStateStore] = {}
         self.native = _native.Connection(self.request.fileno()) if _native is not None else None
 
     def send(self, code: int, payload: bytes = b"") -> None:
@@ -221,6 +223,21 @@ class Connection(socketserver.StreamRequestHandler):
                 self._serve_python()
         finally:
             set_current_channel(None)
+            self._abort_open_versions()
+
+    def _abort_open_versions(self) -> None:
+        """The shim dropped the connection (its task was interrupted or killed, its executor
+        died): the versions it loaded and neither committed nor ended are aborted, as its
+        `abort()` would, so nothing of the batch can be committed later. A half-received frame
+        was never applied. A version some other connection loaded since is not this one's
+        (abort is a no-op on superseded, committed and ended versions)."""
+        for store in self.loaded.values():
+            try:
+                store.abort()
+            except Exception:  # the connection is gone either way; the next load supersedes it
+                log.warning("ttlstate server: aborting a dropped connection's open version failed\n%s",
+                            traceback.format_exc())
+        self.loaded.clear()
 
     def _forward(self, code: int, payload: bytes) -> tuple[int, bytes] | None:
         """What the native loop does not answer itself. None: a pipelined frame, no reply."""
@@ -355,6 +372,7 @@ class Connection(socketserver.StreamRequestHandler):
                 empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot, watermark_ms=watermark,
                 previous_batch_ms=previous if previous >= 0 else None, ckpt_id=ckpt_id or None,
                 snapshot_ckpt_id=snapshot_id or None)
+            self.loaded[handle] = entry.store
             if self.native is not None and isinstance(entry.store, NativeStateStore):
                 self.native.bind(handle, entry.store.txn)  # its per-entry requests stay native
             hashes = entry.provider.keep_restored_key_hashes(bool(flags & P.LOAD_KEY_HASHES))
@@ -404,6 +422,7 @@ class Connection(socketserver.StreamRequestHandler):
         if code == P.OP_COMMIT:
             store = self._store(handle)
             version = store.commit()
+            self.loaded.pop(handle, None)
             new_id, base_id = entry.provider.last_commit_ids
             return (_metrics_payload(P.Writer().i64(version), store.metrics())
                     .str(new_id or "").str(base_id or "").payload())
@@ -412,10 +431,12 @@ class Connection(socketserver.StreamRequestHandler):
         if code == P.OP_ABORT:
             if entry.store is not None:
                 entry.store.abort()
+            self.loaded.pop(handle, None)
             return b""
         if code == P.OP_RELEASE:
             if entry.store is not None:
                 entry.store.release()
+            self.loaded.pop(handle, None)
             return b""
         if code == P.OP_SNAPSHOT:
             entry.provider.do_snapshot_maintenance()
@@ -435,6 +456,7 @@ class Connection(socketserver.StreamRequestHandler):
             entry.provider.do_cleanup_maintenance(r.i32())
             return b""
         if code == P.OP_CLOSE:
+            self.loaded.pop(handle, None)
             self.registry.close(handle)
             return b""
         raise RequestError(P.ERR_BAD_REQUEST, f"unknown request code {code}")

@@ -1,8 +1,8 @@
 package ttlstate.spark
 
-import java.io.{BufferedInputStream, BufferedOutputStream, BufferedReader, DataInputStream, File, IOException, InputStreamReader, OutputStream}
+import java.io.{BufferedInputStream, BufferedOutputStream, BufferedReader, DataInputStream, File, IOException, InputStreamReader, InterruptedIOException, OutputStream}
 import java.net.{StandardProtocolFamily, UnixDomainSocketAddress}
-import java.nio.channels.{Channels, SocketChannel}
+import java.nio.channels.{Channels, ClosedByInterruptException, ClosedChannelException, SocketChannel}
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
 import java.nio.file.attribute.PosixFilePermissions
@@ -24,6 +24,20 @@ final class ServerError(val code: Int, val message: String) extends RuntimeExcep
 /** The state server is gone (killed, crashed, or closed the connection). */
 final class ServerDied(message: String, cause: Throwable) extends RuntimeException(message, cause)
 
+/** This thread was interrupted (Spark killed or cancelled its task: `query.stop()`, a job group
+ *  cancel, the UI's kill, a losing speculative attempt), which closed its own connection. Only
+ *  that connection is gone: the server and every other connection are untouched, and the server
+ *  ends the connection's open transaction as an abort. An `InterruptedIOException`, so Spark
+ *  reports the task as killed, and a stream's thread as stopped, not as failed. */
+final class ConnectionInterrupted(message: String, cause: Throwable) extends InterruptedIOException(message) {
+  initCause(cause)
+}
+
+/** The server closed this connection in the middle of a request, but its processes still run:
+ *  only this connection is gone (the server drops what it left uncommitted). The task fails;
+ *  its retry opens a new connection to the same server. */
+final class ConnectionLost(message: String, cause: Throwable) extends RuntimeException(message, cause)
+
 /** One connection to one worker. Used by one thread at a time (a task or a maintenance call).
  *
  *  Every blocking step (connect, send, waiting for a frame) is visible to the server's
@@ -35,6 +49,10 @@ final class ServerConnection(val server: RunningServer, val worker: Int, timeout
   @volatile private[spark] var frames = 0L
   @volatile private[spark] var serving = false
   @volatile var broken = false
+  // The channel was closed by an interrupt of the thread using it (NIO closes it then)...
+  @volatile private var closedByInterrupt = false
+  // ... or by `close()` here: either way not a sign of the server's health.
+  @volatile private var closedHere = false
   // True while in the pool: a connection must never be handed to two users at once.
   private[spark] val pooled = new java.util.concurrent.atomic.AtomicBoolean(false)
   private val channel = SocketChannel.open(StandardProtocolFamily.UNIX) // connected below, watched
@@ -45,7 +63,7 @@ final class ServerConnection(val server: RunningServer, val worker: Int, timeout
     server.track(this)
     try {
       try waiting(channel.connect(UnixDomainSocketAddress.of(server.sockets(worker))))
-      catch { case e: IOException => died(e, s"cannot connect to worker $worker (${server.sockets(worker)})") }
+      catch { case e: IOException => failed(e, connecting = true) }
       val r = call(new PayloadWriter().u32(Protocol.MAGIC).u32(Protocol.PROTOCOL_VERSION).frame(Protocol.OP_HELLO), null)
       val version = r.u32()
       if (version != Protocol.PROTOCOL_VERSION) {
@@ -59,8 +77,28 @@ final class ServerConnection(val server: RunningServer, val worker: Int, timeout
     try io finally waitingSince = ServerConnection.Idle
   }
 
-  private def died(e: Throwable, what: String = "died or closed the connection"): Nothing = {
+  /** An I/O failure of this connection. An interrupt of this thread (now, or in an earlier call
+   *  that closed the channel) ends this connection alone. Otherwise the server's processes say
+   *  whether it died (`RunningServer.runs`): a live server that closed one connection stays, but
+   *  one whose worker socket refuses a connection is replaced. */
+  private def failed(e: IOException, connecting: Boolean = false): Nothing = {
     broken = true
+    if (e.isInstanceOf[ClosedByInterruptException] || Thread.currentThread().isInterrupted) closedByInterrupt = true
+    if (server.killedBecause == null && (closedByInterrupt || (closedHere && e.isInstanceOf[ClosedChannelException]))) {
+      close()
+      throw new ConnectionInterrupted(s"ttlstate: this thread was interrupted (Spark killed or cancelled its task, " +
+        s"or is stopping), which closed its connection to worker $worker of the state server (pid ${server.pid}); " +
+        "the server goes on serving, and drops the connection's uncommitted writes.", e)
+    }
+    if (!connecting && server.killedBecause == null && server.runs(worker)) {
+      close()
+      throw new ConnectionLost(s"ttlstate state server (pid ${server.pid}) closed the connection to worker $worker " +
+        s"in the middle of a request (${e.getClass.getSimpleName}: ${e.getMessage}), but its processes still run: " +
+        "the task fails and Spark's retry connects again; the server dropped the task's uncommitted writes. " +
+        "Check the executor's stderr for the server's log.", e)
+    }
+    val what = if (connecting) s"cannot be connected to at worker $worker (${server.sockets(worker)})"
+      else "died or closed the connection"
     server.markDead()
     val message = Option(server.killedBecause).getOrElse(s"ttlstate state server (pid ${server.pid}) $what " +
       s"(${e.getClass.getSimpleName}: ${e.getMessage}); the task fails and Spark's retry starts a new " +
@@ -69,7 +107,7 @@ final class ServerConnection(val server: RunningServer, val worker: Int, timeout
   }
 
   /** Sends a frame with no reply expected (pipelined writes). */
-  def send(frame: Array[Byte]): Unit = try waiting(out.write(frame)) catch { case e: IOException => died(e) }
+  def send(frame: Array[Byte]): Unit = try waiting(out.write(frame)) catch { case e: IOException => failed(e) }
 
   /** A synchronous request: serves checkpoint callbacks until the server answers. */
   def call(frame: Array[Byte], files: CheckpointFiles): PayloadReader = {
@@ -97,12 +135,16 @@ final class ServerConnection(val server: RunningServer, val worker: Int, timeout
       }
       throw new IllegalStateException("unreachable")
     } catch {
-      case e: IOException => died(e)
+      case e: IOException => failed(e)
+      case e: ServerError => throw e // a whole error frame: the stream is still in step
+      case e: Throwable => broken = true; throw e // anything else may leave a frame half read
     } finally waitingSince = ServerConnection.Idle
   }
 
   /** Also from the watchdog's thread: a read or write blocked in another thread fails at once. */
   def close(): Unit = {
+    closedHere = true
+    broken = true
     server.untrack(this)
     try channel.close() catch { case _: IOException => }
   }
@@ -127,6 +169,19 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
 
   def pid: Long = process.pid()
   def alive: Boolean = !dead && process.isAlive
+
+  /** Whether the server still runs, judged by its processes, not by one connection: the
+   *  supervisor and the process serving `worker` exist and have not exited. A process that
+   *  closed our connection by exiting shows it a moment later, so this watches for up to a
+   *  second; an unidentified worker counts as gone. */
+  private[spark] def runs(worker: Int): Boolean = {
+    def up = !dead && process.isAlive && ProcSample.exists(pid) && workers(worker).exists(h => ProcSample.exists(h.pid))
+    val until = System.nanoTime() + 1000000000L
+    while (up && System.nanoTime() - until < 0 && !Thread.currentThread().isInterrupted) {
+      java.util.concurrent.locks.LockSupport.parkNanos(20000000L)
+    }
+    up
+  }
   def isDead: Boolean = dead
   def markDead(): Unit = { dead = true; destroy() }
 

@@ -383,7 +383,9 @@ final class TtlStateStore(
   private def endWithout(code: Int, newState: String): Unit = if (state == "open") {
     writes.reset()
     pendingWrites = 0
-    try conn.call(request(code).frame(code), files) catch { case _: Exception => } // best effort
+    // Best effort. A connection an interrupt closed is not used: the server already aborted what
+    // it left open when the connection dropped.
+    if (!conn.broken) try conn.call(request(code).frame(code), files) catch { case _: Exception => }
     finish(newState)
   }
 

@@ -153,6 +153,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     case s: ServerError =>
       new IllegalStateException(s"$label, version $version: $what failed: ${s.message}", s)
     case d: ServerDied => new IllegalStateException(s"$label, version $version: $what failed: ${d.getMessage}", d)
+    case l: ConnectionLost => new IllegalStateException(s"$label, version $version: $what failed: ${l.getMessage}", l)
     case other => other
   }
 

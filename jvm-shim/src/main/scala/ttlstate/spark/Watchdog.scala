@@ -43,6 +43,11 @@ private[spark] object ProcSample {
     }
   }
 
+  /** The process exists and has not exited: a zombie (exited, not yet reaped by its parent) or
+   *  one being torn down has. False also when /proc cannot tell. */
+  def exists(pid: Long): Boolean =
+    read(Paths.get("/proc", pid.toString, "stat")).flatMap(parse).exists { case (state, _) => !"ZXx".contains(state) }
+
   /** Several processes as one: working if any works, stopped if all are. */
   def ofAll(pids: Seq[Long]): Option[ProcSample] = {
     val samples = pids.flatMap(of)
