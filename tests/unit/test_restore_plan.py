@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ttlstate.checkpoint.errors import VersionNotFound
-from ttlstate.checkpoint.restore_plan import deletable_files, plan_restore
+from ttlstate.checkpoint.restore_plan import deletable_files, plan_from_snapshot, plan_restore
 
 
 def cl(*vs: int) -> list[str]:
@@ -88,3 +88,12 @@ def test_a_skipped_snapshot_is_not_a_base() -> None:
     files = cl(*range(1, 8)) + sn(3, 6)
     plan = plan_restore("s", files, 7, None, frozenset({6}))
     assert plan.snapshot == "3.snapshot" and plan.changelogs == tuple(cl(4, 5, 6, 7))
+
+
+def test_errors_name_what_the_checkpoint_holds() -> None:
+    """One line an operator can act on: the versions there are, the snapshots to replay from."""
+    with pytest.raises(VersionNotFound, match=r"holds versions 5-7,9: batch ids one lower"):
+        plan_restore("s", cl(5, 6, 7) + sn(7, 9), 2, None)
+    with pytest.raises(VersionNotFound, match=r"snapshotStartBatchId can be one of the batches "
+                                              r"with a snapshot: 6, 8"):
+        plan_from_snapshot("s", cl(*range(1, 10)) + sn(7, 9), 4, 9)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import VersionNotFound
-from ttlstate.checkpoint.restore_plan import RestorePlan, plan_restore
+from ttlstate.checkpoint.restore_plan import RestorePlan, plan_restore, snapshot_missing
 
 EMPTY = ""  # the id of the empty state a lineage ends in
 FORMAT1 = "-"  # the id of a version written on checkpoint format 1 (found by version alone)
@@ -33,7 +33,7 @@ def plan_by_id(store_id: str, files: list[str], version: int, ckpt_id: str,
     if from_snapshot is not None and from_snapshot[0] == version:
         if from_snapshot[1] not in (None, ckpt_id) or (version, ckpt_id) not in present:
             raise VersionNotFound(store_id, version, names.snapshot_name(version, ckpt_id),
-                                  "is missing (the snapshot to replay from)")
+                                  snapshot_missing([v for v, _i in present]))
         return RestorePlan(version, names.snapshot_name(version, ckpt_id), (), False)
     for i, (k, kid) in enumerate(chain):
         if i == 0 and from_snapshot is None and (k, kid) in present:
@@ -59,7 +59,7 @@ def plan_by_id(store_id: str, files: list[str], version: int, ckpt_id: str,
             return RestorePlan(k, names.snapshot_name(k, kid), above, False)
         if from_snapshot is not None:
             raise VersionNotFound(store_id, version, names.snapshot_name(k, kid),
-                                  "is missing (the snapshot to replay from)")
+                                  snapshot_missing([v for v, i in present if (v, i) in chain]))
     oldest = chain[-1]
     raise VersionNotFound(store_id, version, names.snapshot_name(*oldest),
                           f"is missing (version {version} ({ckpt_id}) is built on it, and no "

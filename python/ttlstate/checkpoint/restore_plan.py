@@ -29,7 +29,10 @@ def plan_restore(store_id: str, files: list[str], version: int,
     changelogs = {f.version for f in parsed if f.kind == names.CHANGELOG}
     snapshots = {f.version for f in parsed if f.kind == names.SNAPSHOT} - skip_snapshots
     if version not in changelogs and version not in snapshots and version not in skip_snapshots:
-        raise VersionNotFound(store_id, version, names.changelog_name(version))
+        held = _ranges(sorted(changelogs | snapshots))
+        raise VersionNotFound(store_id, version, names.changelog_name(version),
+                              "does not exist (version does not exist in the checkpoint, which "
+                              f"holds versions {held or 'none'}: batch ids one lower)")
     if local_version is not None and local_version <= version and all(
             v in changelogs for v in range(local_version + 1, version + 1)):
         return RestorePlan(local_version, None, _changelogs(local_version, version), True)
@@ -57,7 +60,7 @@ def plan_from_snapshot(store_id: str, files: list[str], snapshot_version: int,
         snapshot = names.snapshot_name(snapshot_version)
     else:
         raise VersionNotFound(store_id, version, names.snapshot_name(snapshot_version),
-                              "is missing (the snapshot to replay from)")
+                              snapshot_missing([f.version for f in parsed if f.kind == names.SNAPSHOT]))
     changelogs = {f.version for f in parsed if f.kind == names.CHANGELOG}
     missing = [v for v in range(snapshot_version + 1, version + 1) if v not in changelogs]
     if missing:
@@ -65,6 +68,24 @@ def plan_from_snapshot(store_id: str, files: list[str], snapshot_version: int,
                               f"is missing (needed to rebuild version {version} from "
                               f"{names.snapshot_name(snapshot_version)})")
     return RestorePlan(snapshot_version, snapshot, _changelogs(snapshot_version, version), False)
+
+
+def snapshot_missing(snapshot_versions: list[int]) -> str:
+    """Why a snapshotStartBatchId cannot be served, naming those that can."""
+    batches = ", ".join(str(v - 1) for v in sorted(set(snapshot_versions))) or "none yet"
+    return (f"is missing (the snapshot to replay from; snapshotStartBatchId can be one of the "
+            f"batches with a snapshot: {batches})")
+
+
+def _ranges(versions: list[int]) -> str:
+    """1-3,5,7-9"""
+    out: list[str] = []
+    for v in versions:
+        if out and v == int(out[-1].split("-")[-1]) + 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{v}"
+        else:
+            out.append(str(v))
+    return ",".join(out)
 
 
 def _changelogs(after: int, upto: int) -> tuple[str, ...]:
