@@ -11,7 +11,10 @@ never reads its EOF: the shim must kill it) and a stopped supervisor whose worke
 never notices: the shim must kill it). Besides, at random points of other batches, it cancels
 the job group of one of the two queries (what `query.stop()` and the UI's kill do: Spark
 interrupts the running tasks); a query failed by a cancel is restarted from its checkpoint,
-and the cancel must never take the state server down. Every batch's output and state row
+and the cancel must never take the state server down. And a second driver process, started on
+a copy of the deduplication's logs as of an earlier batch that shares its state files, re-runs
+that batch while the query goes on (a concurrent writer: it must delete nothing the query
+committed). Every batch's output and state row
 count must equal Spark's RocksDB provider's run of the same input, every planned fault must
 have been injected, and at the end no process of ours (also none reparented away from this
 test) and no directory of ours is left. `pytest -s` prints the counts.
@@ -36,6 +39,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from tests.spark.harness import ROCKSDB, TTLSTATE, Run, poll_until, running, session, state_rows_per_batch
+from tests.spark.second_driver import run_second_driver, second_driver_checkpoint
 
 pytestmark = [pytest.mark.spark, pytest.mark.long]
 
@@ -46,6 +50,7 @@ KINDS = ("kill-worker", "kill-supervisor", "stop-worker-short", "stop-worker-unt
          "stop-worker-kill-supervisor", "stop-supervisor-kill-worker")
 PER_KIND = 4            # 28 faults over batches 1..31
 CANCELS = 6             # job group cancels of one query, at random points of 6 batches
+SECOND_WRITER = (8, 14)  # a second driver re-runs the deduplication's batch 8 during batch 14
 LONG_STOP_CAP_S = 60    # a stopped worker nobody asks is resumed after this
 SCHEMAS = {"agg": "k STRING, v INT, ts TIMESTAMP", "dedup": "k STRING, ts TIMESTAMP"}
 CONFS = {"spark.sql.streaming.noDataMicroBatches.enabled": "false",  # one batch per input file
@@ -314,6 +319,7 @@ def test_chaos_soak_matches_rocksdb_and_leaves_nothing_behind(spark: SparkSessio
     theirs = _run_pair(spark, ROCKSDB, steps)
     chaos = Chaos(local_dir, random.Random(SEED + 1))
     restarts: Counter = Counter()
+    second: dict[str, object] = {}
     started = time.monotonic()
     try:
         def on_feed(b: int, runs: tuple[Run, Run]) -> None:
@@ -322,6 +328,13 @@ def test_chaos_soak_matches_rocksdb_and_leaves_nothing_behind(spark: SparkSessio
                 chaos.start(faults[b])
             if b in cancels:
                 chaos.start_cancel(spark, runs, cancels[b])
+            rerun, during = SECOND_WRITER
+            if b == rerun + 1:  # batch `rerun` is committed: its logs are what a driver would see
+                second["checkpoint"] = second_driver_checkpoint(runs[1], rerun)
+            if b == during:
+                second.update(run_second_driver(runs[1], str(second["checkpoint"]), rerun,
+                                                "tests.spark.test_chaos_soak:deduplication", {},
+                                                "append"))
         ours = _run_pair(spark, TTLSTATE, steps, on_feed, restarts)
         chaos.join()
     finally:
@@ -329,7 +342,9 @@ def test_chaos_soak_matches_rocksdb_and_leaves_nothing_behind(spark: SparkSessio
     elapsed = time.monotonic() - started
     print(f"\nchaos soak: {BATCHES} batches x 2 queries in {elapsed:.0f}s with ttlstate; injected "
           f"{dict(chaos.injected)}; outcomes {dict(chaos.outcomes)}; cancels {dict(chaos.cancels)}, "
-          f"queries restarted after one {restarts['restarts']}; state servers seen {len(chaos.supervisors)}")
+          f"queries restarted after one {restarts['restarts']}; state servers seen {len(chaos.supervisors)}; "
+          f"second driver {second}")
+    assert second.get("done") and "error" not in second, second
     assert not chaos.errors, chaos.errors
     assert chaos.injected == Counter({k: PER_KIND for k in KINDS}), chaos.injected
     assert sum(chaos.cancels.values()) == CANCELS, chaos.cancels

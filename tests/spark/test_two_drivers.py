@@ -10,12 +10,7 @@ Spark's RocksDB provider produces for the same input without the race.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -31,6 +26,7 @@ from tests.spark.harness import (
     running,
     session,
 )
+from tests.spark.second_driver import run_second_driver, second_driver_checkpoint
 from ttlstate.config import keys as K
 
 SCHEMA = "k STRING, v INT"
@@ -59,25 +55,6 @@ def expected(spark: SparkSession) -> dict[int, list[tuple]]:
                                       output_mode="update"))
 
 
-def _second_driver_checkpoint(running: Run, batch: int) -> str:
-    """The running query's logs as of now, less the commit of `batch` (so a driver started on it
-    re-runs `batch`), with the running query's own state folder."""
-    copy = os.path.join(tempfile.mkdtemp(prefix="ttlstate-second-"), "ck")
-    shutil.copytree(running.checkpoint, copy, ignore=shutil.ignore_patterns("state"))
-    for name in (str(batch), f".{batch}.crc"):
-        path = os.path.join(copy, "commits", name)
-        if os.path.exists(path):
-            os.unlink(path)
-    for later in os.listdir(os.path.join(copy, "offsets")):  # the logs end at `batch`
-        if later.lstrip(".").split(".")[0].isdigit() and int(later.lstrip(".").split(".")[0]) > batch:
-            os.unlink(os.path.join(copy, "offsets", later))
-    for later in os.listdir(os.path.join(copy, "commits")):
-        if later.lstrip(".").split(".")[0].isdigit() and int(later.lstrip(".").split(".")[0]) > batch:
-            os.unlink(os.path.join(copy, "commits", later))
-    os.symlink(os.path.join(running.checkpoint, "state"), os.path.join(copy, "state"))
-    return copy
-
-
 def _kill_state_servers() -> None:
     procs = [p for p, _cmd in our_server_processes()]
     for p in procs:
@@ -95,20 +72,13 @@ def test_second_driver_rerunning_an_old_batch_loses_nothing(spark: SparkSession,
     try:
         for rows in STEPS[:RERUN_BATCH + 1]:
             ours.step(rows)
-        second = _second_driver_checkpoint(ours, RERUN_BATCH)
+        second = second_driver_checkpoint(ours, RERUN_BATCH)
         for rows in STEPS[RERUN_BATCH + 1:9]:
             ours.step(rows)
         state = os.path.join(ours.checkpoint, "state", "0", "0")
         before = {n: os.path.getmtime(os.path.join(state, n)) for n in os.listdir(state)}
-        repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [os.path.join(repo, "python"), repo, os.environ.get("PYTHONPATH", "")]))
-        out = subprocess.run(
-            [sys.executable, "-m", "tests.spark.rerun_driver", second, os.path.join(ours.root, "events"),
-             str(RERUN_BATCH), json.dumps(confs)], capture_output=True, text=True, timeout=300,
-            cwd=repo, env=env)
-        assert out.returncode == 0, out.stderr[-3000:]
-        report = json.loads(out.stdout.strip().splitlines()[-1])
+        report = run_second_driver(ours, second, RERUN_BATCH, "tests.spark.test_two_drivers:_build",
+                                   {"ttl": "1h"})
         assert report["done"] and "error" not in report, report
         assert report["committed"][:1] == [RERUN_BATCH], report
         rewritten = f"{RERUN_BATCH + 1}.changelog"
