@@ -103,7 +103,6 @@ class StoreProvider:
         self.checkpoint_ids = checkpoint_ids
         self._v2_lineage: tuple[tuple[int, str], ...] = ()  # of the local version, newest first
         self._state_format1 = False  # the local version's state id is a format 1 fingerprint
-        self._loaded_lineage: tuple[tuple[int, str], ...] = ()
         # (new id, base id) of the last commit, format 2 (Spark's StateStoreCheckpointInfo)
         self.last_commit_ids: tuple[str | None, str | None] = (None, None)
         self.query_id = query_id  # written into every file; a file of another query is refused
@@ -401,7 +400,6 @@ class StoreProvider:
                     continue
                 self._verify_ids(plan, fetched, version)
                 self._loaded_state = ckpt_id
-                self._loaded_lineage = lineage
                 self._loaded_base_trusted = bool(plan.snapshot)
                 self._apply_plan(plan, fetched, version)
                 self._v2_lineage, self._state_format1 = lineage, False
