@@ -38,7 +38,8 @@ MIN_PYTHON = (3, 10)
 OPERATOR_TTL_OPTION = K.OPERATOR_TTL.option
 _OPTION_KEYS: dict[str, K.ConfKey] = {k.option: k for k in K.ALL_KEYS if k.option and "<" not in k.suffix}
 # Options that are durations: a bare number has no unit, so it is refused (5 is not "5s").
-_DURATION_OPTIONS = {K.TTL.option, K.FILTER_PERIODIC_COMPACTION.option, K.REQUEST_TIMEOUT.option}
+_DURATION_OPTIONS = {K.TTL.option, K.FILTER_PERIODIC_COMPACTION.option, K.REQUEST_TIMEOUT.option,
+                     K.REAL_TIME_CLOCK_INTERVAL.option}
 
 
 class UnsupportedEnvironment(RuntimeError):
