@@ -84,10 +84,15 @@ def _format_confs(version: int) -> dict[str, str | None]:
     return {FORMAT_VERSION_KEY: str(version), ALLOW_V1_KEY: "true" if version == 1 else None}
 
 
+# ttlstate's clock advances inside Real-time batches (every access path asks the server again
+# once per interval); the 1 h TTL expires nothing, so outputs must equal RocksDB's.
+CLOCK = {K.REAL_TIME_CLOCK_INTERVAL.key: "100ms"}
+
+
 def _run_all(spark: SparkSession, provider: str, version: int) -> dict[str, list[tuple]]:
     """Every query of QUERIES through STEPS on `provider`: what each emitted, sorted."""
     root = tempfile.mkdtemp(prefix="ttlstate-rtm-")
-    confs = _format_confs(version)
+    confs = {**_format_confs(version), **CLOCK}
     inputs = {name: LowLatencyInput(spark) for name in QUERIES}
     outputs: dict[str, list[tuple]] = {name: [] for name in QUERIES}
     try:
@@ -215,3 +220,38 @@ def test_ttl_expires_inside_one_long_real_time_batch(spark: SparkSession) -> Non
     for the whole batch and the key is remembered until the batch ends."""
     assert _dedup_in_one_long_batch(spark, "100ms") == ["x", "y", "x", "z"]
     assert _dedup_in_one_long_batch(spark, "off") == ["x", "y", "z"]
+
+
+def test_aggregate_forgets_a_key_after_the_ttl_between_real_time_records(spark: SparkSession) -> None:
+    """A running count on ttlstate with a 2 s TTL in 1 s Real-time batches: a key seen again
+    5 s later counts from 1 again; RocksDB (no TTL) counts on."""
+    counts = {}
+    for provider in (TTLSTATE, ROCKSDB):
+        root = tempfile.mkdtemp(prefix="ttlstate-rtm-agg-ttl-")
+        source = LowLatencyInput(spark)
+        build = lambda d: QUERIES["aggregate"](_parsed(d)).select("k", "n")  # noqa: E731
+        confs = {K.TTL.key: "2s", **CLOCK, **_format_confs(1)}
+        try:
+            source.add(["seed,0,0"])
+            seed = start(spark, build(source.df()), MemorySink(spark), root, "q", real_time=None,
+                         provider=provider, confs=confs)
+            seed.processAllAvailable()
+            seed.stop()
+            sink = MemorySink(spark)
+            q = start(spark, build(source.df()), sink, root, "q", real_time="1 second", provider=None,
+                      confs=confs)
+            try:
+                source.add(["a,1,1"])
+                wait_until(lambda s=sink: len(s.rows()) == 1, 30, q, sink.rows)
+                source.add(["a,1,1"])
+                wait_until(lambda s=sink: len(s.rows()) == 2, 30, q, sink.rows)
+                time.sleep(5.0)  # the TTL counts from the write-back at the batch end
+                source.add(["a,1,1"])
+                wait_until(lambda s=sink: len(s.rows()) == 3, 30, q, sink.rows)
+                counts[provider] = [n for _, n in sink.rows()]
+            finally:
+                q.stop()
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    assert counts[TTLSTATE] == [1, 2, 1]
+    assert counts[ROCKSDB] == [1, 2, 3]
