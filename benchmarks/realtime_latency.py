@@ -98,9 +98,10 @@ def _feed(source: LowLatencyInput, query: str, rate: int, seconds: float, first:
 
 
 def measure(spark: SparkSession, provider: str, query: str, rate: int, seconds: float, warmup: float,
-            batch: str) -> dict[str, object]:
+            batch: str, fmt: int = 1) -> dict[str, object]:
     root = tempfile.mkdtemp(prefix="ttlstate-rtm-bench-")
-    confs: dict[str, str | None] = {FORMAT_VERSION_KEY: "1", ALLOW_V1_KEY: "true"}
+    confs: dict[str, str | None] = {FORMAT_VERSION_KEY: str(fmt),
+                                    ALLOW_V1_KEY: "true" if fmt == 1 else None}
     source = LowLatencyInput(spark)
     try:
         source.add([f"seed,{time.monotonic_ns()}"])
@@ -134,6 +135,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     ap.add_argument("--seconds", type=float, default=15.0, help="measured seconds per run")
     ap.add_argument("--warmup", type=float, default=3.0, help="seconds not measured at the start")
     ap.add_argument("--batch", default="5 seconds", help="the Real-time trigger's batch duration")
+    ap.add_argument("--format", type=int, choices=(1, 2), default=1,
+                    help="checkpoint format of both providers (ttlstate refuses 2 until it implements it)")
     ap.add_argument("--out", default=None,
                     help="JSON result file (default: benchmarks/results/<date>-realtime-latency.json)")
     args = ap.parse_args(argv)
@@ -153,7 +156,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     try:
         for rate in rates:
             for query in QUERIES:
-                pair = {p: measure(spark, p, query, rate, seconds, warmup, args.batch) for p in PROVIDERS}
+                pair = {p: measure(spark, p, query, rate, seconds, warmup, args.batch, args.format)
+                        for p in PROVIDERS}
                 for r in pair.values():
                     print(json.dumps(r), flush=True)
                     rows.append(r)
@@ -166,8 +170,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     finally:
         spark.stop()
     command = "PYTHONPATH=python python -m benchmarks.realtime_latency " + " ".join(argv or sys.argv[1:])
-    result = [{"command": command.strip(),
-               "batch": args.batch, "seconds": seconds, "warmup": warmup, "master": "local[4]",
+    result = [{"command": command.strip(), "batch": args.batch, "checkpoint_format": args.format,
+               "seconds": seconds, "warmup": warmup, "master": "local[4]",
                "shuffle_partitions": 2, "source_partitions": 1,
                "date": datetime.datetime.now().isoformat(timespec="seconds")}, *rows]
     return save(result, out)
