@@ -253,6 +253,7 @@ PYBIND11_MODULE(_native, m) {
         py::gil_scoped_release release;
         return t.NewKeyScan();
       })
+      .def("advance_now", &ttlstate::Txn::AdvanceNow, py::arg("now"))
       .def("make_writable", &ttlstate::Txn::MakeWritable)
       .def("check_writable", &ttlstate::Txn::CheckWritable)
       .def("incremental_step", [](ttlstate::Txn& t) {

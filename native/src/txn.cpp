@@ -46,6 +46,12 @@ void Txn::End(const char* state) {
   }
 }
 
+int64_t Txn::AdvanceNow(int64_t now) {
+  CheckOpen();
+  if (now > now_) now_ = now;
+  return now_;
+}
+
 void Txn::MakeWritable() {
   CheckOpen();
   writable_ = true;

@@ -96,6 +96,21 @@ def test_checkpoint_ids_over_the_wire(server, confs) -> None:  # noqa: ANN001
         assert (done, [(r.bytes(), r.bytes_or_none() is not None) for _ in range(n)]) == (1, [(key, True)])
 
 
+def test_set_time_moves_the_loaded_versions_now_forward_only(server, confs) -> None:  # noqa: ANN001
+    """OP_SET_TIME, as the shim sends it in Real-time Mode: TTL expires inside one version."""
+    _proc, sockets, tmp = server
+    c = Client(sockets[0])
+    c.hello()
+    h = c.open("rt", confs, INFO, os.path.join(tmp, "ck"))
+    c.load(h, 0, 1000)
+    c.writes(h, [(b"a", b"1")])
+    assert c.set_time(h, 1099) == 1099 and c.get(h, b"a") == b"1"
+    c.writes(h, [(b"b", b"2")])                    # stamped 1099
+    assert c.set_time(h, 1100) == 1100 and c.get(h, b"a") is None
+    assert c.set_time(h, 900) == 1100 and c.get(h, b"b") == b"2"
+    assert c.commit(h)[:2] == (1, 1)
+
+
 def test_key_scan_and_lineage_for_the_shims_key_filter(server, confs) -> None:  # noqa: ANN001
     """OP_KEYS lists every stored key (expired ones too: a filter may hold more, never less);
     the lineage stays while the local DB only advances by commits, and changes when rebuilt."""

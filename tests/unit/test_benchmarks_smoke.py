@@ -134,3 +134,11 @@ def test_a_baseline_variant_that_ran_the_current_code_is_refused() -> None:
         old.check_code(["/new/python/ttlstate/__init__.py"], ["/old/python/ttlstate/_native.so"])
     with pytest.raises(RuntimeError, match="did not run only"):
         old.check_code(["/old/python/ttlstate/__init__.py"], [])  # no server seen at all
+
+
+def test_realtime_latency_summary_is_nearest_rank_in_ms() -> None:
+    from benchmarks import realtime_latency
+
+    s = realtime_latency.summarize([i * 1_000_000 for i in range(1, 101)])  # 1..100 ms
+    assert s == {"n": 100, "p50_ms": 50.0, "p99_ms": 99.0, "max_ms": 100.0}
+    assert realtime_latency.summarize([]) == {"n": 0}

@@ -19,6 +19,7 @@ BAD = {
     K.KEY_FILTER_MAX_KEYS: "lots", K.KEY_FILTER_MAX_BYTES: "-1", K.MEMORY_MAX_BYTES: "1m",
     K.MEMORY_WRITE_BUFFER_RATIO: "1.5", K.CACHE_MAX_BYTES: "lots", K.REQUEST_TIMEOUT: "500ms",
     K.CLOCK_MAX_GAP: "500ms",
+    K.REAL_TIME_CLOCK_INTERVAL: "5ms",
 }
 
 
@@ -174,3 +175,11 @@ def test_durations_are_written_back_in_the_largest_exact_unit(ms: int | None, te
     assert format_duration_ms(ms) == text
     if ms is not None:
         assert parse_duration_ms("k", text) == ms
+
+
+@pytest.mark.parametrize("value,ms", [("off", None), ("OFF", None), ("10ms", 10), ("1s", 1000)])
+def test_real_time_clock_interval_is_off_or_a_duration_of_at_least_10ms(value: str, ms: int | None) -> None:
+    from ttlstate.config.store_config import real_time_clock_interval_ms
+
+    store_config_from_confs({K.REAL_TIME_CLOCK_INTERVAL.key: value})
+    assert real_time_clock_interval_ms(value) == ms

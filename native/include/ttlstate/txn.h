@@ -103,6 +103,9 @@ class Txn : public std::enable_shared_from_this<Txn> {
   size_t pending_writes() const { return written_; }
   int64_t version() const { return version_; }
   int64_t now() const { return now_; }
+  // Real-time Mode: moves this transaction's "now" forward to `now` (never back); returns the
+  // time TTL uses from here on. Pending writes keep the time they were stamped with.
+  int64_t AdvanceNow(int64_t now);
   bool writable() const { return writable_; }
   std::string state() const;
 

@@ -186,6 +186,13 @@ REQUEST_TIMEOUT = ConfKey("requestTimeout", "5m", "a duration with its unit, at 
                           "the task fails naming it; Spark's retry starts a new server. A slow but "
                           "working server (e.g. a long snapshot) is waited for.",
                           option="request_timeout")
+REAL_TIME_CLOCK_INTERVAL = ConfKey(
+    "realTime.clockInterval", "off", "off, or a duration of at least 10ms: 100ms, 1s, 10s",
+    "Real-time Mode (`trigger(realTime=...)`): how often TTL's now advances inside one long "
+    "batch, to the executor's wall clock (never below the batch timestamp, never backwards). "
+    "`off`: now stays at the batch timestamp for the whole batch, i.e. the checkpoint interval "
+    "(replay-deterministic, the micro-batch behaviour). See [Real-time Mode](real-time-mode.md).",
+    option="real_time_clock_interval")
 OPERATOR_TTL = ConfKey("operator.<operatorId>.ttl", "(the global ttl)",
                        "off, or a duration with its unit",
                        "TTL for one stateful operator, by operator id: the number of its "
@@ -216,6 +223,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON,
     LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES, MEMORY_MAX_BYTES,
     MEMORY_WRITE_BUFFER_RATIO, CACHE_MAX_BYTES, REQUEST_TIMEOUT, OPERATOR_TTL, OPERATOR_NAME_TTL,
+    REAL_TIME_CLOCK_INTERVAL,
 )
 
 

@@ -24,6 +24,7 @@ MIN_REQUEST_TIMEOUT_MS = 1000
 # activeTime's bound on one gap between batches; below a second it would stop the clock between
 # ordinary batches.
 MIN_CLOCK_MAX_GAP_MS = 1000
+MIN_REAL_TIME_CLOCK_INTERVAL_MS = 10
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,16 @@ def _parse_ttl(key: str, value: str) -> int | None:
     return parse_duration_ms(key, value)
 
 
+def real_time_clock_interval_ms(value: str) -> int | None:
+    """`realTime.clockInterval` in ms, None when off (read by the shim; validated here)."""
+    if str(value).strip().lower() == "off":
+        return None
+    ms = parse_duration_ms(K.REAL_TIME_CLOCK_INTERVAL.key, value)
+    if ms < MIN_REAL_TIME_CLOCK_INTERVAL_MS:
+        raise ConfError(K.REAL_TIME_CLOCK_INTERVAL.key, value, K.REAL_TIME_CLOCK_INTERVAL.allowed)
+    return ms
+
+
 def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = None,
                             operator_names: Mapping[int, str] | None = None) -> StoreConfig:
     """Validate every ttlstate key present in `confs` (others are ignored) and build the config
@@ -138,6 +149,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
     parse_bytes(K.KEY_FILTER_MAX_BYTES.key, get(K.KEY_FILTER_MAX_BYTES), minimum=0)
     parse_bytes(K.CACHE_MAX_BYTES.key, get(K.CACHE_MAX_BYTES), minimum=0)
     _request_timeout_ms(get(K.REQUEST_TIMEOUT))
+    real_time_clock_interval_ms(get(K.REAL_TIME_CLOCK_INTERVAL))
     return StoreConfig(
         ttl=ttl,
         engine=parse_enum(K.ENGINE.key, get(K.ENGINE), EngineKind),

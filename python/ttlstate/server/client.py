@@ -121,6 +121,10 @@ class Client:
         self.key_hashes_kept = bool(r.u8())
         return lineage, num_keys
 
+    def set_time(self, h: int, now_ms: int) -> int:
+        """Real-time Mode's clock (OP_SET_TIME): the now the loaded version uses after it."""
+        return self.call(P.OP_SET_TIME, P.Writer().u32(h).i64(now_ms).payload(), h).i64()
+
     def key_filter_bits(self, h: int, bits_log2: int, probes: int) -> bytes | None:
         """The bits the shim would take into its key filter's first layer after that load."""
         return self.call(P.OP_KEY_FILTER_BITS, P.Writer().u32(h).u8(bits_log2).u8(probes).payload(),

@@ -82,6 +82,9 @@ OP_KEY_FILTER_BITS = 21  # u32 h, u8 bits log2, u8 probes                -> OK b
 #   once after a LOAD that kept key hashes: the bits of one key filter layer of 2^bits log2
 #   bits holding every key that load put, set as the shim's filter sets them (little-endian
 #   u64 words); null when no hashes are kept (the shim scans the keys instead)
+OP_SET_TIME = 22      # u32 h, i64 now ms                                -> OK i64 now (the time TTL uses)
+#   Real-time Mode (`realTime.clockInterval`): moves the loaded version's "now" forward (never
+#   back) while its long batch runs; the shim sends its wall clock, never below the batch time
 
 LOAD_READ_ONLY = 1
 LOAD_EMPTY = 2

@@ -31,6 +31,7 @@ from ttlstate.server import protocol as P
 from ttlstate.server import store_log
 from ttlstate.server.remote_checkpoint import RemoteCheckpointLocation, set_current_channel
 from ttlstate.server.ttl_scope import ttl_applies
+from ttlstate.store import real_time_clock
 from ttlstate.store.provider import StoreProvider
 from ttlstate.store.state_store import StateStore, StoreMetrics, StoreStateError
 
@@ -459,6 +460,9 @@ class Connection(socketserver.StreamRequestHandler):
             self.loaded.pop(handle, None)
             self.registry.close(handle)
             return b""
+        if code == P.OP_SET_TIME:
+            now = real_time_clock.advance(entry.provider, self._store(handle), r.i64())
+            return P.Writer().i64(now).payload()
         raise RequestError(P.ERR_BAD_REQUEST, f"unknown request code {code}")
 
 

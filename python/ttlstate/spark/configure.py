@@ -39,7 +39,7 @@ OPERATOR_TTL_OPTION = K.OPERATOR_TTL.option
 _OPTION_KEYS: dict[str, K.ConfKey] = {k.option: k for k in K.ALL_KEYS if k.option and "<" not in k.suffix}
 # Options that are durations: a bare number has no unit, so it is refused (5 is not "5s").
 _DURATION_OPTIONS = {K.TTL.option, K.FILTER_PERIODIC_COMPACTION.option, K.REQUEST_TIMEOUT.option,
-                     K.CLOCK_MAX_GAP.option}
+                     K.CLOCK_MAX_GAP.option, K.REAL_TIME_CLOCK_INTERVAL.option}
 
 
 class UnsupportedEnvironment(RuntimeError):
@@ -157,7 +157,8 @@ def configure(builder: Any, **options: Any) -> Any:
     incremental_size, incremental_per_record, compaction_filter, query_time_after_num_entries,
     periodic_compaction, compact_every, engine, snapshot_interval, python, local_mode_python,
     workers, write_batch_bytes, key_filter_max_keys, key_filter_max_bytes, memory_max_bytes,
-    memory_write_buffer_ratio, cache_max_bytes, request_timeout, and
+    memory_write_buffer_ratio, cache_max_bytes, request_timeout, real_time_clock_interval
+    (Real-time Mode: "1s"), and
     operator_ttl (a dict of operator id or name, as progress shows it, to a TTL or "off":
     {"dedupe": "10m", 2: "off"}).
 

@@ -11,7 +11,8 @@ object ConfKeys {
     "cleanup.compactionFilter.queryTimeAfterNumEntries", "cleanup.compactionFilter.periodicCompaction",
     "cleanup.compactionFilter.compactEvery", "engine", "snapshotInterval", "python", "localModePython",
     "workers", "writeBatchBytes", "keyFilter.maxKeys", "keyFilter.maxBytes", "memory.maxBytes", "memory.writeBufferRatio",
-    "cache.maxBytes", "requestTimeout", "operator.<operatorId>.ttl", "operator.<operatorName>.ttl")
+    "cache.maxBytes", "requestTimeout", "operator.<operatorId>.ttl", "operator.<operatorName>.ttl",
+    "realTime.clockInterval")
 
   val PYTHON: String = PREFIX + "python"
   val LOCAL_MODE_PYTHON: String = PREFIX + "localModePython"
@@ -39,6 +40,9 @@ object ConfKeys {
       scala.util.Try(math.multiplyExact(n.toLong, mult)).toOption
     case _ => None
   }
+
+  val REAL_TIME_CLOCK_INTERVAL: String = PREFIX + "realTime.clockInterval"
+  val MIN_REAL_TIME_CLOCK_INTERVAL_MS = 10L // as python/ttlstate/config/store_config.py
 
   val REQUEST_TIMEOUT: String = PREFIX + "requestTimeout"
   val DEFAULT_REQUEST_TIMEOUT_MS = 300000L

@@ -54,6 +54,12 @@ final class TtlStateStore(
   private var cacheMisses = 0L
   private var expiredInCacheReadOnly = 0L // a writable store's are counted by the server
   private var writesForgotten = false      // a write `known` had no room for
+  // The time TTL uses: the batch time the server loaded the version at and, in Real-time Mode
+  // with `realTime.clockInterval`, the wall clock it advances to while the long batch runs.
+  private var now: Long = loaded.now
+  // The first access ticks at once: while a Real-time batch runs, its offset log entry is not
+  // written yet, so the version was loaded at the previous batch's timestamp (BatchTime).
+  private var nextTickNanos: Long = if (provider.clockIntervalMs > 0) System.nanoTime() else Long.MaxValue
 
   override def id: StateStoreId = provider.stateStoreId
   def isOpen: Boolean = state == "open"
@@ -102,6 +108,27 @@ final class TtlStateStore(
 
   private def request(code: Int): PayloadWriter = new PayloadWriter().u32(handle)
 
+  /** Real-time Mode: at most every `realTime.clockInterval`, before an access, moves the
+   *  server's now for this version forward to this executor's wall clock (never back, never
+   *  below the batch time). Off (the default): now is the batch time throughout. */
+  private def advanceClock(): Unit = if (System.nanoTime() - nextTickNanos >= 0) {
+    nextTickNanos = System.nanoTime() + provider.clockIntervalMs * 1000000L
+    val wall = System.currentTimeMillis()
+    if (wall > now) {
+      val r = call("set time", request(Protocol.OP_SET_TIME).i64(wall).frame(Protocol.OP_SET_TIME))
+      now = math.max(now, r.i64())
+    }
+  }
+
+  /** Whether what this task remembers of a key still answers a read at `now`: an absent key
+   *  stays absent; a value must not have expired since, and with OnReadAndWrite a write store
+   *  must not owe it a refresh (the server then answers, deleting or refreshing the entry). */
+  private def stillKnown(k: Known): Boolean = {
+    val ttl = provider.ttlMs
+    k.value == null || ttl < 0 ||
+      (!Expiry.isExpired(k.ts, ttl, now) && !(provider.updateOnRead && !readOnly && k.ts != now))
+  }
+
   private def valueRow(bytes: Array[Byte]): UnsafeRow = {
     if (bytes == null) null
     else { val row = new UnsafeRow(numValueFields); row.pointTo(bytes, bytes.length); row }
@@ -137,15 +164,15 @@ final class TtlStateStore(
    *  write store, deleted by the server, which counts it); OnReadAndWrite refreshes a live one. */
   private def fromCache(key: StoreKey, e: HotCache.Entry): Array[Byte] = {
     val ttl = provider.ttlMs
-    if (ttl >= 0 && Expiry.isExpired(e.ts, ttl, loaded.now)) {
+    if (ttl >= 0 && Expiry.isExpired(e.ts, ttl, now)) {
       HotCache.remove(cache.owner, key)
       if (readOnly) expiredInCacheReadOnly += 1 else queueWrite(Protocol.WRITE_REMOVE_EXPIRED, key.bytes, null)
       if (!remember(key, null, 0L) && !readOnly) forget(key)
       null
     } else {
-      if (!readOnly && provider.updateOnRead && e.ts != loaded.now) {
+      if (!readOnly && provider.updateOnRead && e.ts != now) {
         queueWrite(Protocol.WRITE_PUT_PRESENT, key.bytes, e.value) // the server stamps it with its time
-        if (!remember(key, e.value, loaded.now, inCommitted = true)) forget(key)
+        if (!remember(key, e.value, now, inCommitted = true)) forget(key)
       } else remember(key, e.value, e.ts, inCommitted = true)
       e.value
     }
@@ -172,16 +199,20 @@ final class TtlStateStore(
   override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
     requireOpen()
     checkCf(colFamilyName)
+    advanceClock()
     val encoded = codec.encode(key)
     val sk = new StoreKey(encoded)
     val k = known.get(sk)
-    if (k != null) return valueRow(k.value)
-    if (usableCache) {
-      val e = HotCache.get(cache.owner, cacheEpoch, sk)
-      if (e != null) { cacheHits += 1; return valueRow(fromCache(sk, e)) }
-      cacheMisses += 1
+    if (k != null) {
+      if (stillKnown(k)) return valueRow(k.value)
+    } else {
+      if (usableCache) {
+        val e = HotCache.get(cache.owner, cacheEpoch, sk)
+        if (e != null) { cacheHits += 1; return valueRow(fromCache(sk, e)) }
+        cacheMisses += 1
+      }
+      if (keyFilter != null && !keyFilter.mightContain(encoded)) { readsSkipped += 1; return null }
     }
-    if (keyFilter != null && !keyFilter.mightContain(encoded)) { readsSkipped += 1; return null }
     val r = call("get", request(Protocol.OP_GET).bytes(encoded).frame(Protocol.OP_GET))
     val value = r.bytesOrNull()
     remember(sk, value, r.i64())
@@ -191,6 +222,7 @@ final class TtlStateStore(
   override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
     requireOpen()
     checkCf(colFamilyName)
+    advanceClock()
     val w = request(Protocol.OP_MULTI_GET).u32(keys.length)
     keys.foreach(k => w.bytes(codec.encode(k)))
     val r = call("multiGet", w.frame(Protocol.OP_MULTI_GET))
@@ -257,6 +289,7 @@ final class TtlStateStore(
 
   private def scan(what: String, prefix: Array[Byte]): StateStoreIterator[UnsafeRowPair] = {
     requireOpen()
+    advanceClock()
     val chunks = new Chunks(what, request(Protocol.OP_ITER).bytes(prefix).frame(Protocol.OP_ITER))
     val it = new Iterator[UnsafeRowPair] {
       override def hasNext: Boolean = chunks.hasNext
@@ -285,6 +318,7 @@ final class TtlStateStore(
     checkCf(colFamilyName)
     startScans()
     if (value == null) throw new IllegalArgumentException("Cannot put a null value")
+    advanceClock()
     val encoded = codec.encode(key)
     val sk = new StoreKey(encoded)
     val bytes = value.getBytes
@@ -297,7 +331,7 @@ final class TtlStateStore(
       else Protocol.WRITE_PUT
     queueWrite(kind, encoded, bytes)
     if (keyFilter != null) keyFilter.add(encoded)
-    if (!remember(sk, java.util.Arrays.copyOf(bytes, bytes.length), loaded.now)) forget(sk)
+    if (!remember(sk, java.util.Arrays.copyOf(bytes, bytes.length), now)) forget(sk)
   }
 
   /** A write `known` has no room for: the cache's committed entry of the key must no longer
@@ -327,6 +361,7 @@ final class TtlStateStore(
     requireWritable()
     checkCf(colFamilyName)
     startScans()
+    advanceClock()
     val encoded = codec.encode(key)
     val sk = new StoreKey(encoded)
     queueWrite(Protocol.WRITE_REMOVE, encoded, null)

@@ -39,6 +39,8 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   @volatile private[spark] var ttlMs: Long = -1L        // the store's TTL as the server applies it; -1: off
   @volatile private[spark] var updateOnRead = false
   private var cacheMaxBytes: Long = ConfKeys.DEFAULT_CACHE_MAX_BYTES
+  // Real-time Mode: how often a loaded version's "now" advances to the wall clock; -1: never.
+  private[spark] var clockIntervalMs: Long = -1L
   private lazy val cacheView = new CacheView(HotCache.newOwner())
 
   override def init(
@@ -68,6 +70,8 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       .getOrElse(ConfKeys.DEFAULT_WRITE_BATCH_BYTES)
     this.cacheMaxBytes = confs.get(ConfKeys.CACHE_MAX_BYTES).flatMap(ConfKeys.sizeBytes)
       .getOrElse(ConfKeys.DEFAULT_CACHE_MAX_BYTES)
+    this.clockIntervalMs = confs.get(ConfKeys.REAL_TIME_CLOCK_INTERVAL).flatMap(ConfKeys.durationMs)
+      .filter(_ >= ConfKeys.MIN_REAL_TIME_CLOCK_INTERVAL_MS).getOrElse(-1L)
     this.keyFilterMaxKeys = confs.get(ConfKeys.KEY_FILTER_MAX_KEYS)
       .flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS)
     this.keyFilterMaxBytes = confs.get(ConfKeys.KEY_FILTER_MAX_BYTES).flatMap(ConfKeys.sizeBytes)
