@@ -223,3 +223,14 @@ def test_large_batches_equal_a_dict_model_through_commit_and_restore(make_provid
     s = restored.get_store(len(batches))
     assert dict(s.iterator()) == model and restored.num_keys == len(model)
     s.abort()
+
+
+def test_a_commit_on_an_empty_store_at_a_later_version_is_rebuildable(make_provider) -> None:  # noqa: ANN001
+    """Spark's loadEmpty (as `ttlstate migrate` writes a whole state at its source's version):
+    no file below that version exists, so the commit is snapshotted at once."""
+    p = make_provider(snapshot_interval=1000)
+    s = p.get_store(5, empty=True)
+    s.put(b"k", b"v")
+    assert s.commit() == 6
+    assert "6.snapshot" in os.listdir(p.checkpoint.directory)
+    assert dict(make_provider().get_store(6).iterator()) == {b"k": b"v"}

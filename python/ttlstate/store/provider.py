@@ -127,6 +127,10 @@ class StoreProvider:
         # so the changelogs that rebuild the versions it claims to hold are never deleted.
         self._trusted_snapshots: set[int] = set()
         self._loaded_base_trusted = False
+        # The version an empty store was opened at (Spark's loadEmpty: `ttlstate migrate`, state
+        # rewriting): nothing below it is in this checkpoint, so its commit is snapshotted at
+        # once, as the only file that can rebuild it.
+        self._empty_at: int | None = None
         self._batch_times: dict[int, int | None] = {}
         self._remote: set[str] | None = None
         self._stamp = 0
@@ -189,6 +193,7 @@ class StoreProvider:
             self._engine = None
         self._local_version = None
         self._state_id = None
+        self._empty_at = None
         shutil.rmtree(self._db_dir, ignore_errors=True)
 
     # -- versions -------------------------------------------------------------------------
@@ -243,6 +248,7 @@ class StoreProvider:
                 self.lineage += 1
                 self._open_empty()
                 self._local_version = version
+                self._empty_at = version
                 self._v2_lineage = ()
                 self._trusted_snapshots.clear()
                 self._batch_times.pop(version, None)
@@ -747,6 +753,9 @@ class StoreProvider:
             self._batch_times[new_version] = store.now_ms
             self._maybe_compact(new_version)
             self._recount_if_filter_removed()
+            if self._empty_at is not None and self._empty_at == store.version and store.version > 0:
+                self.write_snapshot()
+            self._empty_at = None
             self._unreported[M.COMMIT_TIME_MS.name] += int((time.monotonic() - started) * 1000)
             return new_version
 
