@@ -5,20 +5,24 @@ integration/pom.xml). `KafkaBroker` is a single-node Kafka broker in KRaft mode 
 controller in one process). `MiniHdfs` is Hadoop's MiniDFSCluster (one NameNode, N DataNodes)
 run by integration/src/HdfsCluster.java, which takes commands on its stdin so a test can restart
 the NameNode or stop a DataNode. Both die with the test process: the broker is killed by
-`stop()` and the HDFS JVM exits on EOF of its stdin.
+`stop()`, the HDFS JVM exits on EOF of its stdin, and both are killed if the test process dies.
 """
 
 from __future__ import annotations
 
 import base64
+import ctypes
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import time
 import uuid
 from functools import cache
+
+import ttlstate
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -32,9 +36,21 @@ def integration_deps() -> str:
 
 
 def spark_kafka_jars() -> list[str]:
-    """What goes on spark.jars: the connector, its kafka-clients, commons-pool2, token provider."""
+    """The connector, its kafka-clients, commons-pool2 and the token provider."""
     folder = os.path.join(integration_deps(), "spark-kafka")
     return sorted(os.path.join(folder, j) for j in os.listdir(folder) if j.endswith(".jar"))
+
+
+def spark_jars() -> str:
+    """spark.jars for a test session: the Kafka connector's jars and ttlstate's shim. The shim
+    must be named too: once pytest's JVM runs, `ttlstate.configure` leaves spark.jars alone,
+    and a new SparkContext's executors (local-cluster) fetch only what spark.jars lists."""
+    return ",".join([*spark_kafka_jars(), ttlstate.jar_path()])
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the test process dies (Linux prctl)."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def free_port() -> int:
@@ -47,7 +63,8 @@ def _wait_port(port: int, proc: subprocess.Popen, log: str, timeout_s: float) ->
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode} before port {port} opened; log {log}:\n"
+            raise RuntimeError(f"process exited with {proc.returncode} before port {port} opened; "
+                               f"log {log}:\n"
                                + _tail(log))
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -100,7 +117,7 @@ class KafkaBroker:
             subprocess.run([*base, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", props],
                            check=True, stdout=log, stderr=subprocess.STDOUT, timeout=120)
             self.proc = subprocess.Popen([*base, "kafka.Kafka", props], stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         _wait_port(self.port, self.proc, self.log, 120)
 
     def stop(self) -> None:
@@ -123,7 +140,8 @@ class MiniHdfs:
         self.proc = subprocess.Popen(
             [_java(), "-Xmx768m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, "HdfsCluster",
              os.path.join(self.root, "dfs"), str(free_port()), str(datanodes), str(replication)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1,
+            preexec_fn=_die_with_parent)
         ready = self._answer()
         if not ready.startswith("READY "):
             raise RuntimeError(f"MiniDFSCluster did not start: {ready}\n{_tail(self.log)}")

@@ -20,6 +20,7 @@ the same row twice in one batch.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,7 +74,7 @@ class KafkaRun:
                           .queryName(self.name).start())
             # Whatever the first trigger does with no new input (the Kafka source's first run
             # commits an empty batch 0) happens now, before a step is fed, on every provider.
-            self.query.processAllAvailable()
+            self.settle()
         finally:
             for k, v in previous.items():
                 if v is None:
@@ -101,9 +102,25 @@ class KafkaRun:
         self.feed(rows)
         self.settle()
 
-    def settle(self) -> None:
+    def settle(self, timeout_s: float = 300.0) -> None:
+        """processAllAvailable(), bounded: a query that stops making progress (say, executors
+        that keep dying) fails the test naming its status instead of hanging it."""
         assert self.query is not None
-        self.query.processAllAvailable()
+        query, failure = self.query, []
+
+        def wait() -> None:
+            try:
+                query.processAllAvailable()
+            except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+                failure.append(e)
+        waiter = threading.Thread(target=wait, daemon=True)
+        waiter.start()
+        waiter.join(timeout_s)
+        if waiter.is_alive():
+            raise AssertionError(f"{self.name}: not settled after {timeout_s:.0f} s; status {query.status}, "
+                                 f"last progress {query.lastProgress}")
+        if failure:
+            raise failure[0]
 
     def stop(self) -> None:
         if self.query is not None:
@@ -180,3 +197,11 @@ def create_topics(spark: SparkSession, bootstrap: str, partitions: dict[str, int
         admin.createTopics(topics).all().get(60, jvm.java.util.concurrent.TimeUnit.SECONDS)
     finally:
         admin.close()
+
+
+def batch_times(spark: SparkSession, checkpoint: str) -> dict[int, int]:
+    """batchTimestampMs per batch id, from the query's offset log on HDFS (ttlstate's "now")."""
+    rows = (spark.read.text(f"{checkpoint}/offsets/[0-9]*", wholetext=True)
+            .select(F.input_file_name().alias("path"), "value").collect())
+    return {int(r.path.rsplit("/", 1)[1]): json.loads(r.value.splitlines()[1])["batchTimestampMs"]
+            for r in rows}
