@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fetches what the integration tier (tests/integration/) runs, with Maven, from
-# integration/pom.xml: Spark's Kafka connector, a Kafka broker and Hadoop's MiniDFSCluster,
-# each into its own folder (one classpath each), and compiles integration/src/HdfsCluster.java.
+# integration/pom.xml: Spark's Kafka connector, a Kafka broker, Hadoop's MiniDFSCluster, S3Proxy
+# and Hadoop's S3A file system, each into its own folder (one classpath each), and compiles
+# integration/src/HdfsCluster.java.
 # The folder is named after a hash of those two files and stamped when complete, so a second
 # run does nothing. Prints the folder. TTLSTATE_INTEGRATION_CACHE overrides the parent folder.
 set -euo pipefail
@@ -23,7 +24,7 @@ command -v javac >/dev/null || { echo "integration_deps: javac not found (a JDK 
 tmp="$out.tmp.$$"
 rm -rf "$tmp"
 trap 'rm -rf "$tmp"' EXIT
-for profile in spark-kafka broker hdfs; do
+for profile in spark-kafka broker hdfs s3proxy s3a; do
   echo "integration_deps: fetching $profile" >&2
   mvn -q -B -Dstyle.color=never -f integration/pom.xml -P "$profile" dependency:copy-dependencies \
     -DoutputDirectory="$tmp/$profile" >&2

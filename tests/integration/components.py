@@ -13,12 +13,14 @@ from __future__ import annotations
 import base64
 import ctypes
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 import uuid
 from functools import cache
 
@@ -35,17 +37,38 @@ def integration_deps() -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def spark_kafka_jars() -> list[str]:
-    """The connector, its kafka-clients, commons-pool2 and the token provider."""
-    folder = os.path.join(integration_deps(), "spark-kafka")
-    return sorted(os.path.join(folder, j) for j in os.listdir(folder) if j.endswith(".jar"))
+def _artifact(jar: str) -> str:
+    """The artifact name of a jar file name: netty-common-4.2.13.Final.jar -> netty-common."""
+    return re.sub(r"-\d[^-]*(-[A-Za-z][^-]*)?\.jar$", "", jar)
+
+
+@cache
+def _pyspark_artifacts() -> frozenset[str]:
+    import pyspark
+
+    shipped = {_artifact(j) for j in os.listdir(os.path.join(os.path.dirname(pyspark.__file__), "jars"))}
+    if "jcl-over-slf4j" in shipped:  # the commons-logging API, routed to slf4j
+        shipped.add("commons-logging")
+    return frozenset(shipped)
+
+
+def extra_jars(profile: str) -> list[str]:
+    """The jars of one fetched folder that pyspark does not already ship (by artifact name), so
+    no second version of a jar pyspark has (netty, httpclient, lz4 ...) reaches Spark's JVMs."""
+    folder = os.path.join(integration_deps(), profile)
+    return sorted(os.path.join(folder, j) for j in os.listdir(folder)
+                  if j.endswith(".jar") and _artifact(j) not in _pyspark_artifacts())
 
 
 def spark_jars() -> str:
-    """spark.jars for a test session: the Kafka connector's jars and ttlstate's shim. The shim
-    must be named too: once pytest's JVM runs, `ttlstate.configure` leaves spark.jars alone,
-    and a new SparkContext's executors (local-cluster) fetch only what spark.jars lists."""
-    return ",".join([*spark_kafka_jars(), ttlstate.jar_path()])
+    """spark.jars for every test session: the Kafka connector (spark-sql-kafka, kafka-clients,
+    commons-pool2, token provider), S3A with the AWS SDK modules it uses, and ttlstate's shim.
+    Every module lists the same jars: the first session's list is the driver JVM's classpath
+    for the whole pytest process. The shim must be named too: once that JVM runs,
+    `ttlstate.configure` leaves spark.jars alone, and a new SparkContext's executors
+    (local-cluster) fetch only what spark.jars lists."""
+    jars = [j for p in ("spark-kafka", "s3a") for j in extra_jars(p)]
+    return ",".join([*jars, ttlstate.jar_path()])
 
 
 def _die_with_parent() -> None:
@@ -119,6 +142,53 @@ class KafkaBroker:
             self.proc = subprocess.Popen([*base, "kafka.Kafka", props], stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         _wait_port(self.port, self.proc, self.log, 120)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class S3Proxy:
+    """S3Proxy in its own JVM: an S3 endpoint on 127.0.0.1 keeping objects in memory (jclouds
+    `transient`; its `filesystem` store loses S3A's directory markers), with one bucket.
+    `hadoop_confs` are the spark.hadoop.* settings that point S3A at it. Requests are not
+    authenticated (S3A signs them anyway), so the bucket is made with a plain PUT."""
+
+    IDENTITY, CREDENTIAL = "ttlstate-it", "ttlstate-it-secret"
+
+    def __init__(self, bucket: str = "ttlstate-it") -> None:
+        self.root = tempfile.mkdtemp(prefix="ttlstate-s3-")
+        self.port = free_port()
+        self.bucket = bucket
+        self.log = os.path.join(self.root, "s3proxy.log")
+        props = os.path.join(self.root, "s3proxy.properties")
+        with open(props, "w") as f:
+            f.write("\n".join([
+                f"s3proxy.endpoint=http://127.0.0.1:{self.port}", "s3proxy.authorization=none",
+                "jclouds.provider=transient", f"jclouds.identity={self.IDENTITY}",
+                f"jclouds.credential={self.CREDENTIAL}", ""]))
+        cp = os.path.join(integration_deps(), "s3proxy", "*")
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(
+                [_java(), "-Xmx256m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp,
+                 "org.gaul.s3proxy.Main", "--properties", props],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        _wait_port(self.port, self.proc, self.log, 120)
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/{bucket}", method="PUT")
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            assert answer.status == 200, f"creating bucket {bucket}: HTTP {answer.status}"
+        self.url = f"s3a://{bucket}"
+
+    @property
+    def hadoop_confs(self) -> dict[str, str]:
+        return {"spark.hadoop.fs.s3a.endpoint": f"http://127.0.0.1:{self.port}",
+                "spark.hadoop.fs.s3a.endpoint.region": "us-east-1",
+                "spark.hadoop.fs.s3a.path.style.access": "true",
+                "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+                "spark.hadoop.fs.s3a.access.key": self.IDENTITY,
+                "spark.hadoop.fs.s3a.secret.key": self.CREDENTIAL}
 
     def stop(self) -> None:
         if self.proc.poll() is None:
