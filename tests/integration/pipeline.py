@@ -45,6 +45,7 @@ class KafkaRun:
     name: str
     output_mode: str = "update"
     confs: dict[str, str] = field(default_factory=dict)
+    sink: str = "foreachBatch"  # or "kafka": Spark's streaming Kafka sink, key = the first column
     attempts: list[tuple[int, int]] = field(default_factory=list)  # (batch id, attempt id) started
 
     def __post_init__(self) -> None:
@@ -68,8 +69,15 @@ class KafkaRun:
                   .select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e"))
                   .select("e.*"))
         try:
-            self.query = (self.build(events).writeStream.outputMode(self.output_mode)
-                          .foreachBatch(self._sink)
+            out = self.build(events)
+            if self.sink == "kafka":
+                writer = (out.select(F.col(out.columns[0]).cast("string").alias("key"),
+                                     F.to_json(F.struct(*out.columns)).alias("value"))
+                          .writeStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
+                          .option("topic", self.out_topic))
+            else:
+                writer = out.writeStream.foreachBatch(self._sink)
+            self.query = (writer.outputMode(self.output_mode)
                           .option("checkpointLocation", self.checkpoint)
                           .queryName(self.name).start())
             # Whatever the first trigger does with no new input (the Kafka source's first run
@@ -127,13 +135,19 @@ class KafkaRun:
             self.query.stop()
             self.query = None
 
+    def records(self) -> list[tuple[int, int, str]]:
+        """(partition, offset, value) of every record in the output topic, in offset order."""
+        rows = (self.spark.read.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
+                .option("subscribe", self.out_topic).option("startingOffsets", "earliest")
+                .option("endingOffsets", "latest").load()
+                .select("partition", "offset", F.col("value").cast("string").alias("value")).collect())
+        return sorted((r.partition, r.offset, r.value) for r in rows)
+
     def outputs(self) -> dict[int, list[tuple]]:
         """Per batch id, the sorted rows of its last attempt, read back from the output topic;
         asserts that no attempt wrote a row its batch's last attempt did not."""
-        values = [r.value for r in self.spark.read.format("kafka")
-                  .option("kafka.bootstrap.servers", self.bootstrap).option("subscribe", self.out_topic)
-                  .option("startingOffsets", "earliest").option("endingOffsets", "latest").load()
-                  .select(F.col("value").cast("string").alias("value")).collect()]
+        assert self.sink == "foreachBatch", "batch ids are in the records of the foreachBatch sink only"
+        values = [value for _, _, value in self.records()]
         by_attempt: dict[tuple[int, int], list[tuple]] = {}
         for value in values:
             rec = json.loads(value)

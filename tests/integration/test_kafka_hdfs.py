@@ -10,6 +10,7 @@ on HDFS, is the reference, record for record per batch.
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from collections.abc import Iterator
 
@@ -164,3 +165,22 @@ def test_applyinpandaswithstate_ttl_expires_as_the_reference_says(spark: SparkSe
     after_pause = {row[0]: row[1] for row in expected[PAUSE_BEFORE + 1]}
     assert after_pause == {"a": 1, "b": 1}, after_pause  # both expired during the pause: counted anew
     assert ours.outputs() == expected
+
+
+def test_streaming_kafka_sink_writes_what_rocksdb_writes(spark: SparkSession, kafka: KafkaBroker,
+                                                         hdfs: MiniHdfs) -> None:
+    """Spark's streaming Kafka sink (writeStream.format("kafka"), at least once), keyed by the
+    group key, so a key's updates stay in order in one partition: the distinct records and each
+    key's last value equal RocksDB's."""
+    def run(provider: str, confs: dict[str, str]) -> list[tuple[int, int, str]]:
+        name = f"sink-{'ttl' if provider == TTLSTATE else 'rocksdb'}-{next(_names)}"
+        r = KafkaRun(spark, provider, count, kafka.bootstrap, f"{hdfs.url}/it", name, confs=confs,
+                     sink="kafka")
+        return run_steps(r, STEPS, RESTART_AFTER).records()
+
+    def last_per_key(records: list[tuple[int, int, str]]) -> dict[str, int]:
+        return {row["k"]: row["count"] for row in (json.loads(v) for _, _, v in records)}
+
+    ours, theirs = run(TTLSTATE, {K.TTL.key: "1h"}), run(ROCKSDB, {})
+    assert {v for _, _, v in ours} == {v for _, _, v in theirs}
+    assert last_per_key(ours) == last_per_key(theirs) == {"a": 7, "b": 4, "c": 3, "d": 1, "e": 1, "f": 1}
