@@ -4,8 +4,8 @@
 integration/pom.xml). `KafkaBroker` is a single-node Kafka broker in KRaft mode (broker and
 controller in one process). `MiniHdfs` is Hadoop's MiniDFSCluster (one NameNode, N DataNodes)
 run by integration/src/HdfsCluster.java, which takes commands on its stdin so a test can restart
-the NameNode or stop a DataNode. Both die with the test process: the broker is killed by
-`stop()`, the HDFS JVM exits on EOF of its stdin, and both are killed if the test process dies.
+the NameNode or stop a DataNode. `S3Proxy` is an S3 endpoint for S3A. `stop()` ends each; the
+HDFS JVM also exits on EOF of its stdin, and all are killed if the test process dies.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @cache
 def integration_deps() -> str:
-    """The folder with the jars (spark-kafka/, broker/, hdfs/) and classes/ (HdfsCluster)."""
+    """The folder with one jar folder per classpath (spark-kafka/, broker/, hdfs/, s3proxy/,
+    s3a/) and classes/ (HdfsCluster)."""
     script = os.path.join(REPO, "scripts", "integration_deps.sh")
     done = subprocess.run([script], check=True, stdout=subprocess.PIPE, text=True, timeout=900)
     return done.stdout.strip().splitlines()[-1]
@@ -134,7 +135,9 @@ class KafkaBroker:
                 "share.coordinator.state.topic.replication.factor=1",
                 "share.coordinator.state.topic.min.isr=1", "group.initial.rebalance.delay.ms=0", ""]))
         cp = os.path.join(integration_deps(), "broker", "*")
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # as Kafka's Uuid.randomUuid: "-..." would read as an option
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         base = [_java(), "-Xmx384m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp]
         with open(self.log, "w") as log:
             subprocess.run([*base, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", props],

@@ -1,5 +1,5 @@
 """A production-shaped streaming query for the integration tests: Kafka in, Kafka out,
-checkpoint on HDFS, stepped like tests/spark/harness.py's `Run`.
+checkpoint on HDFS (or S3), stepped like tests/spark/harness.py's `Run`.
 
 Input: one JSON record per event into a one-partition topic. A step is written by one Spark
 task whose producer lingers until it flushes, so the whole step lands in Kafka as one record
@@ -14,7 +14,8 @@ HDFS fails) is written again when the query recovers. Reading the topic back
 wrote a subset of the last attempt's rows (a retry never produced a different result), and the
 last attempt's rows are the batch's output, compared record for record with the other provider.
 Rows that a task retried within one write wrote twice count once: the queries here never emit
-the same row twice in one batch.
+the same row twice in one batch. `sink="kafka"` writes with Spark's streaming Kafka sink
+instead (no batch ids in the records; `records()` reads them back).
 """
 
 from __future__ import annotations
@@ -35,13 +36,14 @@ EVENT_SCHEMA = "id INT, k STRING, v INT"
 
 @dataclass
 class KafkaRun:
-    """One query on one provider: `name` names its topics and its checkpoint under `hdfs_root`."""
+    """One query on one provider: `name` names its topics and its checkpoint under `root` (an
+    hdfs:// or s3a:// URL)."""
 
     spark: SparkSession
     provider: str
     build: Callable[[DataFrame], DataFrame]
     bootstrap: str
-    hdfs_root: str
+    root: str
     name: str
     output_mode: str = "update"
     confs: dict[str, str] = field(default_factory=dict)
@@ -51,7 +53,7 @@ class KafkaRun:
     def __post_init__(self) -> None:
         self.in_topic = f"{self.name}-in"
         self.out_topic = f"{self.name}-out"
-        self.checkpoint = f"{self.hdfs_root}/{self.name}/checkpoint"
+        self.checkpoint = f"{self.root}/{self.name}/checkpoint"
         self.query = None
         create_topics(self.spark, self.bootstrap, {self.in_topic: 1, self.out_topic: 2})
 
