@@ -24,8 +24,6 @@ import urllib.request
 import uuid
 from functools import cache
 
-import ttlstate
-
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -63,13 +61,11 @@ def extra_jars(profile: str) -> list[str]:
 
 def spark_jars() -> str:
     """spark.jars for every test session: the Kafka connector (spark-sql-kafka, kafka-clients,
-    commons-pool2, token provider), S3A with the AWS SDK modules it uses, and ttlstate's shim.
-    Every module lists the same jars: the first session's list is the driver JVM's classpath
-    for the whole pytest process. The shim must be named too: once that JVM runs,
-    `ttlstate.configure` leaves spark.jars alone, and a new SparkContext's executors
-    (local-cluster) fetch only what spark.jars lists."""
-    jars = [j for p in ("spark-kafka", "s3a") for j in extra_jars(p)]
-    return ",".join([*jars, ttlstate.jar_path()])
+    commons-pool2, token provider) and S3A with the AWS SDK modules it uses. Every module lists
+    the same jars: the first session's list is the driver JVM's classpath for the whole pytest
+    process. ttlstate.configure adds its shim (also to a later session's list, which its
+    executors on local-cluster need)."""
+    return ",".join(j for p in ("spark-kafka", "s3a") for j in extra_jars(p))
 
 
 def _die_with_parent() -> None:
