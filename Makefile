@@ -9,7 +9,7 @@ NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
 DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
             pybind11 mkdocs
 
-.PHONY: setup run test test-long bench bench-quick lint jar native wheel docs docs-gen clean
+.PHONY: setup run test test-long test-integration bench bench-quick lint jar native wheel docs docs-gen clean
 
 setup: $(STAMPS)/system $(STAMPS)/install $(JAR)
 
@@ -40,11 +40,19 @@ run: setup
 
 test: setup
 	$(PY) -m ruff check python tests benchmarks
-	$(PY) -m pytest -m "not long" tests
+	$(PY) -m pytest -m "not long and not integration" tests
+
+# Kafka in, Kafka out, checkpoints on HDFS (docs/deployment-hdfs-kafka.md): a real broker and a
+# MiniDFSCluster in their own JVMs, fetched with Maven from integration/pom.xml on first use
+# (scripts/integration_deps.sh, stamped). Its own pytest process: the Kafka connector must be on
+# the driver JVM's classpath when the JVM starts, and `make test`'s JVM has no connector.
+test-integration: setup
+	scripts/integration_deps.sh >/dev/null
+	$(PY) -m pytest -m integration tests/integration
 
 # The long cases `make test` leaves out (e.g. 100 versions of a churning workload).
 test-long: setup
-	$(PY) -m pytest -m long tests
+	$(PY) -m pytest -m "long and not integration" tests
 
 # BASELINE=<ref> also runs ttlstate as of that commit in the Spark benchmarks, in the same run
 # (benchmarks/baseline.py checks it out and builds it under ~/.cache/ttlstate-bench).

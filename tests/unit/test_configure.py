@@ -47,6 +47,17 @@ def test_sets_provider_jar_interpreter_and_keys() -> None:
     assert opts[K.operator_ttl_key(2)] == "off"
 
 
+def test_a_running_jvm_keeps_the_shim_on_a_new_contexts_spark_jars(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second SparkContext in a running JVM (a notebook, a test process) that lists its own
+    spark.jars would otherwise drop the shim, and a cluster's executors could not load the plugin."""
+    monkeypatch.setattr(C, "_running_jvm", lambda: object())
+    monkeypatch.setattr(C, "_require_loadable", lambda jvm: None)
+    assert C.configure(FakeBuilder())._options["spark.jars"].split(",") == ["/x/other.jar", C.jar_path()]
+    bare = FakeBuilder()
+    del bare._options["spark.jars"]
+    assert "spark.jars" not in C.configure(bare)._options  # the context inherits the launch's
+
+
 def test_pyspark_python_is_used_not_overridden(monkeypatch: pytest.MonkeyPatch) -> None:
     """The driver's PYSPARK_PYTHON is the interpreter PySpark gives the executors' Python
     workers: the state server gets the same one. An explicit `python` still wins."""

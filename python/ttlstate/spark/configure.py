@@ -175,6 +175,9 @@ def configure(builder: Any, **options: Any) -> Any:
         builder = builder.config("spark.jars", ",".join(dict.fromkeys(jars)))
     else:
         _require_loadable(jvm)
+        if pending.get("spark.jars"):  # a new context's spark.jars replaces the launch's: keep the shim on it
+            jars = [j for j in pending["spark.jars"].split(",") if j] + [jar_path()]
+            builder = builder.config("spark.jars", ",".join(dict.fromkeys(jars)))
     session = _active_session()
     if session is None:  # static confs: only a session not created yet takes them
         for key, value in ((EXTENSIONS_KEY, EXTENSIONS_CLASS), (PLUGINS_KEY, PLUGIN_CLASS)):

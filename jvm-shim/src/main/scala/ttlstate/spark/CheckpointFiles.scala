@@ -42,22 +42,29 @@ final class CheckpointFiles(dir: Path, hadoopConf: Configuration) {
 
   def delete(names: Seq[String]): Unit = names.foreach(n => fm.delete(new Path(dir, n)))
 
-  /** Serves one callback from the server; returns the result frame. */
+  /** Serves one callback from the server; returns the result frame. An I/O error names the
+   *  operation and the checkpoint path (an unreachable HDFS otherwise says only host:port). */
   def serve(kind: Int, r: PayloadReader): Array[Byte] = {
     val w = new PayloadWriter()
+    var what = s"checkpoint directory $dir"
     try {
       kind match {
         case Protocol.CB_LIST =>
+          what = s"listing $dir"
           val names = list()
           w.u32(names.size)
           names.foreach(w.str)
         case Protocol.CB_FETCH =>
           val name = r.str()
+          what = s"reading ${new Path(dir, name)}"
           fetch(name, r.str())
         case Protocol.CB_PUBLISH =>
           val local = r.str()
-          publish(local, r.str())
+          val name = r.str()
+          what = s"writing ${new Path(dir, name)}"
+          publish(local, name)
         case Protocol.CB_DELETE =>
+          what = s"deleting from $dir"
           delete((0 until r.u32()).map(_ => r.str()))
         case other => throw new IOException(s"unknown callback $other")
       }
@@ -66,7 +73,7 @@ final class CheckpointFiles(dir: Path, hadoopConf: Configuration) {
       case e: FileNotFoundException =>
         w.reset().u8(Protocol.CB_ERR_NOT_FOUND).str(e.getMessage).frame(Protocol.CB_RESULT_ERROR)
       case e: Exception =>
-        w.reset().u8(Protocol.CB_ERR_IO).str(s"${e.getClass.getSimpleName}: ${e.getMessage}")
+        w.reset().u8(Protocol.CB_ERR_IO).str(s"$what: ${e.getClass.getSimpleName}: ${e.getMessage}")
           .frame(Protocol.CB_RESULT_ERROR)
     }
   }
