@@ -22,6 +22,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 
+import pandas as pd
 import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
@@ -183,6 +184,19 @@ def test_cancelled_tasks_leave_the_server_and_other_queries_alone(spark: SparkSe
 
 
 KILLS = 8
+STAGE_PAUSE_S = 0.5  # per partition and batch, so the stateful stage runs long enough to be caught
+
+
+def _pause(n: pd.Series) -> pd.Series:
+    time.sleep(STAGE_PAUSE_S)
+    return n
+
+
+def slowed_aggregation(s: dict[str, DataFrame]) -> DataFrame:
+    """`aggregation`, its output passed through a pause in the same stage as the state store: a
+    stateful task then runs long enough for the status store to list it as running (on a quiet
+    machine a batch's stateful tasks end before it does), so a kill lands while its store is open."""
+    return aggregation(s).withColumn("n", F.pandas_udf(_pause, "long")(F.col("n")))
 
 
 def running_attempts(spark: SparkSession, group: str) -> list[int]:
@@ -221,7 +235,7 @@ def test_killed_task_attempts_rerun_exactly_on_the_same_server(spark: SparkSessi
     interrupted and rerun: the rerun loads the store's version again on the same server, whose
     copy of the killed attempt's batch was aborted, and the query ends exact."""
     rnd = random.Random(SEED + 1)
-    c = Run(spark, TTLSTATE, aggregation, SCHEMA, output_mode="update")
+    c = Run(spark, TTLSTATE, slowed_aggregation, SCHEMA, output_mode="update")
     feeder = Feeder(c)
     killed = 0
     try:
