@@ -24,6 +24,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -337,8 +338,7 @@ class StoreProvider:
                         raise
                     refreshed = True
                     continue
-            fetched: list[tuple[str, str, RecordFileHeader]] = []
-            try:
+            with self._staged() as fetched:
                 try:
                     stale = self._fetch_plan(plan, version, fetched, strict=from_snapshot is not None)
                 except VersionNotFound:
@@ -355,10 +355,18 @@ class StoreProvider:
                 self._apply_plan(plan, fetched, version)
                 self._v2_lineage, self._state_format1 = (), True
                 return
-            finally:
-                for _name, local_path, _header in fetched:
-                    if os.path.exists(local_path):
-                        os.unlink(local_path)
+
+    @contextmanager
+    def _staged(self) -> Iterator[list[tuple[str, str, RecordFileHeader]]]:
+        """The (name, local path, header) of the checkpoint files a load attempt fetched into
+        the staging directory; removed when the attempt ends, whatever its outcome."""
+        fetched: list[tuple[str, str, RecordFileHeader]] = []
+        try:
+            yield fetched
+        finally:
+            for _name, local_path, _header in fetched:
+                if os.path.exists(local_path):
+                    os.unlink(local_path)
 
     def _load_by_id(self, version: int, ckpt_id: str, from_snapshot: int | None,
                     snapshot_id: str | None) -> None:
@@ -369,8 +377,7 @@ class StoreProvider:
             files = self._listing(refresh=refreshed)
             local = ((self._local_version, self._state_id)
                      if self._engine is not None and self._state_id and from_snapshot is None else None)
-            fetched: list[tuple[str, str, RecordFileHeader]] = []
-            try:
+            with self._staged() as fetched:
                 try:
                     lineage: tuple[tuple[int, str], ...] = ()
                     if from_snapshot == version or (
@@ -410,10 +417,6 @@ class StoreProvider:
                 self._apply_plan(plan, fetched, version)
                 self._v2_lineage, self._state_format1 = lineage, False
                 return
-            finally:
-                for _name, local_path, _header in fetched:
-                    if os.path.exists(local_path):
-                        os.unlink(local_path)
 
     def _verify_ids(self, plan: RestorePlan, fetched: list[tuple[str, str, RecordFileHeader]],
                     version: int) -> None:
