@@ -8,7 +8,8 @@ import pytest
 
 from ttlstate.config.keys import EngineKind
 from ttlstate.engine.base import Engine, FilterSettings
-from ttlstate.engine.select import EngineUnavailable, native_available, open_engine
+from ttlstate.engine.select import native_available, open_engine
+from ttlstate.errors import EngineUnavailable
 
 
 @pytest.fixture(params=[EngineKind.NATIVE, EngineKind.ROCKSDICT], ids=lambda k: k.value)

@@ -8,8 +8,8 @@ import pytest
 
 from ttlstate.checkpoint.errors import VersionNotFound
 from ttlstate.config.store_config import IncrementalCleanup, TtlConfig
-from ttlstate.store import provider as provider_module
-from ttlstate.store.state_store import StoreStateError
+from ttlstate.errors import StoreStateError
+from ttlstate.store.planes import native as native_plane
 
 
 def test_lifecycle_rules(make_provider) -> None:  # noqa: ANN001
@@ -192,7 +192,7 @@ def test_large_batches_equal_a_dict_model_through_commit_and_restore(make_provid
     deletes of present and absent keys, the exact key count, and the same after a restore,
     whether the restore gathers the changelogs into one build or (over its memory budget)
     replays them one by one."""
-    monkeypatch.setattr(provider_module, "_RESTORE_GATHER_BYTES", gather_bytes)
+    monkeypatch.setattr(native_plane, "_RESTORE_GATHER_BYTES", gather_bytes)
     p = make_provider(snapshot_interval=100)  # restores read every changelog
     model: dict[bytes, bytes] = {}
     batches = [

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ttlstate.errors import ERR_VERSION_NOT_FOUND, CheckpointFileError
 
-class CheckpointError(RuntimeError):
+
+class CheckpointError(CheckpointFileError):
     """A checkpoint file is missing, truncated or corrupt; the load is refused as a whole."""
 
     def __init__(self, store_id: str, version: int, file_name: str, reason: str,
@@ -27,6 +29,8 @@ class CheckpointError(RuntimeError):
 
 class VersionNotFound(CheckpointError):
     """The requested version does not exist in the checkpoint (Spark says 'does not exist')."""
+
+    code = ERR_VERSION_NOT_FOUND
 
     def __init__(self, store_id: str, version: int, file_name: str, reason: str = "") -> None:
         super().__init__(store_id, version, file_name,

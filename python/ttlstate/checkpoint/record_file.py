@@ -116,7 +116,13 @@ def write_record_file(path: str, kind: bytes, store_id: str, version: int,
                       query_id: str | None = None, **lineage: object) -> int:
     """Write records ((key, value) puts, (key, None) deletes); returns the record count.
     `lineage`: the optional header keys of `header_json` (parent, state, settings)."""
-    header = header_json(store_id, version, batch_time_ms, ttl_ms, query_id, **lineage)
+    return write_records(path, kind, header_json(store_id, version, batch_time_ms, ttl_ms, query_id,
+                                                 **lineage), records)
+
+
+def write_records(path: str, kind: bytes, header: bytes,
+                  records: Iterable[tuple[bytes, bytes | None]]) -> int:
+    """`write_record_file` with the header's JSON already made (`header_json`)."""
     count = 0
     with open(path, "wb") as raw:
         out = _CrcWriter(raw)

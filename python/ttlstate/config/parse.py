@@ -10,12 +10,14 @@ import re
 from enum import Enum
 from typing import TypeVar
 
+from ttlstate.errors import ConfigurationError
+
 INT64_MAX = (1 << 63) - 1
 
 E = TypeVar("E", bound=Enum)
 
 
-class ConfError(ValueError):
+class ConfError(ConfigurationError):
     """A conf value that is not allowed; the message names key, value and what is allowed."""
 
     def __init__(self, key: str, value: object, allowed: str) -> None:

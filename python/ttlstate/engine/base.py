@@ -28,7 +28,7 @@ class Engine(ABC):
     kind: str = "abstract"
     has_compaction_filter: bool = False
     # True: stores run on the native data plane (NativeEngine's begin/snapshot/ingest...);
-    # False: on the Python reference implementation (store/state_store.py).
+    # False: on the Python reference implementation (store/planes/portable.py).
     native_data_plane: bool = False
 
     @abstractmethod

@@ -1,25 +1,44 @@
-"""Opening an engine by kind: native by default, rocksdict on request, `auto` falls back."""
+"""Opening an engine by kind: native by default, rocksdict on request, `auto` falls back.
+
+The one place that decides whether the native extension is there (`native_module`).
+"""
 
 from __future__ import annotations
 
+import functools
 import logging
+from types import ModuleType
 
 from ttlstate.config.keys import EngineKind
 from ttlstate.engine.base import Engine, FilterSettings
+from ttlstate.errors import EngineUnavailable
 
 log = logging.getLogger(__name__)
 
 
-class EngineUnavailable(RuntimeError):
-    pass
+
+
+@functools.cache
+def _load_native() -> tuple[ModuleType | None, str]:
+    try:
+        from ttlstate import _native
+    except ImportError as e:
+        return None, str(e)
+    return _native, ""
+
+
+def native_module() -> ModuleType | None:
+    """The native extension `ttlstate._native`, or None in a portable build without it."""
+    return _load_native()[0]
+
+
+def native_import_error() -> str:
+    """Why the native extension does not load ("" when it does)."""
+    return _load_native()[1]
 
 
 def native_available() -> bool:
-    try:
-        import ttlstate._native  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return native_module() is not None
 
 
 def open_engine(kind: EngineKind, path: str, filter_settings: FilterSettings | None) -> Engine:

@@ -27,6 +27,7 @@ import sys
 import threading
 
 from ttlstate.config import keys as K
+from ttlstate.engine.select import native_import_error, native_module
 from ttlstate.server import store_log
 
 
@@ -44,10 +45,8 @@ def _watch_stdin(done: threading.Event) -> None:
 def engine_status() -> str:
     """Whether the native engine (the C++ data plane, RocksDB with the TTL compaction filter)
     loads here; without it only the portable rocksdict engine serves stores."""
-    try:
-        from ttlstate import _native  # noqa: F401
-    except ImportError as e:
-        return (f"native engine unavailable ({e}): stores run on rocksdict with "
+    if native_module() is None:
+        return (f"native engine unavailable ({native_import_error()}): stores run on rocksdict with "
                 f"{K.ENGINE.suffix}=auto and fail with {K.ENGINE.suffix}=native")
     return "native engine available (C++ data plane, RocksDB TTL compaction filter)"
 

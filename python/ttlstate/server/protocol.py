@@ -16,6 +16,18 @@ from __future__ import annotations
 
 import struct
 
+from ttlstate.errors import (  # noqa: F401  (re-exported: part of the wire protocol)
+    ERR_BAD_REQUEST,
+    ERR_CHECKPOINT,
+    ERR_CONF,
+    ERR_ENGINE,
+    ERR_INTERNAL,
+    ERR_PROTOCOL_VERSION,
+    ERR_STATE,
+    ERR_VERSION_NOT_FOUND,
+    ProtocolError,
+)
+
 PROTOCOL_VERSION = 8
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
@@ -122,15 +134,7 @@ ITER_CHUNK_BYTES = 256 * 1024
 
 # Metrics payload: u64 num keys, u64 memory bytes, u32 n, n x (str name, i64 value)
 
-# Error codes carried by RESP_ERROR
-ERR_INTERNAL = 1
-ERR_BAD_REQUEST = 2
-ERR_PROTOCOL_VERSION = 3
-ERR_CONF = 4
-ERR_VERSION_NOT_FOUND = 5
-ERR_CHECKPOINT = 6
-ERR_STATE = 7
-ERR_ENGINE = 8
+# Error codes carried by RESP_ERROR: ERR_* (defined with the exceptions, in ttlstate.errors)
 
 _U8 = struct.Struct(">B")
 _U16 = struct.Struct(">H")
@@ -138,10 +142,6 @@ _U32 = struct.Struct(">I")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _HEAD = struct.Struct(">IB")
-
-
-class ProtocolError(Exception):
-    pass
 
 
 class Reader:

@@ -8,155 +8,29 @@ connection is served by its own thread; a store lives in exactly one worker.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
-import re
-import shutil
 import socketserver
 import struct
 import sys
 import threading
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
 
-from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
-from ttlstate.checkpoint.identity import store_label
-from ttlstate.config import keys as K
-from ttlstate.config.parse import ConfError
-from ttlstate.config.store_config import MemoryConfig, store_config_from_confs
-from ttlstate.engine.select import EngineUnavailable
+from ttlstate.engine.select import native_module
+from ttlstate.errors import ERR_INTERNAL, JvmCheckpointIOError, RequestError, error_code
+from ttlstate.server import operations, store_log
 from ttlstate.server import protocol as P
-from ttlstate.server import store_log
-from ttlstate.server.remote_checkpoint import RemoteCheckpointLocation, set_current_channel
-from ttlstate.server.ttl_scope import ttl_applies
-from ttlstate.store import real_time_clock
-from ttlstate.store.provider import StoreProvider
-from ttlstate.store.state_store import StateStore, StoreMetrics, StoreStateError
-
-try:
-    from ttlstate import _native
-    from ttlstate.store.native_state_store import NativeStateStore
-except ImportError:  # the portable build: the Python loop and data plane serve everything
-    _native = None  # type: ignore[assignment]
-    NativeStateStore = None  # type: ignore[assignment,misc]
+from ttlstate.server.registry import Registry
+from ttlstate.server.remote_checkpoint import set_current_channel
+from ttlstate.store.planes.base import StoreVersion
 
 log = logging.getLogger("ttlstate.server")
 
 
-class JvmCheckpointIOError(OSError):
-    """The JVM could not do a checkpoint file operation (remote I/O failed, or the task was
-    interrupted because the query stopped): the request fails, but it is not our bug."""
-
-
-class RequestError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-@dataclass
-class Entry:
-    key: str
-    provider: StoreProvider
-    local_dir: str
-    store: StateStore | NativeStateStore | None = None
-
-
-class Registry:
-    """The providers of this worker, by handle; shared by all connections."""
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self._lock = threading.Lock()
-        self._by_key: dict[str, int] = {}
-        self._entries: dict[int, Entry] = {}
-        self._next = 1
-        self._memory: MemoryConfig | None = None
-
-    def open(self, key: str, confs: dict[str, str], info: dict[str, object]) -> int:
-        with self._lock:
-            handle = self._by_key.get(key)
-            if handle is not None:
-                return handle
-            operator_id = int(info.get("operatorId", -1))  # type: ignore[arg-type]
-            config = store_config_from_confs(confs, operator_id, store_log.operator_names(info))
-            self._apply_memory(config.memory)
-            if not ttl_applies(str(info.get("storeName", "default")), str(info.get("keySchema", "")),
-                               str(info.get("valueSchema", ""))):
-                config = replace(config, ttl=config.ttl.disabled())
-            store_log.log_store_opened(info, config)
-            handle = self._next
-            self._next += 1
-            local = os.path.join(self.root, f"{handle}-{re.sub(r'[^A-Za-z0-9_.-]', '_', key)[-80:]}")
-            store_id = store_label(info.get("operatorId", "?"), info.get("partitionId", "?"),  # type: ignore[arg-type]
-                                   str(info.get("storeName", "default")))
-            query = info.get("queryId")
-            location = RemoteCheckpointLocation(str(info.get("checkpointDir", "")))
-            provider = StoreProvider(store_id, local, location, config,
-                                     query_id=str(query) if query else None,
-                                     checkpoint_ids=bool(info.get("checkpointIds", False)),
-                                     reader=bool(info.get("stateReader", False)))
-            self._by_key[key] = handle
-            self._entries[handle] = Entry(key, provider, local)
-            return handle
-
-    def _apply_memory(self, memory: MemoryConfig) -> None:
-        """One block cache and write-buffer budget for all of this worker's stores."""
-        if _native is None or self._memory == memory:
-            return
-        if self._memory is not None:
-            log.warning("ttlstate server: %s changed to %d bytes (ratio %s); the worker's shared "
-                        "RocksDB memory is resized", K.MEMORY_MAX_BYTES.key, memory.max_bytes,
-                        memory.write_buffer_ratio)
-        _native.configure_memory(memory.max_bytes, memory.write_buffer_ratio)
-        self._memory = memory
-
-    def get(self, handle: int) -> Entry:
-        entry = self._entries.get(handle)
-        if entry is None:
-            raise RequestError(P.ERR_STATE, f"unknown store handle {handle} (closed or never opened)")
-        return entry
-
-    def close(self, handle: int) -> None:
-        with self._lock:
-            entry = self._entries.pop(handle, None)
-            if entry is None:
-                return
-            self._by_key.pop(entry.key, None)
-        entry.provider.close()
-        shutil.rmtree(entry.local_dir, ignore_errors=True)
-
-
-def _error_code(e: BaseException) -> int:
-    if isinstance(e, RequestError):
-        return e.code
-    if isinstance(e, ConfError):
-        return P.ERR_CONF
-    if isinstance(e, VersionNotFound):
-        return P.ERR_VERSION_NOT_FOUND
-    if isinstance(e, (CheckpointError, JvmCheckpointIOError)):
-        return P.ERR_CHECKPOINT
-    if isinstance(e, StoreStateError):
-        return P.ERR_STATE
-    if isinstance(e, EngineUnavailable):
-        return P.ERR_ENGINE
-    if isinstance(e, P.ProtocolError):
-        return P.ERR_BAD_REQUEST
-    return P.ERR_INTERNAL
-
-
 def _error_payload(e: BaseException) -> bytes:
     """A failed pipelined write, owed to the next synchronous request of the connection."""
-    return P.Writer().u16(_error_code(e)).str(f"an earlier pipelined write failed: {e}").payload()
-
-
-def _metrics_payload(w: P.Writer, m: StoreMetrics) -> P.Writer:
-    w.i64(m.num_keys).i64(m.memory_bytes).u32(len(m.custom))
-    for name, value in m.custom.items():
-        w.str(name).i64(int(value))
-    return w
+    return P.Writer().u16(error_code(e)).str(f"an earlier pipelined write failed: {e}").payload()
 
 
 _GET_HEAD = struct.Struct(">Ii")
@@ -184,8 +58,9 @@ class Connection(socketserver.StreamRequestHandler):
         self.next_iter = 1
         self.greeted = False
         # The versions this connection loaded and has not ended: aborted if it drops.
-        self.loaded: dict[int, StateStore | NativeStateStore] = {}
-        self.native = _native.Connection(self.request.fileno()) if _native is not None else None
+        self.loaded: dict[int, StoreVersion] = {}
+        native = native_module()
+        self.native = native.Connection(self.request.fileno()) if native is not None else None
 
     def send(self, code: int, payload: bytes = b"") -> None:
         if self.native is not None:
@@ -254,9 +129,9 @@ class Connection(socketserver.StreamRequestHandler):
         try:
             return P.RESP_OK, self.dispatch(code, P.Reader(payload))
         except Exception as e:  # every failure becomes an error frame, never a hang
-            if _error_code(e) == P.ERR_INTERNAL and not isinstance(e, ConnectionError):
+            if error_code(e) == ERR_INTERNAL and not isinstance(e, ConnectionError):
                 log.error("ttlstate server: request %d failed\n%s", code, traceback.format_exc())
-            return P.RESP_ERROR, P.Writer().u16(_error_code(e)).str(str(e) or type(e).__name__).payload()
+            return P.RESP_ERROR, P.Writer().u16(error_code(e)).str(str(e) or type(e).__name__).payload()
 
     def _serve_python(self) -> None:
         while True:
@@ -274,7 +149,7 @@ class Connection(socketserver.StreamRequestHandler):
                     except (BrokenPipeError, ConnectionResetError):
                         raise
                     except Exception as e:
-                        self.send(P.RESP_ERROR, P.Writer().u16(_error_code(e)).str(str(e)).payload())
+                        self.send(P.RESP_ERROR, P.Writer().u16(error_code(e)).str(str(e)).payload())
                     continue
                 if self.pending_error is not None:
                     e, self.pending_error = self.pending_error, None
@@ -299,7 +174,7 @@ class Connection(socketserver.StreamRequestHandler):
         if self.pending_error is not None:
             return
         try:
-            store = self._store(r.u32())
+            store = self.version(r.u32())
             for _ in range(r.u32()):
                 kind = r.u8()
                 key = r.bytes()
@@ -314,11 +189,19 @@ class Connection(socketserver.StreamRequestHandler):
         except Exception as e:
             self.pending_error = e
 
-    def _store(self, handle: int) -> StateStore | NativeStateStore:
+    def version(self, handle: int) -> StoreVersion:
+        """The version the store's last load gave."""
         store = self.registry.get(handle).store
         if store is None:
             raise RequestError(P.ERR_STATE, f"store handle {handle} has no loaded version")
         return store
+
+    def start_iterator(self, it: Iterator[tuple[bytes, bytes | None]]) -> bytes:
+        """Registers `it` and answers with its id and first chunk."""
+        it_id = self.next_iter
+        self.next_iter += 1
+        self.iters[it_id] = it
+        return self.chunk_payload(P.Writer().u32(it_id), it_id)
 
     def _chunk(self, it: Iterator[tuple[bytes, bytes | None]]
                ) -> tuple[bool, list[tuple[bytes, bytes | None]]]:
@@ -331,7 +214,7 @@ class Connection(socketserver.StreamRequestHandler):
                 return False, out
         return True, out
 
-    def _chunk_payload(self, w: P.Writer, it_id: int) -> bytes:
+    def chunk_payload(self, w: P.Writer, it_id: int) -> bytes:
         done, pairs = self._chunk(self.iters[it_id])
         if done:
             del self.iters[it_id]
@@ -342,128 +225,16 @@ class Connection(socketserver.StreamRequestHandler):
 
     def dispatch(self, code: int, r: P.Reader) -> bytes:
         if code == P.OP_HELLO:
-            magic, version = r.u32(), r.u32()
-            if magic != P.MAGIC or version != P.PROTOCOL_VERSION:
-                raise RequestError(P.ERR_PROTOCOL_VERSION,
-                                   f"ttlstate state server speaks protocol {P.PROTOCOL_VERSION}; the "
-                                   f"shim sent version {version} (magic {magic:#x}). Use the jar "
-                                   "that ships with the installed ttlstate package.")
-            self.greeted = True
-            return P.Writer().u32(P.PROTOCOL_VERSION).str(str(os.getpid())).payload()
+            return operations.hello(self, r)
         if not self.greeted:
             raise RequestError(P.ERR_PROTOCOL_VERSION, "first frame must be HELLO")
         if code == P.OP_OPEN:
-            key, confs, info = r.str(), json.loads(r.str()), json.loads(r.str())
-            handle = self.registry.open(key, confs, info)
-            ttl = self.registry.get(handle).provider.config.ttl
-            per_record = ttl.enabled and ttl.incremental is not None and ttl.incremental.per_record
-            return (P.Writer().u32(handle).u8(int(not (ttl.enabled and ttl.return_expired)))
-                    .u8(int(not per_record)).i64(ttl.ttl_ms if ttl.ttl_ms is not None else -1)
-                    .u8(int(ttl.update_on_read)).payload())
+            return operations.open_store(self, r)
+        handler = operations.STORE_REQUESTS.get(code)
+        if handler is None:
+            raise RequestError(P.ERR_BAD_REQUEST, f"unknown request code {code}")
         handle = r.u32()
-        entry = self.registry.get(handle)
-        if code == P.OP_LOAD:
-            version, now, flags = r.i64(), r.i64(), r.u8()
-            snapshot = r.i64() if flags & P.LOAD_FROM_SNAPSHOT else None
-            watermark, previous = r.i64(), r.i64()  # the offset log's; previous < 0: unknown
-            ckpt_id, snapshot_id = (r.str(), r.str()) if flags & P.LOAD_CHECKPOINT_ID else ("", "")
-            self.iters.clear()
-            entry.store = entry.provider.get_store(
-                version, now_ms=now, read_only=bool(flags & P.LOAD_READ_ONLY),
-                empty=bool(flags & P.LOAD_EMPTY), from_snapshot=snapshot, watermark_ms=watermark,
-                previous_batch_ms=previous if previous >= 0 else None, ckpt_id=ckpt_id or None,
-                snapshot_ckpt_id=snapshot_id or None)
-            self.loaded[handle] = entry.store
-            if self.native is not None and isinstance(entry.store, NativeStateStore):
-                self.native.bind(handle, entry.store.txn)  # its per-entry requests stay native
-            hashes = entry.provider.keep_restored_key_hashes(bool(flags & P.LOAD_KEY_HASHES))
-            return (P.Writer().i64(entry.provider.lineage).i64(entry.provider.num_keys)
-                    .i64(entry.store.now_ms).u8(int(hashes)).payload())
-        if code == P.OP_KEY_FILTER_BITS:
-            bits_log2, probes = r.u8(), r.u8()
-            try:
-                words = entry.provider.take_key_filter_bits(bits_log2, probes)
-            except ValueError as e:
-                raise RequestError(P.ERR_BAD_REQUEST, str(e)) from None
-            return P.Writer().bytes(words).payload()
-        if code == P.OP_GET:
-            value, ts = self._store(handle).get_entry(r.bytes())
-            return P.Writer().bytes(value).i64(ts).payload()
-        if code == P.OP_MULTI_GET:
-            keys = [r.bytes() for _ in range(r.u32())]
-            values = self._store(handle).multi_get(keys)
-            w = P.Writer().u32(len(values))
-            for v in values:
-                w.bytes(v)
-            return w.payload()
-        if code == P.OP_ITER:
-            prefix = r.bytes_or_none()
-            store = self._store(handle)
-            it_id = self.next_iter
-            self.next_iter += 1
-            self.iters[it_id] = store.iterator() if prefix is None else store.prefix_scan(prefix)
-            return self._chunk_payload(P.Writer().u32(it_id), it_id)
-        if code == P.OP_KEYS:
-            self._store(handle)  # a version must be loaded
-            it_id = self.next_iter
-            self.next_iter += 1
-            self.iters[it_id] = ((k, None) for k, _ in entry.provider.engine.iterate())
-            return self._chunk_payload(P.Writer().u32(it_id), it_id)
-        if code == P.OP_ITER_NEXT:
-            it_id = r.u32()
-            if it_id not in self.iters:
-                raise RequestError(P.ERR_STATE, f"iterator {it_id} is closed")
-            return self._chunk_payload(P.Writer(), it_id)
-        if code == P.OP_ITER_CLOSE:
-            self.iters.pop(r.u32(), None)
-            return b""
-        if code == P.OP_UPGRADE:
-            entry.provider.upgrade(self._store(handle))
-            return b""
-        if code == P.OP_COMMIT:
-            store = self._store(handle)
-            version = store.commit()
-            self.loaded.pop(handle, None)
-            new_id, base_id = entry.provider.last_commit_ids
-            return (_metrics_payload(P.Writer().i64(version), store.metrics())
-                    .str(new_id or "").str(base_id or "").payload())
-        if code == P.OP_METRICS:
-            return _metrics_payload(P.Writer(), self._store(handle).metrics()).payload()
-        if code == P.OP_ABORT:
-            if entry.store is not None:
-                entry.store.abort()
-            self.loaded.pop(handle, None)
-            return b""
-        if code == P.OP_RELEASE:
-            if entry.store is not None:
-                entry.store.release()
-            self.loaded.pop(handle, None)
-            return b""
-        if code == P.OP_SNAPSHOT:
-            entry.provider.do_snapshot_maintenance()
-            return b""
-        if code == P.OP_SNAPSHOT_NOW:
-            self._store(handle)  # a version must be loaded
-            entry.provider.write_snapshot()
-            return b""
-        if code == P.OP_CHANGES:
-            it_id = self.next_iter
-            self.next_iter += 1
-            version, end_version, end_id = r.i64(), r.i64(), r.str()
-            self.iters[it_id] = entry.provider.changelog_records(
-                version, (end_version, end_id) if end_id else None)
-            return self._chunk_payload(P.Writer().u32(it_id), it_id)
-        if code == P.OP_CLEANUP:
-            entry.provider.do_cleanup_maintenance(r.i32())
-            return b""
-        if code == P.OP_CLOSE:
-            self.loaded.pop(handle, None)
-            self.registry.close(handle)
-            return b""
-        if code == P.OP_SET_TIME:
-            now = real_time_clock.advance(entry.provider, self._store(handle), r.i64())
-            return P.Writer().i64(now).payload()
-        raise RequestError(P.ERR_BAD_REQUEST, f"unknown request code {code}")
+        return handler(self, self.registry.get(handle), handle, r)
 
 
 class _Server(socketserver.ThreadingUnixStreamServer):

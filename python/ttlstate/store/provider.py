@@ -2,8 +2,8 @@
 
 This is the control plane of a store: which files rebuild which version, when to snapshot,
 what to delete. The per-entry work (a batch's reads and writes, the changelog, applying it,
-writing a snapshot, restoring one) runs natively when the engine offers the native data plane
-(`engine.native_data_plane`), and in the Python reference implementation otherwise.
+writing a snapshot, restoring one) is the data plane's (store/planes/): native when the engine
+offers it, the Python reference implementation otherwise; this module never asks which.
 
 The local engine holds exactly one committed version (`local_version`); every other version
 is rebuilt from the checkpoint (newest snapshot <= v, then changelogs), so a store that moves
@@ -22,11 +22,9 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
@@ -43,7 +41,6 @@ from ttlstate.checkpoint.record_file import (
     header_json,
     read_records,
     verify_record_file,
-    write_record_file,
 )
 from ttlstate.checkpoint.restore_plan import (
     RestorePlan,
@@ -55,39 +52,15 @@ from ttlstate.config.keys import EngineKind, TimeSource
 from ttlstate.config.store_config import StoreConfig, TtlConfig
 from ttlstate.engine.base import Engine, FilterSettings
 from ttlstate.engine.select import open_engine
+from ttlstate.errors import StoreStateError
 from ttlstate.faults import crash_point
 from ttlstate.store import metric_names as M
+from ttlstate.store import planes
+from ttlstate.store.planes.base import DataPlane, Fetched, KeyHashes, StoreMetrics, StoreVersion
 from ttlstate.store.recorded_settings import recorded_ttl, settings_of, warn_if_changed
-from ttlstate.store.state_store import StateStore, StoreMetrics, StoreStateError
-
-if TYPE_CHECKING:
-    from ttlstate.store.native_state_store import NativeStateStore
-
-    AnyStore = StateStore | NativeStateStore
-from ttlstate.ttl import ttl_value
 from ttlstate.ttl.clock import BatchClock, Clock, WallClock, store_time
-from ttlstate.ttl.expiry import is_expired
 
 log = logging.getLogger(__name__)
-
-_APPLY_CHUNK = 10_000
-# A native restore from nothing gathers the changelogs after the snapshot in memory while they
-# take less than this; the files after that are replayed onto the built DB one by one.
-_RESTORE_GATHER_BYTES = 128 << 20
-
-
-def _in_background(fn: Callable[[], int]) -> Future[int]:
-    """`fn` (which releases the GIL) on its own thread; the future holds its result or error."""
-    future: Future[int] = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(fn())
-        except BaseException as e:  # re-raised by result(), on the committing thread
-            future.set_exception(e)
-
-    threading.Thread(target=run, name="ttlstate-apply", daemon=True).start()
-    return future
 
 
 class StoreProvider:
@@ -137,9 +110,7 @@ class StoreProvider:
         self._stamp = 0
         self._closed = False
         self.num_keys = 0
-        self._cursor: bytes | None = None  # incremental cleanup, Python data plane
-        self._native_cursor: object | None = None  # the same, native data plane
-        self._native_store: NativeStateStore | None = None
+        self._plane: DataPlane | None = None  # chosen with the first engine, kept for good
         self._unreported: Counter[str] = Counter()
         self._filter_removed_counted = 0
         self._warned_no_watermark = False
@@ -148,12 +119,12 @@ class StoreProvider:
         # keys held elsewhere (the shim's key filter) knows when it went stale. Random start: a
         # restarted server never repeats an earlier provider's value.
         self.lineage = secrets.randbits(62)
-        # The key filter hashes (a _native.KeyHashes) of every key of a local DB the last
-        # get_store built from nothing (native data plane), until taken: the shim fills its
+        # The key filter hashes of every key of a local DB the last get_store built from
+        # nothing (where the data plane collects them), until taken: the shim fills its
         # filter from them instead of scanning the keys back. None when it was not built from
         # nothing.
-        self._restored_key_hashes: object | None = None
-        self._collecting: object | None = None  # _native.KeyHashes while a restore runs
+        self._restored_key_hashes: KeyHashes | None = None
+        self._collecting: KeyHashes | None = None  # while a restore runs
 
     # -- engine ---------------------------------------------------------------------------
     @property
@@ -179,9 +150,17 @@ class StoreProvider:
                               query_time_after_num_entries=cf.query_time_after_num_entries,
                               periodic_compaction_seconds=cf.periodic_compaction_ms // 1000)
 
+    @property
+    def plane(self) -> DataPlane:
+        if self._plane is None:
+            raise StoreStateError(f"ttlstate store {self.store_id}: no version is loaded")
+        return self._plane
+
     def _open_empty(self) -> None:
         self._drop_local()
         self._engine = open_engine(self.config.engine, self._db_dir, self._filter_settings())
+        if self._plane is None:
+            self._plane = planes.for_engine(self._engine, self._lock)
         self._filter_removed_counted = self._engine.metrics().get("filter_removed", 0)
         self.num_keys = 0
 
@@ -224,7 +203,7 @@ class StoreProvider:
     def get_store(self, version: int, *, now_ms: int | None = None, read_only: bool = False,
                   empty: bool = False, from_snapshot: int | None = None, watermark_ms: int = 0,
                   previous_batch_ms: int | None = None, ckpt_id: str | None = None,
-                  snapshot_ckpt_id: str | None = None) -> StateStore:
+                  snapshot_ckpt_id: str | None = None) -> StoreVersion:
         """Exactly `version`, as a write store (or read-only), at the time the time source gives
         for a batch of timestamp `now_ms`, event-time watermark `watermark_ms` and previous
         batch timestamp `previous_batch_ms` (the offset log's; None: the provider's clock).
@@ -253,9 +232,7 @@ class StoreProvider:
                 self._v2_lineage = ()
                 self._trusted_snapshots.clear()
                 self._batch_times.pop(version, None)
-                if self.engine.native_data_plane:
-                    from ttlstate import _native
-                    self._restored_key_hashes = _native.KeyHashes()
+                self._restored_key_hashes = self.plane.key_hashes()
             elif (from_snapshot is not None or self._engine is None or self._local_version != version
                   or (self.checkpoint_ids and version > 0 and ckpt_id != self._state_id)):
                 try:
@@ -272,27 +249,12 @@ class StoreProvider:
                 now = self._as_the_query_saw_it(version, now)
             self.engine.set_time(now)
             self._stamp += 1
-            if self.engine.native_data_plane:
-                return self._begin_native(version, now, not read_only)
-            return StateStore(self, version, now, not read_only, self._stamp)
-
-    def _begin_native(self, version: int, now: int, writable: bool) -> NativeStateStore:
-        from ttlstate import _native
-        from ttlstate.store.native_state_store import NativeStateStore
-
-        if self._native_store is not None:
-            self._native_store.supersede()
-        if self._native_cursor is None:
-            self._native_cursor = _native.CleanupCursor()
-        txn = self.engine.begin(self.store_id, version, now, writable,  # type: ignore[attr-defined]
-                                self.config.ttl, self._native_cursor)
-        self._native_store = NativeStateStore(self, txn)
-        return self._native_store
+            return self.plane.begin(self, self.engine, version, now, not read_only, self._stamp)
 
     def keep_restored_key_hashes(self, wanted: bool) -> bool:
         """Whether the key filter hashes of every key put are kept for `take_key_filter_bits`:
-        only when `wanted` and the version get_store just loaded was built from nothing by the
-        native data plane (which collects them); else they are dropped."""
+        only when `wanted` and the version get_store just loaded was built from nothing by a
+        data plane that collects them (the native one); else they are dropped."""
         with self._lock:
             if not wanted:
                 self._restored_key_hashes = None
@@ -306,9 +268,9 @@ class StoreProvider:
             hashes, self._restored_key_hashes = self._restored_key_hashes, None
         if hashes is None:
             return None
-        return hashes.bloom_words(bits_log2, probes)  # type: ignore[attr-defined]
+        return hashes.bloom_words(bits_log2, probes)
 
-    def upgrade(self, store: AnyStore) -> AnyStore:
+    def upgrade(self, store: StoreVersion) -> StoreVersion:
         """Turn a read store into the write store of the same version, in place."""
         with self._lock:
             store.make_writable()
@@ -357,10 +319,10 @@ class StoreProvider:
                 return
 
     @contextmanager
-    def _staged(self) -> Iterator[list[tuple[str, str, RecordFileHeader]]]:
+    def _staged(self) -> Iterator[list[Fetched]]:
         """The (name, local path, header) of the checkpoint files a load attempt fetched into
         the staging directory; removed when the attempt ends, whatever its outcome."""
-        fetched: list[tuple[str, str, RecordFileHeader]] = []
+        fetched: list[Fetched] = []
         try:
             yield fetched
         finally:
@@ -418,7 +380,7 @@ class StoreProvider:
                 self._v2_lineage, self._state_format1 = lineage, False
                 return
 
-    def _verify_ids(self, plan: RestorePlan, fetched: list[tuple[str, str, RecordFileHeader]],
+    def _verify_ids(self, plan: RestorePlan, fetched: list[Fetched],
                     version: int) -> None:
         """Every file of a format 2 plan holds the id its name says, and each changelog continues
         the one before it: a file of another lineage or attempt is refused, naming both."""
@@ -451,7 +413,7 @@ class StoreProvider:
             previous = (self.checkpoint.describe(name), named)
 
     def _fetch_plan(self, plan: RestorePlan, version: int,
-                    fetched: list[tuple[str, str, RecordFileHeader]], strict: bool) -> str | None:
+                    fetched: list[Fetched], strict: bool) -> str | None:
         """Fetch and verify every file of `plan` into `fetched` (whole, and bound to this store
         and version) before one record is applied: a bad file anywhere changes nothing. Returns
         None, or what holds another attempt's state ("local", or "snapshot"): see lineage.py.
@@ -504,23 +466,18 @@ class StoreProvider:
         self._loaded_state = chain.state
         return None
 
-    def _apply_plan(self, plan: RestorePlan, fetched: list[tuple[str, str, RecordFileHeader]],
+    def _apply_plan(self, plan: RestorePlan, fetched: list[Fetched],
                     version: int) -> None:
         wanted = {plan.snapshot, *plan.changelogs}
         rest = [f for f in fetched if f[0] in wanted]
         try:
             if not plan.from_local:
                 self._open_empty()
-                if self.engine.native_data_plane:
-                    from ttlstate import _native
-                    self._collecting = _native.KeyHashes()
-                    if rest:
-                        rest = self._build_native(rest, version)
+                self._collecting = self.plane.key_hashes()
+                if rest:
+                    rest = self._build(rest, version)
             for name, local_path, header in rest:
-                if header.kind == KIND_SNAPSHOT:
-                    self._restore_snapshot(name, local_path, header, version)
-                else:
-                    self._replay_changelog(name, local_path, header, version)
+                self._replay_changelog(name, local_path, header, version)
             if self._collecting is not None:
                 self._restored_key_hashes = self._collecting
         except BaseException:
@@ -604,93 +561,27 @@ class StoreProvider:
         written_at = self._batch_times.get(version)
         return written_at if written_at is not None else now
 
-    def _build_native(self, fetched: list[tuple[str, str, RecordFileHeader]], version: int
-                      ) -> list[tuple[str, str, RecordFileHeader]]:
-        """Builds the empty DB natively from the snapshot (if any) and the changelogs after it
-        that fit `_RESTORE_GATHER_BYTES` in memory, as one SST file; returns the files left."""
-        builder = self.engine.restore_builder()  # type: ignore[attr-defined]
-        snapshot = fetched[0] if fetched[0][2].kind == KIND_SNAPSHOT else None
-        changelogs = fetched[1:] if snapshot else fetched
-        gathered = 0
-        for name, local_path, _header in changelogs:
-            if builder.gathered_bytes >= _RESTORE_GATHER_BYTES:
-                break
-            try:
-                builder.add_changelog(local_path)
-            except RuntimeError as e:
-                raise CheckpointError(self.store_id, version, name, str(e)) from None
-            gathered += 1
-        built = ([snapshot] if snapshot else []) + changelogs[:gathered]
-        if not built:
-            return changelogs
-        blamed = built[0][0] if snapshot else built[-1][0]  # what a failure to build is about
-        sst = os.path.join(self._staging, f"restore-{version}.sst")
-        try:
-            snapshot_records, keys = builder.finish(snapshot[1] if snapshot else "", sst, self._collecting)
-        except RuntimeError as e:
-            raise CheckpointError(self.store_id, version, blamed, str(e)) from None
-        finally:
-            if os.path.exists(sst):  # moved into the DB, unless empty or failed
-                os.unlink(sst)
-        if snapshot and snapshot_records != snapshot[2].record_count:
-            raise CheckpointError(self.store_id, version, snapshot[0], f"is corrupt ({snapshot_records} "
-                                  f"records, footer says {snapshot[2].record_count})")
-        self.num_keys = keys
-        for _name, _local, header in built:
+    def _build(self, fetched: list[Fetched], version: int) -> list[Fetched]:
+        """Builds the empty DB from what the data plane takes in one pass (the snapshot, and
+        changelogs after it where it can); returns the files left to replay one by one."""
+        built = self.plane.build(
+            self.engine, fetched, os.path.join(self._staging, f"restore-{version}.sst"),
+            self._collecting, lambda name, reason: CheckpointError(self.store_id, version, name, reason))
+        if built.used:
+            self.num_keys = built.num_keys
+        for _name, _local, header in built.used:
             self._batch_times[header.version] = header.batch_time_ms
-        return changelogs[gathered:]
-
-    def _restore_snapshot(self, name: str, local: str, header: RecordFileHeader, version: int) -> None:
-        """The portable data plane's restore: records written in chunks."""
-        try:
-            batch: list[tuple[bytes, bytes | None]] = []
-            for record in read_records(local, header):
-                batch.append(record)
-                if len(batch) >= _APPLY_CHUNK:
-                    self.engine.write(batch)
-                    batch.clear()
-            self.engine.write(batch)
-            self.num_keys = header.record_count
-            self._batch_times[header.version] = header.batch_time_ms
-        except RecordFileError as e:
-            raise CheckpointError(self.store_id, version, name, str(e)) from None
+        return built.rest
 
     def _replay_changelog(self, name: str, local: str, header: RecordFileHeader, version: int) -> None:
-        engine = self.engine
-        if engine.native_data_plane:
-            try:
-                _count, delta = engine.apply_changelog_file(  # type: ignore[attr-defined]
-                    local, self._collecting)
-            except RuntimeError as e:
-                raise CheckpointError(self.store_id, version, name, str(e)) from None
-            self.num_keys += delta
-            self._batch_times[header.version] = header.batch_time_ms
-            return
         try:
-            records = list(read_records(local, header))
+            self.num_keys += self.plane.replay_changelog(self.engine, local, header, self._collecting)
         except RecordFileError as e:
             raise CheckpointError(self.store_id, version, name, str(e)) from None
-        self._apply(records)
         self._batch_times[header.version] = header.batch_time_ms
 
-    def _apply(self, records: list[tuple[bytes, bytes | None]]) -> None:
-        """Write records to the engine, keeping `num_keys` exact."""
-        engine = self.engine
-        keys = [k for k, _ in records]
-        before = dict(zip(keys, engine.multi_get(keys), strict=True))
-        final: dict[bytes, bytes | None] = {}
-        for k, v in records:
-            final[k] = v
-        for k, v in final.items():
-            existed = before[k] is not None
-            if v is None and existed:
-                self.num_keys -= 1
-            elif v is not None and not existed:
-                self.num_keys += 1
-        engine.write(records)
-
     # -- commit ---------------------------------------------------------------------------
-    def commit_store(self, store: AnyStore) -> int:
+    def commit_store(self, store: StoreVersion) -> int:
         with self._lock:
             if store.version != self._local_version:
                 raise StoreStateError(f"ttlstate store {self.store_id}: cannot commit version "
@@ -710,16 +601,9 @@ class StoreProvider:
                 lineage.update(ckpt_id=new_id, lineage=v2_lineage)
             header = header_json(self.store_id, new_version, store.now_ms, self.config.ttl.ttl_ms,
                                  self.query_id, **lineage)
-            if isinstance(store, StateStore):
-                if periodic_cleanup:
-                    self.incremental_step(store)
-                records = list(store.pending.items())
-                write_record_file(local, KIND_CHANGELOG, self.store_id, new_version, store.now_ms,
-                                  records, self.config.ttl.ttl_ms, self.query_id, **lineage)
-            else:
-                if periodic_cleanup:
-                    store.txn.incremental_step()
-                store.txn.write_changelog(local, header)
+            if periodic_cleanup:
+                store.incremental_step()
+            store.write_changelog(local, header)
             state_id = new_id or file_fingerprint(local)
             crash_point("commit-before-upload")  # tests only; inert unless TTLSTATE_FAULTS is set
             # The native plane applies the batch to the local DB while the changelog uploads (an
@@ -727,24 +611,15 @@ class StoreProvider:
             # so a failed upload then discards the local DB, as a failed apply does. The store's
             # lock, held throughout, keeps every other use of this transaction out meanwhile.
             # A large batch is bulk-loaded through an SST file written in the staging directory.
-            sst = local + ".sst"
-            applying = (None if isinstance(store, StateStore)
-                        else _in_background(lambda: store.txn.apply(sst)))  # type: ignore[union-attr]
+            # The portable plane applies after the upload, on this thread.
+            applying = store.start_apply(local + ".sst")
             try:
                 self._publish_changelog(local, name, new_version)
-                if applying is not None:
-                    self.num_keys += applying.result()
+                self.num_keys += applying.result()
             except BaseException:
-                if applying is not None:
-                    applying.exception()  # waits for the apply to end
+                if applying.abandon():
                     self._drop_local()
                 raise
-            if applying is None:
-                try:
-                    self._apply(records)
-                except BaseException:
-                    self._drop_local()
-                    raise
             base_id = None if self._state_format1 else self._state_id  # Spark's id of the base
             self.last_commit_ids = (new_id, base_id) if new_id else (None, None)
             self._local_version = new_version
@@ -801,27 +676,6 @@ class StoreProvider:
             self._filter_removed_counted = removed
             self.num_keys = self.engine.count_keys()
 
-    # -- TTL cleanup ----------------------------------------------------------------------
-    def incremental_step(self, store: StateStore) -> None:
-        """Check the next `size` committed entries after the cursor; delete the expired ones."""
-        ttl = self.config.ttl
-        if ttl.ttl_ms is None or ttl.incremental is None or not store.writable:
-            return
-        checked = 0
-        last: bytes | None = None
-        for key, raw in self.engine.iterate(self._cursor, None):
-            checked += 1
-            last = key
-            if key not in store.pending and is_expired(ttl_value.timestamp(raw), ttl.ttl_ms,
-                                                        store.now_ms):
-                store.delete_expired(key)
-            if checked >= ttl.incremental.size:
-                break
-        if last is None or checked < ttl.incremental.size:
-            self._cursor = None  # reached the end: wrap around
-        else:
-            self._cursor = last + b"\x00"
-
     # -- maintenance ----------------------------------------------------------------------
     def do_snapshot_maintenance(self) -> None:
         """Snapshot the loaded version when `snapshot_interval` versions passed since the last."""
@@ -837,10 +691,11 @@ class StoreProvider:
     def write_snapshot(self) -> str | None:
         """Write and publish the snapshot of the loaded version; returns its file name.
 
-        On the native data plane the file is written from a pinned RocksDB snapshot without
-        holding the store, so the store's next batch loads, writes and commits meanwhile; the
-        upload then happens under the store's lock, and only if no reload replaced the local DB
-        in between (a re-run batch may have superseded that version). None: it was skipped.
+        The file is written from the data plane's view of the DB (on the native plane a pinned
+        RocksDB snapshot, without holding the store, so the store's next batch loads, writes and
+        commits meanwhile); the upload then happens under the store's lock, and only if no
+        reload replaced the local DB in between (a re-run batch may have superseded that
+        version). None: it was skipped.
         """
         with self._lock:
             started = time.monotonic()
@@ -858,32 +713,24 @@ class StoreProvider:
             header = header_json(self.store_id, version, batch_time, ttl.ttl_ms, self.query_id,
                                  **lineage)
             engine = self.engine
-            if not engine.native_data_plane:
-                dropped = Counter[str]()
-                write_record_file(local, KIND_SNAPSHOT, self.store_id, version, batch_time,
-                                  self._snapshot_entries(version, dropped), ttl.ttl_ms, self.query_id,
-                                  **lineage)
-                self._publish_snapshot(local, name, dropped["n"], started)
-                return name
-            view = engine.snapshot()  # type: ignore[attr-defined]
-            lineage = self.lineage
+            view = self.plane.snapshot_view(engine, ttl)
+            loaded = self.lineage
         try:
             crash_point("snapshot-before-write")  # tests only
-            _written, dropped_n = view.write_record_file(local, header, drop, ttl.ttl_ms or 0,
-                                                         batch_time or 0)
+            dropped_n = view.write(local, header, drop, ttl.ttl_ms or 0, batch_time or 0)
         except RuntimeError:
             if os.path.exists(local):
                 os.unlink(local)
             with self._lock:
-                if self.lineage != lineage or self._engine is not engine:
+                if self.lineage != loaded or self._engine is not engine:
                     log.info("ttlstate store %s: snapshot of version %d skipped: the local state "
                              "was reloaded while it was being written", self.store_id, version)
                     return None
             raise
         finally:
-            del view  # unpins the RocksDB snapshot
+            view.close()
         with self._lock:
-            if self.lineage != lineage or self._closed:
+            if self.lineage != loaded or self._closed:
                 os.unlink(local)
                 log.info("ttlstate store %s: snapshot of version %d not published: the local "
                          "state was reloaded while it was being written", self.store_id, version)
@@ -903,18 +750,6 @@ class StoreProvider:
             self._trusted_snapshots.add(parsed.version)
         self._unreported[M.TTL_DROPPED_FROM_SNAPSHOT.name] += dropped
         self._unreported[M.SNAPSHOT_TIME_MS.name] += int((time.monotonic() - started) * 1000)
-
-    def _snapshot_entries(self, version: int, dropped: Counter[str]
-                          ) -> Iterator[tuple[bytes, bytes]]:
-        """Committed entries, without those expired at the version's batch time (fullSnapshot)."""
-        ttl = self.config.ttl
-        batch_time = self._batch_times.get(version)
-        drop = ttl.enabled and ttl.full_snapshot and batch_time is not None
-        for key, raw in self.engine.iterate():
-            if drop and is_expired(ttl_value.timestamp(raw), ttl.ttl_ms or 0, batch_time or 0):
-                dropped["n"] += 1
-                continue
-            yield key, raw
 
     def do_cleanup_maintenance(self, min_versions_to_retain: int) -> list[str]:
         """Delete checkpoint files older than what the newest N versions need."""
@@ -968,8 +803,8 @@ class StoreProvider:
         with self._lock:
             self._closed = True
             self._stamp += 1
-            if self._native_store is not None:
-                self._native_store.txn.end("closed")
+            if self._plane is not None:
+                self._plane.close()
             if self._engine is not None:
                 self._engine.close()
                 self._engine = None

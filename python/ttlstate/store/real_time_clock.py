@@ -12,20 +12,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ttlstate.store.native_state_store import NativeStateStore
+    from ttlstate.store.planes.base import StoreVersion
     from ttlstate.store.provider import StoreProvider
-    from ttlstate.store.state_store import StateStore
 
 
-def advance(provider: StoreProvider, store: StateStore | NativeStateStore, now_ms: int) -> int:
+def advance(provider: StoreProvider, store: StoreVersion, now_ms: int) -> int:
     """Moves `store`'s now to `now_ms` if that is later; returns the now TTL uses from here on.
 
     Entries written before keep their timestamps; reads, refreshes, incremental cleanup and the
     commit's changelog header use the new now, and so does the compaction filter's clock."""
-    txn = getattr(store, "txn", None)
-    if txn is not None:  # the native data plane: the transaction owns its now
-        store.now_ms = int(txn.advance_now(int(now_ms)))
-    else:
-        store.now_ms = max(int(store.now_ms), int(now_ms))
-    provider.engine.set_time(store.now_ms)
-    return store.now_ms
+    now = store.advance_now(now_ms)
+    provider.engine.set_time(now)
+    return now

@@ -1,4 +1,6 @@
-"""One version of one store, as a task sees it: reads, buffered writes, commit or abort.
+"""The portable data plane: the Python reference implementation (any engine; rocksdict's only).
+
+One version of one store, as a task sees it: reads, buffered writes, commit or abort.
 
 Uncommitted writes live in an overlay dict (key -> stored value, or None for a delete), so
 `abort()` leaves no trace and commit applies them as one atomic write batch. Reads see the
@@ -13,42 +15,151 @@ refreshing there would keep every key alive forever.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from ttlstate.checkpoint.record_file import (
+    KIND_CHANGELOG,
+    KIND_SNAPSHOT,
+    RecordFileError,
+    RecordFileHeader,
+    read_records,
+    write_records,
+)
+from ttlstate.engine.base import Engine
+from ttlstate.errors import StoreStateError
+from ttlstate.store.planes.base import (
+    Built,
+    DataPlane,
+    Fetched,
+    KeyHashes,
+    StoreMetrics,
+    prefix_upper_bound,
+)
 from ttlstate.ttl import ttl_value
 from ttlstate.ttl.expiry import is_expired
 
 if TYPE_CHECKING:
+    from ttlstate.config.store_config import TtlConfig
     from ttlstate.store.provider import StoreProvider
 
 _MISSING = object()
+_APPLY_CHUNK = 10_000
 
 
-class StoreStateError(RuntimeError):
-    """A call that the store's lifecycle does not allow (put after commit, stale handle...)."""
+class PortablePlane(DataPlane):
+    """`lock`: the provider's; a snapshot is written under it (the engine has no pinned views)."""
 
+    def __init__(self, lock: threading.RLock) -> None:
+        self._lock = lock
+        self.cursor: bytes | None = None  # incremental cleanup's, across versions and reloads
 
-@dataclass
-class StoreMetrics:
-    num_keys: int
-    memory_bytes: int
-    custom: dict[str, int] = field(default_factory=dict)
+    def begin(self, provider: StoreProvider, engine: Engine, version: int, now_ms: int,
+              writable: bool, stamp: int) -> PortableVersion:
+        return PortableVersion(provider, self, version, now_ms, writable, stamp)
 
-
-def prefix_upper_bound(prefix: bytes) -> bytes | None:
-    """The smallest key greater than every key starting with `prefix` (None: no bound)."""
-    stripped = prefix.rstrip(b"\xff")
-    if not stripped:
+    def key_hashes(self) -> KeyHashes | None:
         return None
-    return stripped[:-1] + bytes((stripped[-1] + 1,))
+
+    def build(self, engine: Engine, fetched: list[Fetched], staging_sst: str,
+              collecting: KeyHashes | None, fail: Callable[[str, str], Exception]) -> Built:
+        """Only the snapshot, written in chunks; the changelogs are replayed one by one."""
+        if not fetched or fetched[0][2].kind != KIND_SNAPSHOT:
+            return Built([], fetched, 0)
+        name, local_path, header = fetched[0]
+        try:
+            batch: list[tuple[bytes, bytes | None]] = []
+            for record in read_records(local_path, header):
+                batch.append(record)
+                if len(batch) >= _APPLY_CHUNK:
+                    engine.write(batch)
+                    batch.clear()
+            engine.write(batch)
+        except RecordFileError as e:
+            raise fail(name, str(e)) from None
+        return Built([fetched[0]], fetched[1:], header.record_count)
+
+    def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
+                         collecting: KeyHashes | None) -> int:
+        return apply_counted(engine, list(read_records(local_path, header)))
+
+    def snapshot_view(self, engine: Engine, ttl: TtlConfig) -> _LockedView:
+        return _LockedView(engine, self._lock)
+
+    def close(self) -> None:
+        return None  # versions check the provider's stamp, which closing moves on
 
 
-class StateStore:
-    def __init__(self, provider: StoreProvider, version: int, now_ms: int, writable: bool,
-                 stamp: int) -> None:
+def apply_counted(engine: Engine, records: list[tuple[bytes, bytes | None]]) -> int:
+    """Write records to the engine; returns the change in the number of keys."""
+    keys = [k for k, _ in records]
+    before = dict(zip(keys, engine.multi_get(keys), strict=True))
+    final: dict[bytes, bytes | None] = {}
+    for k, v in records:
+        final[k] = v
+    delta = 0
+    for k, v in final.items():
+        existed = before[k] is not None
+        if v is None and existed:
+            delta -= 1
+        elif v is not None and not existed:
+            delta += 1
+    engine.write(records)
+    return delta
+
+
+class _LockedView:
+    """The engine's entries as they are while it is open: the engine pins no views, so the view
+    holds the store's (re-entrant) lock from its creation, under the provider's lock, to its
+    close, and nothing changes the DB while the snapshot is written."""
+
+    def __init__(self, engine: Engine, lock: threading.RLock) -> None:
+        self._engine = engine
+        self._lock: threading.RLock | None = lock
+        lock.acquire()
+
+    def write(self, path: str, header: bytes, drop_expired: bool, ttl_ms: int, now_ms: int) -> int:
+        dropped = 0
+
+        def entries() -> Iterable[tuple[bytes, bytes | None]]:
+            nonlocal dropped
+            for key, raw in self._engine.iterate():
+                if drop_expired and is_expired(ttl_value.timestamp(raw), ttl_ms, now_ms):
+                    dropped += 1
+                    continue
+                yield key, raw
+
+        write_records(path, KIND_SNAPSHOT, header, entries())
+        return dropped
+
+    def close(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+
+class _DeferredApply:
+    """The portable commit applies its batch after the changelog is published, on the
+    committing thread."""
+
+    def __init__(self, apply: Callable[[], int]) -> None:
+        self._apply = apply
+        self._started = False
+
+    def result(self) -> int:
+        self._started = True
+        return self._apply()
+
+    def abandon(self) -> bool:
+        return self._started
+
+
+class PortableVersion:
+    def __init__(self, provider: StoreProvider, plane: PortablePlane, version: int, now_ms: int,
+                 writable: bool, stamp: int) -> None:
         self._p = provider
+        self._plane = plane
         self.version = version
         self.now_ms = now_ms
         self.writable = writable
@@ -118,13 +229,13 @@ class StateStore:
         if value is None:
             raise ValueError("Cannot put a null value")
         if self._per_record_cleanup:
-            self._p.incremental_step(self)
+            self.incremental_step()
         self._write(bytes(key), ttl_value.encode(self.now_ms, bytes(value)))
 
     def remove(self, key: bytes) -> None:
         self._check_writable()
         if self._per_record_cleanup:
-            self._p.incremental_step(self)
+            self.incremental_step()
         self._write(bytes(key), None)
 
     def delete_expired(self, key: bytes) -> None:
@@ -161,7 +272,7 @@ class StateStore:
         shim's cross-batch cache keeps to apply TTL itself in later batches."""
         self._check_open()
         if self._per_record_cleanup and self.writable:
-            self._p.incremental_step(self)
+            self.incremental_step()
         key = bytes(key)
         raw = self._raw(key)
         if raw is None:
@@ -190,7 +301,7 @@ class StateStore:
     def multi_get(self, keys: list[bytes]) -> list[bytes | None]:
         self._check_open()
         if self._per_record_cleanup and self.writable:
-            self._p.incremental_step(self)
+            self.incremental_step()
         keys = [bytes(k) for k in keys]
         missing = [k for k in keys if k not in self._pending]
         from_db = dict(zip(missing, self._p.engine.multi_get(missing), strict=True))
@@ -228,6 +339,44 @@ class StateStore:
             value = self._visible(key, raw, refresh=False)
             if value is not None:
                 yield key, value
+
+    def supersede(self) -> None:
+        return None  # the provider's stamp moved on: `_check_open` refuses from now on
+
+    def advance_now(self, now_ms: int) -> int:
+        self.now_ms = max(int(self.now_ms), int(now_ms))
+        return self.now_ms
+
+    def serve_on(self, connection: object, handle: int) -> None:
+        return None  # the Python loop serves this version's requests
+
+    # -- commit (the data-plane half; the provider holds the store's lock) ------------------
+    def incremental_step(self) -> None:
+        """Check the next `size` committed entries after the cursor; delete the expired ones."""
+        ttl = self._p.config.ttl
+        if ttl.ttl_ms is None or ttl.incremental is None or not self.writable:
+            return
+        checked = 0
+        last: bytes | None = None
+        for key, raw in self._p.engine.iterate(self._plane.cursor, None):
+            checked += 1
+            last = key
+            if key not in self._pending and is_expired(ttl_value.timestamp(raw), ttl.ttl_ms,
+                                                        self.now_ms):
+                self.delete_expired(key)
+            if checked >= ttl.incremental.size:
+                break
+        if last is None or checked < ttl.incremental.size:
+            self._plane.cursor = None  # reached the end: wrap around
+        else:
+            self._plane.cursor = last + b"\x00"
+
+    def write_changelog(self, path: str, header: bytes) -> None:
+        write_records(path, KIND_CHANGELOG, header, list(self._pending.items()))
+
+    def start_apply(self, sst_path: str) -> _DeferredApply:
+        records = list(self._pending.items())
+        return _DeferredApply(lambda: apply_counted(self._p.engine, records))
 
     # -- metrics ---------------------------------------------------------------------------
     def metrics(self) -> StoreMetrics:

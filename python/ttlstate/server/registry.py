@@ -1,0 +1,100 @@
+"""The stores a worker serves, by handle: opened once per store, shared by all connections."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import threading
+from dataclasses import dataclass, replace
+
+from ttlstate.checkpoint.identity import store_label
+from ttlstate.config import keys as K
+from ttlstate.config.store_config import MemoryConfig, store_config_from_confs
+from ttlstate.engine.select import native_module
+from ttlstate.errors import RequestError
+from ttlstate.server import protocol as P
+from ttlstate.server import store_log
+from ttlstate.server.remote_checkpoint import RemoteCheckpointLocation
+from ttlstate.server.ttl_scope import ttl_applies
+from ttlstate.store.provider import StoreProvider
+from ttlstate.store.version_store import VersionStore
+
+log = logging.getLogger("ttlstate.server")
+
+
+@dataclass
+class OpenStore:
+    """A store a shim opened: its provider, and the version the last load gave (if any)."""
+
+    key: str
+    provider: StoreProvider
+    local_dir: str
+    store: VersionStore | None = None
+
+
+class Registry:
+    """The providers of this worker, by handle; shared by all connections."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._by_key: dict[str, int] = {}
+        self._open: dict[int, OpenStore] = {}
+        self._next = 1
+        self._memory: MemoryConfig | None = None
+
+    def open(self, key: str, confs: dict[str, str], info: dict[str, object]) -> int:
+        with self._lock:
+            handle = self._by_key.get(key)
+            if handle is not None:
+                return handle
+            operator_id = int(info.get("operatorId", -1))  # type: ignore[arg-type]
+            config = store_config_from_confs(confs, operator_id, store_log.operator_names(info))
+            self._apply_memory(config.memory)
+            if not ttl_applies(str(info.get("storeName", "default")), str(info.get("keySchema", "")),
+                               str(info.get("valueSchema", ""))):
+                config = replace(config, ttl=config.ttl.disabled())
+            store_log.log_store_opened(info, config)
+            handle = self._next
+            self._next += 1
+            local = os.path.join(self.root, f"{handle}-{re.sub(r'[^A-Za-z0-9_.-]', '_', key)[-80:]}")
+            store_id = store_label(info.get("operatorId", "?"), info.get("partitionId", "?"),  # type: ignore[arg-type]
+                                   str(info.get("storeName", "default")))
+            query = info.get("queryId")
+            location = RemoteCheckpointLocation(str(info.get("checkpointDir", "")))
+            provider = StoreProvider(store_id, local, location, config,
+                                     query_id=str(query) if query else None,
+                                     checkpoint_ids=bool(info.get("checkpointIds", False)),
+                                     reader=bool(info.get("stateReader", False)))
+            self._by_key[key] = handle
+            self._open[handle] = OpenStore(key, provider, local)
+            return handle
+
+    def _apply_memory(self, memory: MemoryConfig) -> None:
+        """One block cache and write-buffer budget for all of this worker's stores."""
+        native = native_module()
+        if native is None or self._memory == memory:
+            return
+        if self._memory is not None:
+            log.warning("ttlstate server: %s changed to %d bytes (ratio %s); the worker's shared "
+                        "RocksDB memory is resized", K.MEMORY_MAX_BYTES.key, memory.max_bytes,
+                        memory.write_buffer_ratio)
+        native.configure_memory(memory.max_bytes, memory.write_buffer_ratio)
+        self._memory = memory
+
+    def get(self, handle: int) -> OpenStore:
+        opened = self._open.get(handle)
+        if opened is None:
+            raise RequestError(P.ERR_STATE, f"unknown store handle {handle} (closed or never opened)")
+        return opened
+
+    def close(self, handle: int) -> None:
+        with self._lock:
+            opened = self._open.pop(handle, None)
+            if opened is None:
+                return
+            self._by_key.pop(opened.key, None)
+        opened.provider.close()
+        shutil.rmtree(opened.local_dir, ignore_errors=True)

@@ -1,0 +1,162 @@
+"""What the control plane (store/provider.py) asks of a data plane, and the types both share.
+
+A data plane does a store's per-entry work: one version's reads and buffered writes (a
+`StoreVersion`), its changelog and its application to the local DB at commit, rebuilding a
+DB from checkpoint files, and writing a snapshot file. Both planes implement all of it, so
+the provider never asks which one it has.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from ttlstate.checkpoint.record_file import RecordFileHeader
+from ttlstate.engine.base import Engine
+
+if TYPE_CHECKING:
+    from ttlstate.config.store_config import TtlConfig
+    from ttlstate.store.provider import StoreProvider
+
+# (checkpoint file name, local path, verified header) of a file a load fetched
+Fetched = tuple[str, str, RecordFileHeader]
+
+
+@dataclass
+class StoreMetrics:
+    num_keys: int
+    memory_bytes: int
+    custom: dict[str, int] = field(default_factory=dict)
+
+
+def prefix_upper_bound(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with `prefix` (None: no bound)."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes((stripped[-1] + 1,))
+
+
+class KeyHashes(Protocol):
+    """The key filter hashes of the keys a DB build put (the shim fills its filter from them)."""
+
+    def bloom_words(self, bits_log2: int, probes: int) -> bytes: ...
+
+
+class PendingApply(Protocol):
+    """A commit's batch on its way into the local DB (possibly on another thread)."""
+
+    def result(self) -> int:
+        """Waits; the change in the number of keys. Raises what the apply raised."""
+
+    def abandon(self) -> bool:
+        """The commit failed elsewhere: waits for the apply to end; True if the local DB may
+        now hold part of the batch (it must then be dropped and reloaded)."""
+
+
+class StoreVersion(Protocol):
+    """One version of one store, as a task sees it (Spark's StateStore): reads with TTL applied,
+    buffered writes, then commit, abort or release."""
+
+    version: int
+    now_ms: int
+
+    @property
+    def writable(self) -> bool: ...
+    @property
+    def has_committed(self) -> bool: ...
+    @property
+    def expired_on_read(self) -> int: ...
+    @property
+    def removed_incremental(self) -> int: ...
+
+    def make_writable(self) -> None: ...
+    def commit(self) -> int: ...
+    def abort(self) -> None: ...
+    def release(self) -> None: ...
+    def supersede(self) -> None:
+        """A later load of the store replaced this version: it takes no further operation."""
+
+    def put(self, key: bytes, value: bytes) -> None: ...
+    def remove(self, key: bytes) -> None: ...
+    def remove_if_expired(self, key: bytes) -> None: ...
+    def get(self, key: bytes) -> bytes | None: ...
+    def get_entry(self, key: bytes) -> tuple[bytes | None, int]: ...
+    def key_exists(self, key: bytes) -> bool: ...
+    def multi_get(self, keys: list[bytes]) -> list[bytes | None]: ...
+    def iterator(self) -> Iterator[tuple[bytes, bytes]]: ...
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]: ...
+    def metrics(self) -> StoreMetrics: ...
+
+    def advance_now(self, now_ms: int) -> int:
+        """Moves now forward to `now_ms` (never back); returns the now TTL uses from here on."""
+
+    def serve_on(self, connection: object, handle: int) -> None:
+        """Lets the native connection loop answer this version's per-entry requests itself
+        (a no-op where the plane has no native loop)."""
+
+    # The commit's data-plane half, called by the provider under the store's lock.
+    def incremental_step(self) -> None:
+        """Incremental cleanup's next step, run once per commit (`incremental.perRecord=false`)."""
+
+    def write_changelog(self, path: str, header: bytes) -> None:
+        """The batch's puts and removes as a changelog file with this header (JSON)."""
+
+    def start_apply(self, sst_path: str) -> PendingApply:
+        """Starts applying the batch to the local DB (`sst_path`: where a bulk load may stage)."""
+
+
+class SnapshotView(Protocol):
+    """A consistent view of the local DB to write a snapshot file from."""
+
+    def write(self, path: str, header: bytes, drop_expired: bool, ttl_ms: int, now_ms: int) -> int:
+        """Writes the snapshot file; returns the entries left out as expired."""
+
+    def close(self) -> None:
+        """Releases the view (and whatever it pins)."""
+
+
+@dataclass
+class Built:
+    """What a DB build from checkpoint files did: the files it used, those left to replay one
+    by one, and the number of keys it put."""
+
+    used: list[Fetched]
+    rest: list[Fetched]
+    num_keys: int
+
+
+class DataPlane(ABC):
+    """One provider's data plane; it lives as long as the provider, across reloads of the DB."""
+
+    @abstractmethod
+    def begin(self, provider: StoreProvider, engine: Engine, version: int, now_ms: int,
+              writable: bool, stamp: int) -> StoreVersion:
+        """The version the provider just loaded, for a task (`stamp`: see the provider)."""
+
+    @abstractmethod
+    def key_hashes(self) -> KeyHashes | None:
+        """A new collector of key filter hashes for a DB build; None if this plane has none."""
+
+    @abstractmethod
+    def build(self, engine: Engine, fetched: list[Fetched], staging_sst: str,
+              collecting: KeyHashes | None, fail: Callable[[str, str], Exception]) -> Built:
+        """Builds an empty DB from the snapshot `fetched` starts with (if any) and as many of
+        the changelogs after it as it can in one pass; `fail(file name, reason)` makes the
+        error to raise for a bad file. The rest are left to `replay_changelog`."""
+
+    @abstractmethod
+    def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
+                         collecting: KeyHashes | None) -> int:
+        """Applies a changelog to the DB; returns the change in the number of keys. A bad file
+        raises RecordFileError."""
+
+    @abstractmethod
+    def snapshot_view(self, engine: Engine, ttl: TtlConfig) -> SnapshotView:
+        """A view of the DB as it is now, to write a snapshot from (closed in any case)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """The provider closes: ends its current version."""

@@ -1,0 +1,267 @@
+"""The native data plane: a store version's per-entry work in C++ (native/src/txn.cpp).
+
+Same contract and TTL semantics as the Python reference (`portable.py`); the pending writes,
+the TTL checks on every read path, scans, incremental cleanup and the commit's changelog and
+apply all run natively. The state server binds a version's transaction to the shim's
+connection (`serve_on`), so the shim's per-entry requests never reach Python; `NativeVersion`
+is what the control plane and embedded users (and the model tests) call.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from ttlstate import _native
+from ttlstate.checkpoint.record_file import KIND_SNAPSHOT, RecordFileError, RecordFileHeader
+from ttlstate.engine.base import Engine
+from ttlstate.engine.native_engine import NativeEngine
+from ttlstate.errors import StoreStateError
+from ttlstate.store.planes.base import Built, DataPlane, Fetched, StoreMetrics, prefix_upper_bound
+
+if TYPE_CHECKING:
+    from ttlstate.config.store_config import TtlConfig
+    from ttlstate.store.provider import StoreProvider
+
+_SCAN_CHUNK = 1 << 16
+# A restore from nothing gathers the changelogs after the snapshot in memory while they take
+# less than this; the files after that are replayed onto the built DB one by one.
+_RESTORE_GATHER_BYTES = 128 << 20
+
+
+def _native_engine(engine: Engine) -> NativeEngine:
+    if not isinstance(engine, NativeEngine):  # the provider pairs each plane with its engine
+        raise TypeError(f"the native data plane needs the native engine, not {engine.kind}")
+    return engine
+
+
+class NativePlane(DataPlane):
+    def __init__(self) -> None:
+        self._cursor = _native.CleanupCursor()  # incremental cleanup's, across versions and reloads
+        self._current: NativeVersion | None = None
+
+    def begin(self, provider: StoreProvider, engine: Engine, version: int, now_ms: int,
+              writable: bool, stamp: int) -> NativeVersion:
+        if self._current is not None:
+            self._current.supersede()
+        txn = _native_engine(engine).begin(provider.store_id, version, now_ms, writable,
+                                           provider.config.ttl, self._cursor)
+        self._current = NativeVersion(provider, txn)
+        return self._current
+
+    def key_hashes(self) -> _native.KeyHashes:
+        return _native.KeyHashes()
+
+    def build(self, engine: Engine, fetched: list[Fetched], staging_sst: str,
+              collecting: _native.KeyHashes | None, fail: Callable[[str, str], Exception]) -> Built:
+        """The snapshot (if any) and the changelogs after it that fit `_RESTORE_GATHER_BYTES`
+        in memory, as one SST file."""
+        builder = _native_engine(engine).restore_builder()
+        snapshot = fetched[0] if fetched[0][2].kind == KIND_SNAPSHOT else None
+        changelogs = fetched[1:] if snapshot else fetched
+        gathered = 0
+        for name, local_path, _header in changelogs:
+            if builder.gathered_bytes >= _RESTORE_GATHER_BYTES:
+                break
+            try:
+                builder.add_changelog(local_path)
+            except RuntimeError as e:
+                raise fail(name, str(e)) from None
+            gathered += 1
+        used = ([snapshot] if snapshot else []) + changelogs[:gathered]
+        if not used:
+            return Built([], changelogs, 0)
+        blamed = used[0][0] if snapshot else used[-1][0]  # what a failure to build is about
+        try:
+            snapshot_records, keys = builder.finish(snapshot[1] if snapshot else "", staging_sst,
+                                                    collecting)
+        except RuntimeError as e:
+            raise fail(blamed, str(e)) from None
+        finally:
+            if os.path.exists(staging_sst):  # moved into the DB, unless empty or failed
+                os.unlink(staging_sst)
+        if snapshot and snapshot_records != snapshot[2].record_count:
+            raise fail(snapshot[0], f"is corrupt ({snapshot_records} records, footer says "
+                                    f"{snapshot[2].record_count})")
+        return Built(used, changelogs[gathered:], keys)
+
+    def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
+                         collecting: _native.KeyHashes | None) -> int:
+        try:
+            _count, delta = _native_engine(engine).apply_changelog_file(local_path, collecting)
+        except RuntimeError as e:
+            raise RecordFileError(str(e)) from None
+        return delta
+
+    def snapshot_view(self, engine: Engine, ttl: TtlConfig) -> _PinnedView:
+        return _PinnedView(_native_engine(engine).snapshot())
+
+    def close(self) -> None:
+        if self._current is not None:
+            self._current.txn.end("closed")
+
+
+class _PinnedView:
+    """A pinned RocksDB snapshot: written without holding the store, so batches go on."""
+
+    def __init__(self, view: _native.Snapshot) -> None:
+        self._view: _native.Snapshot | None = view
+
+    def write(self, path: str, header: bytes, drop_expired: bool, ttl_ms: int, now_ms: int) -> int:
+        assert self._view is not None, "written after close"
+        _written, dropped = self._view.write_record_file(path, header, drop_expired, ttl_ms, now_ms)
+        return int(dropped)
+
+    def close(self) -> None:
+        self._view = None  # unpins the RocksDB snapshot
+
+
+class _BackgroundApply:
+    """The batch goes into the local DB on its own thread (the call releases the GIL) while
+    the changelog uploads: the two are independent."""
+
+    def __init__(self, fn: Callable[[], int]) -> None:
+        self._future: Future[int] = Future()
+
+        def run() -> None:
+            try:
+                self._future.set_result(fn())
+            except BaseException as e:  # re-raised by result(), on the committing thread
+                self._future.set_exception(e)
+
+        threading.Thread(target=run, name="ttlstate-apply", daemon=True).start()
+
+    def result(self) -> int:
+        return int(self._future.result())
+
+    def abandon(self) -> bool:
+        self._future.exception()  # waits for the apply to end
+        return True
+
+
+class NativeVersion:
+    def __init__(self, provider: StoreProvider, txn: _native.Txn) -> None:
+        self._p = provider
+        self.txn = txn
+        self.version: int = txn.version
+        self.now_ms: int = txn.now
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @property
+    def writable(self) -> bool:
+        return bool(self.txn.writable)
+
+    @property
+    def has_committed(self) -> bool:
+        return self.txn.state == "committed"
+
+    def make_writable(self) -> None:
+        with _state_errors():
+            self.txn.make_writable()
+
+    def commit(self) -> int:
+        with _state_errors():
+            self.txn.check_writable()
+        return self._p.commit_store(self)
+
+    def abort(self) -> None:
+        """Drop uncommitted writes. Idempotent; a no-op after commit or on a superseded handle."""
+        self.txn.end("aborted")
+
+    def release(self) -> None:
+        self.txn.end("released")
+
+    def supersede(self) -> None:
+        self.txn.end("superseded")
+
+    def advance_now(self, now_ms: int) -> int:
+        self.now_ms = int(self.txn.advance_now(int(now_ms)))  # the transaction owns its now
+        return self.now_ms
+
+    def serve_on(self, connection: object, handle: int) -> None:
+        if isinstance(connection, _native.Connection):
+            connection.bind(handle, self.txn)  # its per-entry requests stay native
+
+    # -- writes ----------------------------------------------------------------------------
+    def put(self, key: bytes, value: bytes) -> None:
+        if value is None:
+            raise ValueError("Cannot put a null value")
+        with _state_errors():
+            self.txn.put(bytes(key), bytes(value))
+
+    def remove(self, key: bytes) -> None:
+        with _state_errors():
+            self.txn.remove(bytes(key))
+
+    # -- reads -----------------------------------------------------------------------------
+    def get(self, key: bytes) -> bytes | None:
+        with _state_errors():
+            return self.txn.get(bytes(key))
+
+    def get_entry(self, key: bytes) -> tuple[bytes | None, int]:
+        with _state_errors():
+            return self.txn.get_entry(bytes(key))
+
+    def remove_if_expired(self, key: bytes) -> None:
+        with _state_errors():
+            self.txn.remove_if_expired(bytes(key))
+
+    def key_exists(self, key: bytes) -> bool:
+        return self.get(key) is not None
+
+    def multi_get(self, keys: list[bytes]) -> list[bytes | None]:
+        with _state_errors():
+            return self.txn.multi_get([bytes(k) for k in keys])
+
+    def iterator(self) -> Iterator[tuple[bytes, bytes]]:
+        with _state_errors():
+            return _entries(self.txn.scan())  # the view is fixed now, not at the first next()
+
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        prefix = bytes(prefix)
+        with _state_errors():
+            return _entries(self.txn.scan(prefix, prefix_upper_bound(prefix)))
+
+    # -- commit (the data-plane half; the provider holds the store's lock) ------------------
+    def incremental_step(self) -> None:
+        self.txn.incremental_step()
+
+    def write_changelog(self, path: str, header: bytes) -> None:
+        self.txn.write_changelog(path, header)
+
+    def start_apply(self, sst_path: str) -> _BackgroundApply:
+        return _BackgroundApply(lambda: self.txn.apply(sst_path))
+
+    # -- metrics ---------------------------------------------------------------------------
+    @property
+    def expired_on_read(self) -> int:
+        return int(self.txn.expired_on_read)
+
+    @property
+    def removed_incremental(self) -> int:
+        return int(self.txn.removed_incremental)
+
+    def metrics(self) -> StoreMetrics:
+        return self._p.store_metrics(self.expired_on_read, self.removed_incremental,
+                                     int(self.txn.pending_bytes))
+
+
+@contextmanager
+def _state_errors() -> Iterator[None]:
+    """The native lifecycle error as the store's own exception type."""
+    try:
+        yield
+    except _native.StateError as e:
+        raise StoreStateError(str(e)) from None
+
+
+def _entries(scan: _native.Scan) -> Iterator[tuple[bytes, bytes]]:
+    while True:
+        done, chunk = scan.next_chunk(_SCAN_CHUNK)
+        yield from chunk
+        if done:
+            return
