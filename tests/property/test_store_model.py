@@ -225,7 +225,7 @@ class StoreModel(RuleBasedStateMachine):
 
     @invariant()
     def staging_is_clean(self) -> None:
-        assert os.listdir(self.provider._staging) == []  # no file left behind by commit or load
+        assert os.listdir(self.provider.files.staging) == []  # no file left behind by commit or load
 
 
 def _configs() -> list[tuple[str, StoreConfig]]:

@@ -218,7 +218,7 @@ def test_large_batches_equal_a_dict_model_through_commit_and_restore(make_provid
     s = p.get_store(len(batches))
     assert dict(s.iterator()) == model
     s.abort()
-    assert [f for f in os.listdir(p._staging) if f.endswith(".sst")] == []
+    assert [f for f in os.listdir(p.files.staging) if f.endswith(".sst")] == []
     restored = make_provider()
     s = restored.get_store(len(batches))
     assert dict(s.iterator()) == model and restored.num_keys == len(model)

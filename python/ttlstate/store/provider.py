@@ -23,13 +23,11 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
 from ttlstate.checkpoint.id_plan import EMPTY, FORMAT1, plan_by_id
-from ttlstate.checkpoint.identity import FileIdentity
 from ttlstate.checkpoint.lineage import Chain, continues, follow
 from ttlstate.checkpoint.location import CheckpointLocation
 from ttlstate.checkpoint.record_file import (
@@ -40,7 +38,6 @@ from ttlstate.checkpoint.record_file import (
     file_fingerprint,
     header_json,
     read_records,
-    verify_record_file,
 )
 from ttlstate.checkpoint.restore_plan import (
     RestorePlan,
@@ -58,6 +55,7 @@ from ttlstate.store import metric_names as M
 from ttlstate.store import planes
 from ttlstate.store.planes.base import DataPlane, Fetched, KeyHashes, StoreMetrics, StoreVersion
 from ttlstate.store.recorded_settings import recorded_ttl, settings_of, warn_if_changed
+from ttlstate.store.store_files import StoreFiles
 from ttlstate.ttl.clock import BatchClock, Clock, WallClock, store_time
 
 log = logging.getLogger(__name__)
@@ -85,8 +83,7 @@ class StoreProvider:
         self.clock = clock or WallClock()
         self._local_dir = local_dir
         self._db_dir = os.path.join(local_dir, "db")
-        self._staging = os.path.join(local_dir, "staging")
-        os.makedirs(self._staging, mode=0o700, exist_ok=True)
+        self.files = StoreFiles(store_id, query_id, checkpoint, os.path.join(local_dir, "staging"))
         self._lock = threading.RLock()
         self._engine: Engine | None = None
         self._local_version: int | None = None
@@ -106,7 +103,6 @@ class StoreProvider:
         # once, as the only file that can rebuild it.
         self._empty_at: int | None = None
         self._batch_times: dict[int, int | None] = {}
-        self._remote: set[str] | None = None
         self._stamp = 0
         self._closed = False
         self.num_keys = 0
@@ -243,7 +239,7 @@ class StoreProvider:
                 except CheckpointError as e:
                     if e.where is not None:
                         raise
-                    raise e.located(self.checkpoint.describe(e.file_name)) from e.__cause__
+                    raise e.located(self.files.describe(e.file_name)) from e.__cause__
             now = self._now(version, now_ms, watermark_ms, previous_batch_ms)
             if self.reader:
                 now = self._as_the_query_saw_it(version, now)
@@ -276,11 +272,6 @@ class StoreProvider:
             store.make_writable()
             return store
 
-    def _listing(self, refresh: bool) -> list[str]:
-        if refresh or self._remote is None:
-            self._remote = set(self.checkpoint.list_files())
-        return sorted(self._remote)
-
     def _load(self, version: int, from_snapshot: int | None = None) -> None:
         self.lineage += 1
         use_local = self._engine is not None
@@ -289,18 +280,18 @@ class StoreProvider:
         while True:
             local = self._local_version if use_local and self._engine is not None else None
             if from_snapshot is not None:
-                plan = plan_from_snapshot(self.store_id, self._listing(refresh=True), from_snapshot,
+                plan = plan_from_snapshot(self.store_id, self.files.listing(refresh=True), from_snapshot,
                                           version)
             else:
                 try:
-                    plan = plan_restore(self.store_id, self._listing(refresh=refreshed), version,
+                    plan = plan_restore(self.store_id, self.files.listing(refresh=refreshed), version,
                                         local, frozenset(skip))
                 except VersionNotFound:
                     if refreshed:
                         raise
                     refreshed = True
                     continue
-            with self._staged() as fetched:
+            with self.files.staged() as fetched:
                 try:
                     stale = self._fetch_plan(plan, version, fetched, strict=from_snapshot is not None)
                 except VersionNotFound:
@@ -318,28 +309,16 @@ class StoreProvider:
                 self._v2_lineage, self._state_format1 = (), True
                 return
 
-    @contextmanager
-    def _staged(self) -> Iterator[list[Fetched]]:
-        """The (name, local path, header) of the checkpoint files a load attempt fetched into
-        the staging directory; removed when the attempt ends, whatever its outcome."""
-        fetched: list[Fetched] = []
-        try:
-            yield fetched
-        finally:
-            for _name, local_path, _header in fetched:
-                if os.path.exists(local_path):
-                    os.unlink(local_path)
-
     def _load_by_id(self, version: int, ckpt_id: str, from_snapshot: int | None,
                     snapshot_id: str | None) -> None:
         """Checkpoint format 2: exactly the version Spark's commit log names by its id."""
         self.lineage += 1
         refreshed = False
         while True:
-            files = self._listing(refresh=refreshed)
+            files = self.files.listing(refresh=refreshed)
             local = ((self._local_version, self._state_id)
                      if self._engine is not None and self._state_id and from_snapshot is None else None)
-            with self._staged() as fetched:
+            with self.files.staged() as fetched:
                 try:
                     lineage: tuple[tuple[int, str], ...] = ()
                     if from_snapshot == version or (
@@ -347,13 +326,13 @@ class StoreProvider:
                         top = None
                     else:
                         top = names.changelog_name(version, ckpt_id)
-                        fetched.append((top, *self._fetch_verified(top, KIND_CHANGELOG, version)))
+                        fetched.append((top, *self.files.fetch_verified(top, KIND_CHANGELOG, version)))
                         lineage = fetched[0][2].lineage or ()
                     while (from_snapshot is not None and lineage and lineage[-1][0] > from_snapshot
                            and lineage[-1][1] != EMPTY):
                         # The lineage ends at a newer snapshot than the one asked for: follow it on.
                         older = names.changelog_name(*lineage[-1])
-                        fetched.append((older, *self._fetch_verified(older, KIND_CHANGELOG, version)))
+                        fetched.append((older, *self.files.fetch_verified(older, KIND_CHANGELOG, version)))
                         if not fetched[-1][2].lineage:
                             break
                         lineage = lineage + fetched[-1][2].lineage
@@ -361,12 +340,12 @@ class StoreProvider:
                     plan = plan_by_id(self.store_id, files, version, ckpt_id, lineage, local,
                                       wanted_snapshot)
                     if plan.snapshot:
-                        fetched.append((plan.snapshot, *self._fetch_verified(
+                        fetched.append((plan.snapshot, *self.files.fetch_verified(
                             plan.snapshot, KIND_SNAPSHOT, version)))
                     have = {name for name, _p, _h in fetched}
                     for name in plan.changelogs:
                         if name not in have:
-                            fetched.append((name, *self._fetch_verified(name, KIND_CHANGELOG, version)))
+                            fetched.append((name, *self.files.fetch_verified(name, KIND_CHANGELOG, version)))
                     fetched.sort(key=lambda f: (f[2].version, f[2].kind == KIND_CHANGELOG))
                 except VersionNotFound:
                     if refreshed:
@@ -393,14 +372,14 @@ class StoreProvider:
             parsed = names.parse(name)
             named = parsed.ckpt_id if parsed else None
             if not named:  # a format 1 file below a query's move to format 2
-                previous = (self.checkpoint.describe(name),
+                previous = (self.files.describe(name),
                             header.state if header.kind == KIND_SNAPSHOT else header.fingerprint)
                 continue
             if header.kind == KIND_SNAPSHOT:
                 if header.state not in (None, named):
                     raise CheckpointError(self.store_id, version, name,
                                           f"holds the state of checkpoint id {header.state}, not {named}")
-                previous = (self.checkpoint.describe(name), named)
+                previous = (self.files.describe(name), named)
                 continue
             if header.ckpt_id not in (None, named):
                 raise CheckpointError(self.store_id, version, name,
@@ -410,7 +389,7 @@ class StoreProvider:
                                       f"continues the state of checkpoint id {header.parent}, but "
                                       f"{previous[0]} holds {previous[1] or 'the empty state'}: the "
                                       "files belong to different lineages or attempts")
-            previous = (self.checkpoint.describe(name), named)
+            previous = (self.files.describe(name), named)
 
     def _fetch_plan(self, plan: RestorePlan, version: int,
                     fetched: list[Fetched], strict: bool) -> str | None:
@@ -420,14 +399,14 @@ class StoreProvider:
         `strict`: the snapshot was asked for by name (snapshotStartBatchId); one of another
         attempt is an error then, not skipped."""
         if plan.snapshot:
-            fetched.append((plan.snapshot, *self._fetch_verified(plan.snapshot, KIND_SNAPSHOT, version)))
+            fetched.append((plan.snapshot, *self.files.fetch_verified(plan.snapshot, KIND_SNAPSHOT, version)))
         for name in plan.changelogs:
-            fetched.append((name, *self._fetch_verified(name, KIND_CHANGELOG, version)))
+            fetched.append((name, *self.files.fetch_verified(name, KIND_CHANGELOG, version)))
         changelogs = [h for _n, _p, h in fetched if h.kind == KIND_CHANGELOG]
         if plan.from_local:
             base_state, base = self._state_id, f"the local state of version {plan.base_version}"
         elif plan.snapshot:
-            base_state, base = fetched[0][2].state, self.checkpoint.describe(plan.snapshot)
+            base_state, base = fetched[0][2].state, self.files.describe(plan.snapshot)
         else:
             base_state, base = None, "empty state"
         chain = follow(base_state, changelogs)
@@ -435,8 +414,8 @@ class StoreProvider:
             # Loading exactly a snapshot's version: the snapshot must hold what that version's
             # changelog (when there is one) wrote.
             name = names.changelog_name(plan.base_version)
-            if name in self._listing(refresh=False):
-                path, header = self._fetch_verified(name, KIND_CHANGELOG, version)
+            if name in self.files.listing(refresh=False):
+                path, header = self.files.fetch_verified(name, KIND_CHANGELOG, version)
                 fetched.append((name, path, header))
                 if not continues(fetched[0][2], header):
                     chain = Chain((0,), base_state)
@@ -448,12 +427,12 @@ class StoreProvider:
         if chain.breaks[0] == 0 and (plan.from_local or plan.snapshot):
             what = "local" if plan.from_local else "snapshot"
             message = (f"ttlstate store {self.store_id}: {base} holds another attempt's state of "
-                       f"version {plan.base_version} than {self.checkpoint.describe(first)} "
+                       f"version {plan.base_version} than {self.files.describe(first)} "
                        f"continues (a re-run batch, a retried task or a second writer)")
             if strict:
                 raise CheckpointError(self.store_id, version, plan.snapshot or first,
                                       f"holds another attempt's state than "
-                                      f"{self.checkpoint.describe(first)} continues: replay from "
+                                      f"{self.files.describe(first)} continues: replay from "
                                       "another snapshot")
             log.warning("%s; loading version %d from an older base instead", message, version)
             return what
@@ -461,7 +440,7 @@ class StoreProvider:
             log.warning("ttlstate store %s: %s does not continue the state before it (two writers "
                         "committed version %d with different output); loading version %d as "
                         "Spark's commit log reads it, as Spark's own providers do", self.store_id,
-                        self.checkpoint.describe(plan.changelogs[i]), version - len(changelogs) + i,
+                        self.files.describe(plan.changelogs[i]), version - len(changelogs) + i,
                         version)
         self._loaded_state = chain.state
         return None
@@ -500,7 +479,7 @@ class StoreProvider:
         checkpoint format 2, the (version, id) whose lineage names the changelog to read."""
         with self._lock:
             name = names.changelog_name(version, self._id_on_lineage(version, end) if end else "")
-            local, header = self._fetch_verified(name, KIND_CHANGELOG, version)
+            local, header = self.files.fetch_verified(name, KIND_CHANGELOG, version)
         try:
             yield from read_records(local, header)
         finally:
@@ -511,7 +490,7 @@ class StoreProvider:
         at, at_id = end
         while at > version:
             name = names.changelog_name(at, at_id)
-            local, header = self._fetch_verified(name, KIND_CHANGELOG, version)
+            local, header = self.files.fetch_verified(name, KIND_CHANGELOG, version)
             os.unlink(local)
             older = [(v, i) for v, i in header.lineage or () if i != EMPTY]
             for v, i in older:
@@ -524,27 +503,6 @@ class StoreProvider:
             return at_id
         raise VersionNotFound(self.store_id, version, names.changelog_name(version, "<id>"),
                               f"is not on the lineage of version {end[0]} ({end[1]})")
-
-    def _fetch_verified(self, name: str, kind: bytes, version: int) -> tuple[str, RecordFileHeader]:
-        local = os.path.join(self._staging, name)
-        try:
-            self.checkpoint.fetch(name, local)
-        except FileNotFoundError:
-            raise VersionNotFound(self.store_id, version, name, "is missing") from None
-        try:
-            header = verify_record_file(local, kind)
-        except RecordFileError as e:
-            os.unlink(local)
-            raise CheckpointError(self.store_id, version, name, str(e)) from None
-        parsed = names.parse(name)
-        expected = FileIdentity(self.store_id, kind, parsed.version if parsed else -1, self.query_id)
-        wrong = expected.mismatch(FileIdentity.of(header))
-        if wrong:
-            os.unlink(local)
-            raise CheckpointError(self.store_id, version, name,
-                                  f"({self.checkpoint.describe(name)}) {wrong}: it was copied or "
-                                  "moved here from another place; restore this store's own file")
-        return local, header
 
     def _check_settings(self, newest: RecordFileHeader) -> None:
         self._written_with = recorded_ttl(newest.settings, newest.ttl_ms, self.config.ttl)
@@ -565,7 +523,7 @@ class StoreProvider:
         """Builds the empty DB from what the data plane takes in one pass (the snapshot, and
         changelogs after it where it can); returns the files left to replay one by one."""
         built = self.plane.build(
-            self.engine, fetched, os.path.join(self._staging, f"restore-{version}.sst"),
+            self.engine, fetched, self.files.staging_path(f"restore-{version}.sst"),
             self._collecting, lambda name, reason: CheckpointError(self.store_id, version, name, reason))
         if built.used:
             self.num_keys = built.num_keys
@@ -591,7 +549,7 @@ class StoreProvider:
             new_version = store.version + 1
             new_id = str(uuid.uuid4()) if self.checkpoint_ids else ""
             name = names.changelog_name(new_version, new_id)
-            local = os.path.join(self._staging, name)
+            local = self.files.staging_path(name)
             inc = self.config.ttl.incremental
             periodic_cleanup = self.config.ttl.enabled and inc is not None and not inc.per_record
             lineage: dict[str, object] = {"parent": self._state_id,
@@ -650,15 +608,10 @@ class StoreProvider:
         return full
 
     def _publish_changelog(self, local: str, name: str, new_version: int) -> None:
-        try:
-            self.checkpoint.publish(local, name)
-        finally:
-            os.unlink(local)
+        self.files.publish(local, name)
         # Files of other attempts of this or later versions stay: they may be another
         # writer's committed versions, and lineage (checkpoint/lineage.py) keeps a load from
         # mixing them in.
-        if self._remote is not None:
-            self._remote.add(name)
         crash_point("commit-after-upload")
 
     def _maybe_compact(self, version: int) -> None:
@@ -705,7 +658,7 @@ class StoreProvider:
             if self.checkpoint_ids and not self._state_id:
                 return None  # format 2: an empty state at its first version has no id to name
             name = names.snapshot_name(version, (self._state_id or "") if self.checkpoint_ids else "")
-            local = os.path.join(self._staging, f".{name}.{secrets.token_hex(4)}")
+            local = self.files.staging_path(f".{name}.{secrets.token_hex(4)}")
             ttl = self.config.ttl
             batch_time = self._batch_times.get(version)
             drop = ttl.enabled and ttl.full_snapshot and batch_time is not None
@@ -739,12 +692,7 @@ class StoreProvider:
         return name
 
     def _publish_snapshot(self, local: str, name: str, dropped: int, started: float) -> None:
-        try:
-            self.checkpoint.publish(local, name)
-        finally:
-            os.unlink(local)
-        if self._remote is not None:
-            self._remote.add(name)
+        self.files.publish(local, name)
         parsed = names.parse(name)
         if parsed is not None:
             self._trusted_snapshots.add(parsed.version)
@@ -756,12 +704,10 @@ class StoreProvider:
         with self._lock:
             if self._closed or self._local_version is None:
                 return []
-            doomed = deletable_files(self._listing(refresh=True), min_versions_to_retain,
+            doomed = deletable_files(self.files.listing(refresh=True), min_versions_to_retain,
                                      self._local_version, self._trusted_snapshots)
             if doomed:
-                self.checkpoint.delete(doomed)
-                if self._remote is not None:
-                    self._remote.difference_update(doomed)
+                self.files.delete(doomed)
             return doomed
 
     def drain_metrics(self) -> dict[str, int]:
