@@ -18,8 +18,8 @@ from ttlstate.server import protocol as P
 from ttlstate.server import store_log
 from ttlstate.server.remote_checkpoint import RemoteCheckpointLocation
 from ttlstate.server.ttl_scope import ttl_applies
+from ttlstate.store.planes.base import StoreVersion
 from ttlstate.store.provider import StoreProvider
-from ttlstate.store.version_store import VersionStore
 
 log = logging.getLogger("ttlstate.server")
 
@@ -31,7 +31,7 @@ class OpenStore:
     key: str
     provider: StoreProvider
     local_dir: str
-    store: VersionStore | None = None
+    store: StoreVersion | None = None
 
 
 class Registry:
