@@ -24,7 +24,7 @@ import urllib.request
 import uuid
 from functools import cache
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @cache
