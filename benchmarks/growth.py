@@ -180,7 +180,7 @@ def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_
     restored, restore_rss = run_child(
         "benchmarks.growth_child", _child_params(v, args, "restore", input_dir, ck), v.env(),
         os.path.join(work, "logs", f"{os.path.basename(here)}-restore.log"), args.timeout)
-    run = {"variant": v.name, "round": round_no, "ttlstate_file": grown["ttlstate_file"],
+    run = {"variant": v.name, "round": round_no, "checkpoint": ck, "ttlstate_file": grown["ttlstate_file"],
            "shim_jars": _shim_jars(grown) + _shim_jars(restored),
            "grow_wall_s": grown["grow_wall_s"], "batches": _normalized(grown["batches"], v),
            "checkpoint_bytes": ck_bytes, **grow_rss.as_dict(),
