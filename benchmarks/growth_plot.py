@@ -7,6 +7,7 @@ visible where they overlap.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
@@ -22,13 +23,16 @@ def _style(i: int, baseline: bool) -> dict[str, Any]:
 
 
 def _curves(ax: Any, result: dict[str, Any], field: str, title: str, unit: str = "seconds",
-            scale: float = 1000) -> None:
-    """field / scale per batch against state rows after the batch, every run of every variant."""
+            scale: float = 1000, cumulative: bool = False) -> None:
+    """field / scale per batch (or its running sum) against state rows after the batch, every
+    run of every variant."""
     for i, v in enumerate(result["variants"]):
         style = _style(i, v["baseline"] is not None)
         for r in (r for r in result["runs"] if r["variant"] == v["name"]):
             xs = [b["state_rows"] / 1e6 for b in r["batches"]]
             ys = [(b.get(field) or 0) / scale for b in r["batches"]]
+            if cumulative:
+                ys = list(itertools.accumulate(ys))
             ax.plot(xs, ys, label=v["name"] if r["round"] == 0 else None,
                     alpha=1.0 if r["round"] == 0 else 0.5, **style)
     ax.set_xlabel("state after the batch (M keys)")
@@ -73,7 +77,8 @@ def plot(result: dict[str, Any], path: str) -> None:
     _curves(axes[0][2], result, "snapshot_ms", "snapshot time reported by the batch")
     _curves(axes[0][3], result, "checkpoint_bytes_written", "bytes written to the checkpoint by the batch",
             "MB", 1e6)
-    axes[1][3].axis("off")
+    _curves(axes[1][3], result, "checkpoint_bytes_written",
+            "bytes written to the checkpoint, all batches so far", "MB", 1e6, cumulative=True)
     _bars(axes[1][0], result, [("restore_ms", "restore batch")], "restore: one batch in a fresh JVM",
           "seconds", 1000)
     _bars(axes[1][1], result, [("jvm_peak_rss_mb", "JVM"), ("server_peak_rss_mb", "state server")],
