@@ -62,6 +62,9 @@ VARIANTS: dict[str, Variant] = {
     "rocksdb": Variant("rocksdb", ROCKSDB),
     "rocksdb-changelog": Variant("rocksdb-changelog", ROCKSDB, {CHANGELOG_KEY: "true"}),
     "ttlstate": Variant("ttlstate", TTLSTATE, {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2"}),
+    # the same with the default snapshotInterval (10): what fewer full snapshots save in bytes
+    "ttlstate-snapshot10": Variant("ttlstate-snapshot10", TTLSTATE,
+                                   {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "10"}),
     # the same without the shim's key filter: what rebuilding it after a restore costs
     "ttlstate-no-keyfilter": Variant("ttlstate-no-keyfilter", TTLSTATE,
                                      {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", KEY_FILTER_KEY: "0"}),
