@@ -75,12 +75,26 @@ class CheckpointFiles:
         return present
 
 
+def _batch(starts_ms: list[int], mtime: int) -> int:
+    """The batch whose interval holds mtime; files older than the first batch count for it."""
+    return max(0, bisect.bisect_right(starts_ms, mtime) - 1)
+
+
 def bytes_per_batch(seen: dict[str, tuple[int, int]], starts_ms: list[int]) -> list[int]:
     """Bytes of the files whose modification time falls in each batch's interval (see the
-    module); files older than the first batch count for the first."""
+    module)."""
     out = [0] * len(starts_ms)
-    if not starts_ms:
-        return out
-    for size, mtime in seen.values():
-        out[max(0, bisect.bisect_right(starts_ms, mtime) - 1)] += size
+    for size, mtime in seen.values() if starts_ms else ():
+        out[_batch(starts_ms, mtime)] += size
+    return out
+
+
+def bytes_per_batch_by_kind(seen: dict[str, tuple[int, int]], starts_ms: list[int]) -> list[dict[str, int]]:
+    """bytes_per_batch split by the file's extension (ttlstate: changelog, snapshot; Spark's
+    RocksDB provider: zip, sst, changelog), so a batch's bytes say what they were."""
+    out: list[dict[str, int]] = [{} for _ in starts_ms]
+    for path, (size, mtime) in seen.items() if starts_ms else ():
+        kind = path.rsplit("/", 1)[-1].rsplit(".", 1)[-1] if "." in path.rsplit("/", 1)[-1] else "other"
+        per = out[_batch(starts_ms, mtime)]
+        per[kind] = per.get(kind, 0) + size
     return out

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from benchmarks.checkpoint_fs import CheckpointFiles, bytes_per_batch, join, progress_start_ms
+from benchmarks.checkpoint_fs import CheckpointFiles, bytes_per_batch_by_kind, join, progress_start_ms
 from benchmarks.sparkjob import child_main, imported_ttlstate, progresses, session, state_metrics
 
 
@@ -67,8 +67,9 @@ def grow(spark: Any, params: dict[str, Any]) -> dict[str, Any]:
     query.stop()
     state_bytes = files.scan()
     done = progresses(query)
-    written = bytes_per_batch(files.seen, [progress_start_ms(p) for p in done])
-    rows = [{**batch_row(p), "checkpoint_bytes_written": w} for p, w in zip(done, written, strict=True)]
+    written = bytes_per_batch_by_kind(files.seen, [progress_start_ms(p) for p in done])
+    rows = [{**batch_row(p), "checkpoint_bytes_written": sum(kinds.values()),
+             "checkpoint_bytes_written_by_kind": kinds} for p, kinds in zip(done, written, strict=True)]
     return {"batches": rows,
             "grow_wall_s": round(grown, 3), "checkpoint_state_bytes": state_bytes}
 

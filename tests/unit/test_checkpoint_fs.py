@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from benchmarks.checkpoint_fs import bytes_per_batch, checkpoint_root, join, progress_start_ms
+from benchmarks.checkpoint_fs import (
+    bytes_per_batch,
+    bytes_per_batch_by_kind,
+    checkpoint_root,
+    join,
+    progress_start_ms,
+)
 
 
 def test_bytes_count_for_the_batch_whose_interval_holds_the_file() -> None:
@@ -26,3 +32,12 @@ def test_paths_join_for_folders_and_urls() -> None:
 def test_an_unknown_checkpoint_file_system_is_named() -> None:
     with pytest.raises(ValueError, match="'s3'.*local, hdfs"), checkpoint_root("s3", "/tmp"):
         pass
+
+
+def test_bytes_split_by_the_files_extension() -> None:
+    seen = {"hdfs://h/ck/state/0/0/1.changelog": (10, 1000), "hdfs://h/ck/state/0/0/2.snapshot": (20, 1500),
+            "/ck/state/0/1/SSTs/a-b.sst": (40, 2500), "/ck/state/0/1/_metadata/schema": (80, 2600)}
+    assert bytes_per_batch_by_kind(seen, [1000, 2000]) == [{"changelog": 10, "snapshot": 20},
+                                                           {"sst": 40, "other": 80}]
+    assert [sum(k.values()) for k in bytes_per_batch_by_kind(seen, [1000, 2000])] == \
+        bytes_per_batch(seen, [1000, 2000])
