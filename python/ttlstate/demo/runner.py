@@ -3,10 +3,9 @@
 Two stateful queries per provider (a per-session aggregation in update mode and a
 dropDuplicates on session), fed the same files batch by batch (with `--kafka`, the same records
 of a Kafka topic, each query writing its results to a topic of its own: `ttlstate.demo.kafka`).
-Per batch it prints input rows,
-state rows, checkpoint bytes and TTL removals (each column explained under the header), then
-writes a PNG of state rows and bytes over batches (it needs matplotlib: the `demo` extra) and
-a one-paragraph summary.
+Per batch it prints input rows, state rows, checkpoint bytes and TTL removals (each column
+explained under the header), then writes a PNG of state rows and bytes over batches (it needs
+matplotlib: the `demo` extra) and a one-paragraph summary.
 """
 
 from __future__ import annotations
