@@ -39,7 +39,7 @@ run: setup
 	$(PY) -m ttlstate.cli.main demo
 
 test: setup
-	$(PY) -m ruff check python tests benchmarks
+	$(PY) -m ruff check python tests benchmarks integration
 	$(PY) -m pytest -m "not long and not integration" tests
 
 # Kafka in, Kafka out, checkpoints on HDFS (docs/deployment-hdfs-kafka.md): a real broker and a
@@ -94,7 +94,7 @@ docs: docs-gen
 	$(PY) -m mkdocs build --strict -d site
 
 lint: $(STAMPS)/deps
-	$(PY) -m ruff check python tests benchmarks
+	$(PY) -m ruff check python tests benchmarks integration
 
 clean:
 	rm -rf $(STAMPS) build dist site python/ttlstate/_native*.so $(JAR) jvm-shim/target

@@ -15,10 +15,16 @@ with `--baseline REF` `ttlstate@<sha>`: the same ttlstate settings run by an old
 the same invocation (see `benchmarks/baseline.py`), because only same-run ratios mean
 something on this machine.
 
+`--checkpoint-fs hdfs` keeps the checkpoints on a real HDFS (a MiniDFSCluster in its own JVM,
+two DataNodes, replication 2; `benchmarks/checkpoint_fs.py`) instead of the local disk; the
+input stays local.
+
 Reported per batch: batch (triggerExecution) time, addBatch, the state operator's commit time
 and state rows, ttlstate's store commit/snapshot times and round trips, Spark RocksDB's commit
-latencies and snapshot upload time; per variant: median batch time, restore time, peak RSS of
-the JVM and of the state server, checkpoint bytes, ratios to `rocksdb` and to the baseline.
+latencies and snapshot upload time, the bytes the batch wrote to the checkpoint's state folder
+(counted from its listings); per variant: median batch time, restore time, peak RSS of the JVM
+and of the state server, checkpoint bytes, bytes written per batch, ratios to `rocksdb` and to
+the baseline.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.baseline import prepare
+from benchmarks.checkpoint_fs import FILESYSTEMS, checkpoint_root, join
 from benchmarks.machine import describe
 from benchmarks.subproc import run_child
 from benchmarks.variants import (
@@ -55,13 +62,17 @@ VARIANTS: dict[str, Variant] = {
     "rocksdb": Variant("rocksdb", ROCKSDB),
     "rocksdb-changelog": Variant("rocksdb-changelog", ROCKSDB, {CHANGELOG_KEY: "true"}),
     "ttlstate": Variant("ttlstate", TTLSTATE, {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2"}),
+    # the same with the default snapshotInterval (10): what fewer full snapshots save in bytes
+    "ttlstate-snapshot10": Variant("ttlstate-snapshot10", TTLSTATE,
+                                   {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "10"}),
     # the same without the shim's key filter: what rebuilding it after a restore costs
     "ttlstate-no-keyfilter": Variant("ttlstate-no-keyfilter", TTLSTATE,
                                      {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", KEY_FILTER_KEY: "0"}),
 }
 REFERENCE = "rocksdb"
 # Summary fields compared across variants (all "lower is better").
-COMPARED = ("median_batch_ms", "restore_ms", "median_commit_ms", "total_peak_rss_mb", "checkpoint_bytes")
+COMPARED = ("median_batch_ms", "restore_ms", "median_commit_ms", "total_peak_rss_mb", "checkpoint_bytes",
+            "checkpoint_bytes_written")
 SNAPSHOT_METRIC = {"ttlstate": "storeSnapshotTimeMs", "rocksdb": "rocksdbSaveZipFilesLatencyMs"}
 # What the restore batch spent loading state, summed over partitions: each provider's load
 # latency, by the same name (ttlstate's includes filling the shim's key filter).
@@ -154,10 +165,11 @@ def _shim_jars(child_result: dict[str, Any]) -> list[str]:
 
 
 def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_file: str,
-                work: str, round_no: int) -> dict[str, Any]:
-    """Grow, then restore, each in a fresh child process; per-batch rows, RSS, checkpoint bytes."""
+                work: str, round_no: int, ck_root: str) -> dict[str, Any]:
+    """Grow, then restore, each in a fresh child process; per-batch rows, RSS, checkpoint bytes.
+    The checkpoint goes under ck_root (`work` or an hdfs:// URL)."""
     here = os.path.join(work, f"{v.name.replace('@', '-at-')}-r{round_no}")
-    input_dir, ck = os.path.join(here, "input"), os.path.join(here, "ck")
+    input_dir, ck = os.path.join(here, "input"), join(ck_root, os.path.basename(here), "ck")
     os.makedirs(input_dir)
     for f in files:
         _place(f, input_dir)
@@ -165,12 +177,13 @@ def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_
     grown, grow_rss = run_child("benchmarks.growth_child", _child_params(v, args, "grow", input_dir, ck),
                                 v.env(), os.path.join(work, "logs", f"{os.path.basename(here)}-grow.log"),
                                 args.timeout)
-    ck_bytes = dir_bytes(os.path.join(ck, "state"))
+    # on local disk with Hadoop's .crc files, as before; elsewhere as the child listed it
+    ck_bytes = dir_bytes(os.path.join(ck, "state")) if ck_root == work else grown["checkpoint_state_bytes"]
     _place(restore_file, input_dir)
     restored, restore_rss = run_child(
         "benchmarks.growth_child", _child_params(v, args, "restore", input_dir, ck), v.env(),
         os.path.join(work, "logs", f"{os.path.basename(here)}-restore.log"), args.timeout)
-    run = {"variant": v.name, "round": round_no, "ttlstate_file": grown["ttlstate_file"],
+    run = {"variant": v.name, "round": round_no, "checkpoint": ck, "ttlstate_file": grown["ttlstate_file"],
            "shim_jars": _shim_jars(grown) + _shim_jars(restored),
            "grow_wall_s": grown["grow_wall_s"], "batches": _normalized(grown["batches"], v),
            "checkpoint_bytes": ck_bytes, **grow_rss.as_dict(),
@@ -185,7 +198,8 @@ def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_
 def _print_run(run: dict[str, Any]) -> None:
     for r in run["batches"]:
         print(f"  batch {r['batch_id']}: {r['batch_ms']} ms, commit {r['commit_ms']} ms, "
-              f"snapshot {r['snapshot_ms']} ms, state rows {r['state_rows']}", flush=True)
+              f"snapshot {r['snapshot_ms']} ms, state rows {r['state_rows']}, wrote "
+              f"{r['checkpoint_bytes_written'] / 1e6:.1f} MB to the checkpoint", flush=True)
     rs = run["restore"]
     print(f"  restore: {rs['batch_ms']} ms (state rows {rs['state_rows']}); peak RSS JVM "
           f"{run['jvm_peak_rss_mb']} MB, server {run['server_peak_rss_mb']} MB; checkpoint "
@@ -197,6 +211,15 @@ def _print_run(run: dict[str, Any]) -> None:
 def _median(values: list[Any]) -> float | None:
     nums = [float(x) for x in values if isinstance(x, (int, float))]
     return round(statistics.median(nums), 1) if nums else None
+
+
+def _written(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Bytes written to the checkpoint: in all, per batch (median), by the last batch (None for
+    results of a harness that did not count them)."""
+    per = [r.get("checkpoint_bytes_written") for r in rows]
+    return {"checkpoint_bytes_written": None if None in per else sum(per),
+            "median_checkpoint_bytes_written_per_batch": _median(per),
+            "last_batch_checkpoint_bytes_written": per[-1]}
 
 
 def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:
@@ -211,6 +234,7 @@ def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:
             "restore_state_rows_ok": rs["state_rows"] == expected_rows,
             "jvm_peak_rss_mb": run["jvm_peak_rss_mb"], "server_peak_rss_mb": run["server_peak_rss_mb"],
             "total_peak_rss_mb": run["total_peak_rss_mb"], "checkpoint_bytes": run["checkpoint_bytes"],
+            **_written(rows),
             "final_state_rows": rows[-1]["state_rows"], "loadavg_1m_mean": run.get("loadavg_1m_mean")}
 
 
@@ -268,6 +292,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                          "the machine's speed drifts within minutes, and reversing the order makes a "
                          "drift hit every variant alike (--quick: 1)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per child process")
+    ap.add_argument("--checkpoint-fs", choices=FILESYSTEMS, default="local",
+                    help="where the checkpoints live: the local disk, or a MiniDFSCluster started for the "
+                         "run (its jars come from scripts/integration_deps.sh, fetched with Maven once)")
     ap.add_argument("--quick", action="store_true", help="3 batches of 20k keys, settle 2 s, one round")
     ap.add_argument("--json", help="write the results here (and the plot beside it, .png)")
     ap.add_argument("--plot", help="write the plot here (default: beside --json)")
@@ -285,8 +312,8 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
     return {"batches": args.batches, "keys_per_batch": args.keys_per_batch, "partitions": args.partitions,
             "master": "local[2]", "maintenance_interval": args.maintenance_interval,
             "settle_s": args.settle, "restore_keys": args.restore_keys, "rounds": args.rounds,
-            "quick": args.quick, "workload": "dropDuplicates(key), Parquet file source, "
-            "maxFilesPerTrigger=1, noop sink"}
+            "quick": args.quick, "checkpoint_fs": args.checkpoint_fs,
+            "workload": "dropDuplicates(key), Parquet file source, maxFilesPerTrigger=1, noop sink"}
 
 
 def _check_baseline_runs(variants: list[Variant], runs: list[dict[str, Any]]) -> None:
@@ -302,9 +329,10 @@ def run_all(args: argparse.Namespace, variants: list[Variant], work: str) -> lis
                                   args.restore_keys)
     os.makedirs(os.path.join(work, "logs"))
     runs = []
-    for round_no in range(args.rounds):
-        order = variants if round_no % 2 == 0 else list(reversed(variants))
-        runs += [run_variant(v, args, files, restore, work, round_no) for v in order]
+    with checkpoint_root(args.checkpoint_fs, work) as ck_root:
+        for round_no in range(args.rounds):
+            order = variants if round_no % 2 == 0 else list(reversed(variants))
+            runs += [run_variant(v, args, files, restore, work, round_no, ck_root) for v in order]
     return runs
 
 

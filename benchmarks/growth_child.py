@@ -2,7 +2,9 @@
 
 `grow`: a `dropDuplicates(key)` on a Parquet file source (`maxFilesPerTrigger=1`) runs until
 it has processed `batches` files, keeps running `settle_s` more seconds so that state
-maintenance (snapshots) can run as it would in a live query, then stops.
+maintenance (snapshots) can run as it would in a live query, then stops. It lists the
+checkpoint's state folder after every batch it sees complete (`benchmarks.checkpoint_fs`) and
+reports the bytes each batch wrote there.
 `restore`: the same query on the same checkpoint, in a new JVM whose local state directories
 are empty, processes ONE small file (added by the parent) with `availableNow`: that batch
 loads the whole state from the checkpoint before it can commit.
@@ -14,6 +16,7 @@ import sys
 import time
 from typing import Any
 
+from benchmarks.checkpoint_fs import CheckpointFiles, bytes_per_batch_by_kind, join, progress_start_ms
 from benchmarks.sparkjob import child_main, imported_ttlstate, progresses, session, state_metrics
 
 
@@ -37,10 +40,15 @@ def _start(spark: Any, params: dict[str, Any], available_now: bool) -> Any:
     return writer.start()
 
 
-def _wait_for_batches(query: Any, count: int, timeout_s: float) -> None:
-    """Until `count` data batches have completed (or the query failed, or time ran out)."""
+def _wait_for_batches(query: Any, count: int, timeout_s: float, files: CheckpointFiles) -> None:
+    """Until `count` data batches have completed (or the query failed, or time ran out),
+    listing the checkpoint whenever another batch has completed."""
     deadline = time.monotonic() + timeout_s
-    while len(progresses(query)) < count:
+    listed = 0
+    while (done := len(progresses(query))) < count:
+        if done > listed:
+            files.scan()
+            listed = done
         if query.exception() is not None:
             raise RuntimeError(f"growth query failed: {query.exception()}")
         if time.monotonic() > deadline:
@@ -49,13 +57,21 @@ def _wait_for_batches(query: Any, count: int, timeout_s: float) -> None:
 
 
 def grow(spark: Any, params: dict[str, Any]) -> dict[str, Any]:
+    files = CheckpointFiles(spark, join(params["checkpoint"], "state"))
     started = time.monotonic()
     query = _start(spark, params, available_now=False)
-    _wait_for_batches(query, int(params["batches"]), float(params["timeout_s"]))
+    _wait_for_batches(query, int(params["batches"]), float(params["timeout_s"]), files)
     grown = time.monotonic() - started
+    files.scan()
     time.sleep(float(params["settle_s"]))
     query.stop()
-    return {"batches": [batch_row(p) for p in progresses(query)], "grow_wall_s": round(grown, 3)}
+    state_bytes = files.scan()
+    done = progresses(query)
+    written = bytes_per_batch_by_kind(files.seen, [progress_start_ms(p) for p in done])
+    rows = [{**batch_row(p), "checkpoint_bytes_written": sum(kinds.values()),
+             "checkpoint_bytes_written_by_kind": kinds} for p, kinds in zip(done, written, strict=True)]
+    return {"batches": rows,
+            "grow_wall_s": round(grown, 3), "checkpoint_state_bytes": state_bytes}
 
 
 def restore(spark: Any, params: dict[str, Any]) -> dict[str, Any]:

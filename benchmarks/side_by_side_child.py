@@ -1,16 +1,17 @@
 """One provider variant of the side-by-side benchmark, in its own JVM (started by
 `benchmarks.spark_side_by_side`): an unmeasured warm-up pass of every workload on a small
-input (JIT, Python workers, the state server), then every workload on the real input.
+input (JIT, Python workers, the state server), then every workload on the real input. Each
+checkpoint goes under `ck_root` (a local folder or an hdfs:// URL).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Any
 
-from benchmarks.sparkjob import child_main, imported_ttlstate, progresses, session
+from benchmarks.checkpoint_fs import CheckpointFiles, bytes_per_batch, join, progress_start_ms
+from benchmarks.sparkjob import child_main, imported_ttlstate, progresses, session, state_metrics
 
 
 def _bridge_counts(batches: list[dict[str, Any]]) -> dict[str, int]:
@@ -23,6 +24,17 @@ def _bridge_counts(batches: list[dict[str, Any]]) -> dict[str, int]:
             out["round_trips"] += int(custom.get("storeCallCount", 0))
             out["skipped"] += int(custom.get("bloomFilterSkippedReadCount", 0))
     return out
+
+
+def _checkpoint_costs(spark: Any, ck: str, batches: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per batch: the state operator's commit time and the bytes the batch wrote to the
+    checkpoint's state folder (one listing after the query ended: nothing is cleaned up within
+    a few batches)."""
+    files = CheckpointFiles(spark, join(ck, "state"))
+    files.scan()
+    starts = [progress_start_ms(p) for p in batches]
+    return {"commit_ms_per_batch": [state_metrics(p)["commit_ms"] for p in batches],
+            "checkpoint_bytes_per_batch": bytes_per_batch(files.seen, starts)}
 
 
 def run_one(spark: Any, workload: str, input_dir: str, ck: str, ttlstate: bool) -> dict[str, Any]:
@@ -40,7 +52,8 @@ def run_one(spark: Any, workload: str, input_dir: str, ck: str, ttlstate: bool) 
     batches = progresses(q)
     rows = sum(p["numInputRows"] for p in batches)
     out: dict[str, Any] = {"workload": workload, "rows": rows, "seconds": round(elapsed, 3),
-                           "rows_per_s": round(rows / elapsed, 1) if elapsed else None}
+                           "rows_per_s": round(rows / elapsed, 1) if elapsed else None,
+                           **_checkpoint_costs(spark, ck, batches)}
     if ttlstate:
         c = _bridge_counts(batches)
         out["bridge_round_trips"] = c["round_trips"]
@@ -53,12 +66,12 @@ def run_one(spark: Any, workload: str, input_dir: str, ck: str, ttlstate: bool) 
 def run(params: dict[str, Any]) -> dict[str, Any]:
     spark = session("ttlstate-side-by-side", params["provider_class"], params["confs"],
                     bool(params["ttlstate"]), params["spark_confs"])
-    work, ttl = params["work"], bool(params["ttlstate"])
+    ck_root, ttl = params["ck_root"], bool(params["ttlstate"])
     jars = spark.conf.get("spark.jars", "")
     try:
         for workload in params["workloads"]:  # unmeasured
-            run_one(spark, workload, params["warm_dir"], os.path.join(work, f"warm-{workload}"), ttl)
-        rows = [run_one(spark, w, params["input_dir"], os.path.join(work, f"ck-{w}"), ttl)
+            run_one(spark, workload, params["warm_dir"], join(ck_root, f"warm-{workload}"), ttl)
+        rows = [run_one(spark, w, params["input_dir"], join(ck_root, f"ck-{w}"), ttl)
                 for w in params["workloads"]]
     finally:
         spark.stop()

@@ -15,7 +15,10 @@ an unmeasured warm-up pass of both workloads on a small input, then both workloa
 rows/s per variant and workload, the ratio to Spark's RocksDB provider in the same run, for
 ttlstate the bridge round trips per state operation (from its custom metrics), and the peak
 RSS of the variant's JVM (and state server) over its whole child process. `--rounds N` runs
-every variant N times in alternating order and reports medians.
+every variant N times in alternating order and reports medians. `--checkpoint-fs hdfs` keeps
+the checkpoints on a MiniDFSCluster started for the run (`benchmarks/checkpoint_fs.py`); every
+row also gives the state operator's commit time per batch and the bytes each batch wrote to
+the checkpoint's state folder.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import tempfile
 from typing import Any
 
 from benchmarks.baseline import prepare
+from benchmarks.checkpoint_fs import FILESYSTEMS, checkpoint_root, join
 from benchmarks.output import save
 from benchmarks.subproc import run_child
 from benchmarks.variants import (
@@ -77,12 +81,15 @@ def write_input(directory: str, rows: int, keys: int, batches: int, seed: int = 
 
 
 def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: float,
-                round_no: int = 0) -> list[dict[str, Any]]:
-    """Both workloads of one variant in a fresh child process; one row per workload."""
-    here = os.path.join(work, f"{v.name.replace('@', '-at-')}-r{round_no}")
+                round_no: int = 0, ck_root: str | None = None) -> list[dict[str, Any]]:
+    """Both workloads of one variant in a fresh child process; one row per workload. The
+    checkpoints go under ck_root (default: `work`)."""
+    name = f"{v.name.replace('@', '-at-')}-r{round_no}"
+    here = os.path.join(work, name)
     os.makedirs(here)
     params = {"provider_class": v.provider_class, "confs": dict(v.confs), "ttlstate": v.is_ttlstate,
-              "workloads": list(WORKLOADS), "input_dir": input_dir, "warm_dir": warm_dir, "work": here,
+              "workloads": list(WORKLOADS), "input_dir": input_dir, "warm_dir": warm_dir,
+              "ck_root": here if ck_root is None else join(ck_root, name),
               "spark_confs": {"spark.sql.shuffle.partitions": "4"}}
     out, rss = run_child("benchmarks.side_by_side_child", params, v.env(), here + ".log", timeout)
     jars = [j for j in out["spark_jars"].split(",") if "ttlstate" in j]
@@ -110,6 +117,9 @@ def combine_rounds(rows: list[dict[str, Any]]) -> list[dict[str, object]]:
     for same in groups.values():
         row = {k: v for k, v in same[0].items() if k != "round"}
         row["seconds"] = round(statistics.median(float(x["seconds"]) for x in same), 3)
+        if "commit_ms_per_batch" in row:  # per batch, median over rounds
+            for key in ("commit_ms_per_batch", "checkpoint_bytes_per_batch"):
+                row[key] = [statistics.median(v) for v in zip(*(x[key] for x in same), strict=True)]
         row["rows_per_s"] = round(statistics.median(float(x["rows_per_s"]) for x in same), 1)
         if len(same) > 1:
             row["rows_per_s_per_round"] = [x["rows_per_s"] for x in same]
@@ -138,6 +148,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     ap.add_argument("--keys", type=int, default=200_000)
     ap.add_argument("--batches", type=int, default=5)
     ap.add_argument("--distribution", choices=("uniform", "zipf"), default="uniform")
+    ap.add_argument("--checkpoint-fs", choices=FILESYSTEMS, default="local",
+                    help="where the checkpoints live: the local disk, or a MiniDFSCluster started for the "
+                         "run (its jars come from scripts/integration_deps.sh, fetched with Maven once)")
     ap.add_argument("--quick", action="store_true", help="50k rows, 10k keys")
     ap.add_argument("--providers", default=",".join(VARIANTS))
     ap.add_argument("--baseline", metavar="REF", help="also run ttlstate from this older commit")
@@ -158,9 +171,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
         input_dir, warm_dir = os.path.join(work, "input"), os.path.join(work, "warmup")
         write_input(input_dir, args.rows, args.keys, args.batches, distribution=args.distribution)
         write_input(warm_dir, 5_000, 1_000, 1)
-        for round_no in range(args.rounds):
-            for v in variants if round_no % 2 == 0 else list(reversed(variants)):
-                runs += run_variant(v, input_dir, warm_dir, work, args.timeout, round_no)
+        with checkpoint_root(args.checkpoint_fs, work) as ck_root:
+            for round_no in range(args.rounds):
+                for v in variants if round_no % 2 == 0 else list(reversed(variants)):
+                    runs += run_variant(v, input_dir, warm_dir, work, args.timeout, round_no, ck_root)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results = combine_rounds(runs)

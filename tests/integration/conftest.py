@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
-from tests.integration.components import KafkaBroker, MiniHdfs
+from integration.components import KafkaBroker, MiniHdfs
 
 
 @pytest.fixture(scope="session")

@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ttlstate.config import keys as K
+from ttlstate.demo.kafka import create_topics, produce_json, write_json_stream
 
 EVENT_SCHEMA = "id INT, k STRING, v INT"
 
@@ -73,10 +74,7 @@ class KafkaRun:
         try:
             out = self.build(events)
             if self.sink == "kafka":
-                writer = (out.select(F.col(out.columns[0]).cast("string").alias("key"),
-                                     F.to_json(F.struct(*out.columns)).alias("value"))
-                          .writeStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
-                          .option("topic", self.out_topic))
+                writer = write_json_stream(out, self.bootstrap, self.out_topic, out.columns[0])
             else:
                 writer = out.writeStream.foreachBatch(self._sink)
             self.query = (writer.outputMode(self.output_mode)
@@ -102,11 +100,7 @@ class KafkaRun:
 
     def feed(self, rows: list[dict]) -> None:
         """One step's events into the input topic, as one Kafka record batch (see the module)."""
-        df = self.spark.createDataFrame(rows, EVENT_SCHEMA).coalesce(1)
-        (df.select(F.to_json(F.struct(*df.columns)).alias("value"))
-         .write.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
-         .option("kafka.linger.ms", "60000").option("kafka.batch.size", str(1 << 20))
-         .option("topic", self.in_topic).save())
+        produce_json(self.spark, self.bootstrap, self.in_topic, rows, EVENT_SCHEMA)
 
     def step(self, rows: list[dict]) -> None:
         self.feed(rows)
@@ -196,23 +190,6 @@ def hdfs_files(spark: SparkSession, path: str) -> list[tuple[str, int]]:
     hpath = jvm.org.apache.hadoop.fs.Path(path)
     fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())  # type: ignore[union-attr]
     return sorted((s.getPath().getName(), s.getReplication()) for s in fs.listStatus(hpath) if s.isFile())
-
-
-def create_topics(spark: SparkSession, bootstrap: str, partitions: dict[str, int]) -> None:
-    """Topics (name: partitions, replication 1) through Kafka's Admin client in the driver JVM
-    (kafka-clients is on spark.jars), so a query can subscribe before anything was written."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    props = jvm.java.util.Properties()
-    props.setProperty("bootstrap.servers", bootstrap)
-    admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
-    try:
-        topics = jvm.java.util.ArrayList()
-        for name, n in partitions.items():
-            topics.add(jvm.org.apache.kafka.clients.admin.NewTopic(name, n, jvm.java.lang.Short.valueOf("1")))
-        admin.createTopics(topics).all().get(60, jvm.java.util.concurrent.TimeUnit.SECONDS)
-    finally:
-        admin.close()
 
 
 def batch_times(spark: SparkSession, checkpoint: str) -> dict[int, int]:

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator
 from urllib.parse import urlparse
 
 import pytest
+from integration.components import KafkaBroker, MiniHdfs
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
-from tests.integration.components import KafkaBroker, MiniHdfs
 from tests.integration.pipeline import KafkaRun, run_steps
 from tests.integration.test_kafka_hdfs import HDFS_CLIENT, STEPS, spark_jars
 from tests.spark.harness import ROCKSDB, TTLSTATE, our_server_processes, poll_until, session

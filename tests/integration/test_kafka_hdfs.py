@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import pandas as pd
 import pytest
+from integration.components import KafkaBroker, MiniHdfs, spark_jars
 from pyspark.sql import DataFrame, SparkSession
 
-from tests.integration.components import KafkaBroker, MiniHdfs, spark_jars
 from tests.integration.pipeline import KafkaRun, batch_times, hdfs_files, run_steps
 from tests.spark.harness import ROCKSDB, TTLSTATE, session
 from ttlstate.config import keys as K

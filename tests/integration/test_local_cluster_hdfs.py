@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import psutil
 import pytest
+from integration.components import KafkaBroker, MiniHdfs, spark_jars
 from pyspark.sql import DataFrame, SparkSession
 
-from tests.integration.components import KafkaBroker, MiniHdfs, spark_jars
 from tests.integration.pipeline import KafkaRun, run_steps
 from tests.integration.test_kafka_hdfs import HDFS_CLIENT, STEPS
 from tests.spark.harness import ROCKSDB, TTLSTATE, running, session

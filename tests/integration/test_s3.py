@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from integration.components import KafkaBroker, S3Proxy, spark_jars
 from pyspark.sql import DataFrame, SparkSession
 
-from tests.integration.components import KafkaBroker, S3Proxy, spark_jars
 from tests.integration.pipeline import KafkaRun, hdfs_files, run_steps
 from tests.integration.test_kafka_hdfs import RESTART_AFTER, STEPS
 from tests.spark.harness import ROCKSDB, TTLSTATE, session

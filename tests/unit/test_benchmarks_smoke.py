@@ -40,7 +40,8 @@ def test_inputs_are_ordered_by_mtime_with_the_restore_file_last(tmp_path: object
 
 
 def _run(variant: str, batch_ms: list[int], restore_ms: int) -> dict[str, object]:
-    rows = [{"batch_ms": t, "commit_ms": t // 2, "snapshot_ms": 10, "state_rows": (i + 1) * 100}
+    rows = [{"batch_ms": t, "commit_ms": t // 2, "snapshot_ms": 10, "state_rows": (i + 1) * 100,
+             "checkpoint_bytes_written": 1000 * (i + 1)}
             for i, t in enumerate(batch_ms)]
     return {"variant": variant, "round": 0, "batches": rows, "jvm_peak_rss_mb": 500.0,
             "server_peak_rss_mb": 300.0, "total_peak_rss_mb": 800.0, "checkpoint_bytes": 10**6,

@@ -136,4 +136,4 @@ def test_demo_without_matplotlib_says_how_to_get_it_at_once(monkeypatch, capsys)
     assert 'matplotlib; extra == "demo"' in (importlib.metadata.requires("ttlstate") or [])  # the extra
     ran = []
     monkeypatch.setattr(runner, "run", lambda *a, **k: ran.append(k))
-    assert runner.main(["--no-plot"]) == 0 and ran == [{"plot": False}]
+    assert runner.main(["--no-plot"]) == 0 and ran == [{"plot": False, "kafka": None, "jvm_confs": {}}]

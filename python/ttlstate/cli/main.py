@@ -7,7 +7,8 @@ import sys
 
 USAGE = """usage: ttlstate [--version] {demo,inspect,jar,migrate} ...
   demo                 run the churn demo (ttlstate vs Spark's RocksDB provider); needs matplotlib
-                       for its plot: pip install 'ttlstate[demo]' (or run it with --no-plot)
+                       for its plot: pip install 'ttlstate[demo]' (or run it with --no-plot);
+                       --kafka BOOTSTRAP_SERVERS: through Kafka topics (needs the Kafka connector)
   inspect CHECKPOINT   per operator (id and name) and store: versions, rows, expired rows, TTL, bytes;
                        --ages: last-access ages and what a --ttl would remove now
   jar                  print the path of the shim jar for spark.jars

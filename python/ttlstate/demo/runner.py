@@ -1,10 +1,11 @@
 """`ttlstate demo`: the same churn stream through ttlstate (short TTL) and Spark's RocksDB provider.
 
 Two stateful queries per provider (a per-session aggregation in update mode and a
-dropDuplicates on session), fed the same files batch by batch. Per batch it prints input rows,
-state rows, checkpoint bytes and TTL removals (each column explained under the header), then
-writes a PNG of state rows and bytes over batches (it needs matplotlib: the `demo` extra) and
-a one-paragraph summary.
+dropDuplicates on session), fed the same files batch by batch (with `--kafka`, the same records
+of a Kafka topic, each query writing its results to a topic of its own: `ttlstate.demo.kafka`).
+Per batch it prints input rows, state rows, checkpoint bytes and TTL removals (each column
+explained under the header), then writes a PNG of state rows and bytes over batches (it needs
+matplotlib: the `demo` extra) and a one-paragraph summary.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from ttlstate.config import keys as K
-from ttlstate.demo.workload import ChurnWorkload
+from ttlstate.demo.kafka import DemoKafka, KafkaConnectorMissing
+from ttlstate.demo.workload import EVENT_SCHEMA, ChurnWorkload
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDERS = {"ttlstate": K.PROVIDER_CLASS, "rocksdb": ROCKSDB_PROVIDER}
@@ -121,23 +123,30 @@ def _dir_bytes(path: str) -> int:
     return total
 
 
-def _start_queries(spark, input_dir: str, work: str) -> dict[str, object]:  # noqa: ANN001
+QUERY_KEYS = [f"{provider}/{name}" for provider in PROVIDERS for name in QUERIES]
+
+
+def _start_queries(spark, input_dir: str, work: str, kafka: DemoKafka | None) -> dict[str, object]:  # noqa: ANN001
     from pyspark.sql import functions as F
 
-    schema = "session STRING, event STRING, value INT"
     queries = {}
     for provider, cls in PROVIDERS.items():
         spark.conf.set(K.PROVIDER_CLASS_KEY, cls)  # pinned per query at start
         for name in QUERIES:
-            src = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(input_dir)
+            key = f"{provider}/{name}"
+            if kafka is None:
+                src = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).json(input_dir)
+            else:
+                src = kafka.source(spark, EVENT_SCHEMA)
             if name == "aggregation":
                 df = src.groupBy("session").agg(F.count("*").alias("events"), F.sum("value"))
                 mode = "update"
             else:
                 df = src.dropDuplicates(["session"])
                 mode = "append"
-            queries[f"{provider}/{name}"] = (
-                df.writeStream.outputMode(mode).format("noop")
+            writer = df.writeStream.format("noop") if kafka is None else kafka.sink(df, key, "session")
+            queries[key] = (
+                writer.outputMode(mode)
                 .option("checkpointLocation", os.path.join(work, "ck", provider, name))
                 .queryName(f"demo_{provider}_{name}").start())
     spark.conf.set(K.PROVIDER_CLASS_KEY, K.PROVIDER_CLASS)
@@ -161,7 +170,11 @@ def _collect(batch: int, rows: int, queries: dict[str, object], work: str) -> Ba
 
 
 def run(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, out_dir: str,
-        keep: bool = False, plot: bool = True) -> list[BatchStats]:
+        keep: bool = False, plot: bool = True, kafka: DemoKafka | None = None,
+        jvm_confs: dict[str, str] | None = None) -> list[BatchStats]:
+    """The demo; with `kafka`, through its topics. jvm_confs (spark.jars, spark.jars.packages)
+    are set before the driver JVM starts. Raises KafkaConnectorMissing (before any batch) when
+    `kafka` is given and the JVM cannot load Spark's Kafka connector."""
     from pyspark.sql import SparkSession
 
     import ttlstate
@@ -174,16 +187,26 @@ def run(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, out_
     builder = (SparkSession.builder.master("local[2]").appName("ttlstate-demo")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false"))
-    for key, value in SPARK_CONFS.items():
+    for key, value in {**SPARK_CONFS, **(jvm_confs or {})}.items():
         builder = builder.config(key, value)
     spark = ttlstate.configure(builder, ttl=ttl, **DEMO_OPTIONS).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    try:
+        if kafka is not None:
+            kafka.prepare(spark, QUERY_KEYS)
+    except BaseException:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     stats: list[BatchStats] = []
     print(f"ttlstate demo: {batches} batches every {interval_s}s, TTL {ttl}, "
           f"{workload.new_sessions} new sessions per batch, each active {workload.active_batches} "
           f"batches; working dir {work}")
     print("settings of the demo (all others are defaults):")
     print("\n".join(settings_lines(ttl)))
+    if kafka is not None:
+        print(f"Kafka {kafka.bootstrap}: events into topic {kafka.events_topic}, each query's output into "
+              f"{kafka.output_topic('<provider>/<query>')}")
     print("columns:")
     print("\n".join(column_legend()))
     print(table_header())
@@ -191,9 +214,14 @@ def run(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, out_
         queries = None
         for b in range(batches):
             started = time.monotonic()
-            rows = workload.write_batch(input_dir, b)
+            if kafka is None:
+                rows = workload.write_batch(input_dir, b)
+            else:
+                events = workload.events(b)
+                kafka.produce(spark, events, EVENT_SCHEMA)
+                rows = len(events)
             if queries is None:
-                queries = _start_queries(spark, input_dir, work)
+                queries = _start_queries(spark, input_dir, work, kafka)
             for q in queries.values():
                 q.processAllAvailable()  # type: ignore[attr-defined]
             st = _collect(b, rows, queries, work)
@@ -202,6 +230,9 @@ def run(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, out_
             time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
         for q in (queries or {}).values():
             q.stop()  # type: ignore[attr-defined]
+        if kafka is not None:
+            print()
+            print(kafka_summary(kafka, kafka.outputs(spark, QUERY_KEYS)))
     finally:
         spark.stop()
         if not keep:
@@ -217,6 +248,14 @@ def run(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, out_
         print(f"\nplot: {plot_demo(stats, os.path.join(out_dir, 'demo.png'), ttl)}")
     print(f"numbers: {os.path.join(out_dir, 'demo.json')}")
     return stats
+
+
+def kafka_summary(kafka: DemoKafka, outputs: dict[str, list[dict[str, object]]]) -> str:
+    """Where each query's output went and how much of it there is."""
+    lines = [f"Kafka output ({kafka.bootstrap}):"]
+    lines += [f"  {key}: {len(records)} records in topic {kafka.output_topic(key)}"
+              for key, records in outputs.items()]
+    return "\n".join(lines)
 
 
 def summary(stats: list[BatchStats], ttl: str, interval_s: float, workload: ChurnWorkload) -> str:
@@ -250,6 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="demo-output", help="where demo.png and demo.json go")
     ap.add_argument("--keep", action="store_true", help="keep the working dir (checkpoints)")
     ap.add_argument("--no-plot", action="store_true", help="no PNG (no matplotlib needed)")
+    ap.add_argument("--kafka", metavar="BOOTSTRAP_SERVERS",
+                    help="run the stream through Kafka: events into a topic, each query's output into one "
+                         "(needs Spark's Kafka connector: --packages or --jars)")
+    ap.add_argument("--topic-prefix", help="with --kafka: the topics' prefix (default ttlstate-demo-<time>)")
+    ap.add_argument("--packages", help="Maven coordinates for spark.jars.packages, e.g. "
+                                       "org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>")
+    ap.add_argument("--jars", help="comma-separated jars for spark.jars (e.g. the Kafka connector's)")
     args = ap.parse_args(argv)
     if args.batches < 2:
         ap.error("--batches must be at least 2")
@@ -257,7 +303,16 @@ def main(argv: list[str] | None = None) -> int:
     if missing:  # say so now, not after the whole run
         print(f"ttlstate demo: {missing}", file=sys.stderr)
         return 2
-    run(args.batches, args.interval, args.ttl,
-        ChurnWorkload(new_sessions=args.sessions, active_batches=args.active), args.out, args.keep,
-        plot=not args.no_plot)
+    if args.topic_prefix and not args.kafka:
+        ap.error("--topic-prefix needs --kafka")
+    kafka = (DemoKafka(args.kafka, args.topic_prefix or f"ttlstate-demo-{int(time.time())}")
+             if args.kafka else None)
+    jvm_confs = {k: v for k, v in (("spark.jars", args.jars), ("spark.jars.packages", args.packages)) if v}
+    try:
+        run(args.batches, args.interval, args.ttl,
+            ChurnWorkload(new_sessions=args.sessions, active_batches=args.active), args.out, args.keep,
+            plot=not args.no_plot, kafka=kafka, jvm_confs=jvm_confs)
+    except KafkaConnectorMissing as e:
+        print(f"ttlstate demo: {e}", file=sys.stderr)
+        return 2
     return 0

@@ -12,6 +12,9 @@ import json
 import os
 from dataclasses import dataclass
 
+# The events' columns, as a Spark DDL schema (the file source's and the Kafka records' JSON).
+EVENT_SCHEMA = "session STRING, event STRING, value INT"
+
 
 @dataclass(frozen=True)
 class ChurnWorkload:

@@ -24,7 +24,7 @@ import urllib.request
 import uuid
 from functools import cache
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @cache
@@ -102,6 +102,14 @@ def _tail(path: str, lines: int = 30) -> str:
         return "(no log)"
 
 
+def _kill_and_remove(proc: subprocess.Popen, root: str) -> None:
+    """Ends a server JVM (it keeps nothing worth a clean shutdown) and removes its folder."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(30)
+    shutil.rmtree(root, ignore_errors=True)
+
+
 def _java() -> str:
     home = os.environ.get("JAVA_HOME")
     return os.path.join(home, "bin", "java") if home else "java"
@@ -143,10 +151,7 @@ class KafkaBroker:
         _wait_port(self.port, self.proc, self.log, 120)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(30)
-        shutil.rmtree(self.root, ignore_errors=True)
+        _kill_and_remove(self.proc, self.root)
 
 
 class S3Proxy:
@@ -190,10 +195,7 @@ class S3Proxy:
                 "spark.hadoop.fs.s3a.secret.key": self.CREDENTIAL}
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(30)
-        shutil.rmtree(self.root, ignore_errors=True)
+        _kill_and_remove(self.proc, self.root)
 
 
 class MiniHdfs:

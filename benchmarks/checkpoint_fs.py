@@ -1,0 +1,100 @@
+"""Where a benchmark keeps its checkpoints (local disk or a real HDFS), and what each batch wrote.
+
+`checkpoint_root` is the parent side: a local folder, or with `hdfs` a MiniDFSCluster (two
+DataNodes, replication 2) started from the integration tier's components for the length of the
+benchmark, so Spark's and ttlstate's checkpoint files travel through Hadoop's
+DistributedFileSystem as in production.
+
+`CheckpointFiles` is the child side: it lists a checkpoint through the Hadoop FileSystem of the
+child's JVM (file:// or hdfs:// alike) whenever asked, remembers every file it ever saw (so a
+file that cleanup deleted later still counts), and attributes each file's bytes to the batch in
+whose interval its modification time falls: from the batch's trigger start to the next batch's
+(the last batch: until the last listing). So a snapshot that maintenance wrote between two
+batches counts for the batch before it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import datetime as dt
+import os
+from collections.abc import Iterator
+from typing import Any
+
+FILESYSTEMS = ("local", "hdfs")
+
+
+@contextlib.contextmanager
+def checkpoint_root(fs: str, local_dir: str) -> Iterator[str]:
+    """A folder (local path or hdfs:// URL) under which the benchmark puts its checkpoints."""
+    if fs == "local":
+        yield local_dir
+        return
+    if fs != "hdfs":
+        raise ValueError(f"checkpoint file system {fs!r}: expected one of {', '.join(FILESYSTEMS)}")
+    from integration.components import MiniHdfs
+
+    cluster = MiniHdfs(datanodes=2, replication=2)
+    try:
+        yield f"{cluster.url}/benchmarks"
+    finally:
+        cluster.stop()
+
+
+def join(root: str, *parts: str) -> str:
+    """A path under root, for local folders and URLs alike."""
+    return "/".join([root.rstrip("/"), *parts]) if "://" in root else os.path.join(root, *parts)
+
+
+def progress_start_ms(progress: dict[str, Any]) -> int:
+    """A progress's trigger start (its `timestamp`, e.g. 2026-11-24T18:00:00.123Z) in epoch ms."""
+    when = dt.datetime.strptime(progress["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    return int(when.replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
+
+
+class CheckpointFiles:
+    """Every file seen under one checkpoint folder: path -> (bytes, modification time in ms)."""
+
+    def __init__(self, spark: Any, path: str) -> None:
+        jvm = spark.sparkContext._jvm
+        self._path = jvm.org.apache.hadoop.fs.Path(path)
+        self._fs = self._path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        self.seen: dict[str, tuple[int, int]] = {}
+
+    def scan(self) -> int:
+        """Lists the folder now (if it exists yet); returns the bytes of the files present."""
+        if not self._fs.exists(self._path):
+            return 0
+        present = 0
+        files = self._fs.listFiles(self._path, True)
+        while files.hasNext():
+            s = files.next()
+            self.seen[s.getPath().toString()] = (int(s.getLen()), int(s.getModificationTime()))
+            present += int(s.getLen())
+        return present
+
+
+def _batch(starts_ms: list[int], mtime: int) -> int:
+    """The batch whose interval holds mtime; files older than the first batch count for it."""
+    return max(0, bisect.bisect_right(starts_ms, mtime) - 1)
+
+
+def bytes_per_batch(seen: dict[str, tuple[int, int]], starts_ms: list[int]) -> list[int]:
+    """Bytes of the files whose modification time falls in each batch's interval (see the
+    module)."""
+    out = [0] * len(starts_ms)
+    for size, mtime in seen.values() if starts_ms else ():
+        out[_batch(starts_ms, mtime)] += size
+    return out
+
+
+def bytes_per_batch_by_kind(seen: dict[str, tuple[int, int]], starts_ms: list[int]) -> list[dict[str, int]]:
+    """bytes_per_batch split by the file's extension (ttlstate: changelog, snapshot; Spark's
+    RocksDB provider: zip, sst, changelog), so a batch's bytes say what they were."""
+    out: list[dict[str, int]] = [{} for _ in starts_ms]
+    for path, (size, mtime) in seen.items() if starts_ms else ():
+        kind = path.rsplit("/", 1)[-1].rsplit(".", 1)[-1] if "." in path.rsplit("/", 1)[-1] else "other"
+        per = out[_batch(starts_ms, mtime)]
+        per[kind] = per.get(kind, 0) + size
+    return out
