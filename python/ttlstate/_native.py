@@ -206,7 +206,8 @@ class Txn(_Handle):
 
     def put(self, key: bytes, value: bytes, committed: bool | None = None) -> None:
         # committed: what the caller proved about the key in the committed DB (None: nothing)
-        lib.ttl_txn_put(self._h, key, len(key), value, len(value), -1 if committed is None else int(committed))
+        known = -1 if committed is None else int(committed)
+        lib.ttl_txn_put(self._h, key, len(key), value, len(value), known)
 
     def remove(self, key: bytes) -> None:
         lib.ttl_txn_remove(self._h, key, len(key))
@@ -293,8 +294,8 @@ class Snapshot(_Handle):
                           now: int) -> tuple[int, int]:
         """Write the pinned view as a snapshot record file; (records written, expired ones dropped)."""
         written, dropped = c_uint64(), c_uint64()
-        lib.ttl_snapshot_write_record_file(self._h, text(path), text(header_json), int(drop_expired), ttl, now,
-                                           byref(written), byref(dropped))
+        lib.ttl_snapshot_write_record_file(self._h, text(path), text(header_json), int(drop_expired), ttl,
+                                           now, byref(written), byref(dropped))
         return written.value, dropped.value
 
 
@@ -317,8 +318,8 @@ class RestoreBuilder(_Handle):
     def finish(self, snapshot_path: str, sst_path: str, hashes: KeyHashes | None = None) -> tuple[int, int]:
         """Load the snapshot ('' for none) with the gathered changelogs over it; (snapshot records, keys)."""
         records, keys = c_uint64(), c_uint64()
-        lib.ttl_restore_finish(self._h, text(snapshot_path), text(sst_path), hashes._h if hashes else None,
-                               byref(records), byref(keys))
+        lib.ttl_restore_finish(self._h, text(snapshot_path), text(sst_path),
+                               hashes._h if hashes is not None else None, byref(records), byref(keys))
         return records.value, keys.value
 
 
@@ -489,8 +490,8 @@ class DB(_Handle):
         """A transaction over one loaded version: the native data plane of one StateStore."""
         handle = c_void_p()
         lib.ttl_db_begin(self._h, text(label), version, now, int(writable), int(ttl_enabled), ttl,
-                         int(update_on_read), int(return_expired), incremental_size, int(incremental_per_record),
-                         cursor._h if cursor is not None else None, byref(handle))
+                         int(update_on_read), int(return_expired), incremental_size,
+                         int(incremental_per_record), cursor._h if cursor is not None else None, byref(handle))
         return Txn._own(handle)
 
     def snapshot(self) -> Snapshot:

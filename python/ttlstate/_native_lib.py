@@ -12,7 +12,18 @@ import ctypes
 import os
 import struct
 from collections.abc import Iterable
-from ctypes import POINTER, c_char_p, c_double, c_int, c_int64, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
+from ctypes import (
+    POINTER,
+    c_char_p,
+    c_double,
+    c_int,
+    c_int64,
+    c_size_t,
+    c_uint8,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
 from typing import Any
 
 LIBRARY_NAME = "libttlstate_native.so"
@@ -29,7 +40,8 @@ class PeerGone(ConnectionError):
 
 # ttl_status -> the exception raised (TTL_ERR_CALLBACK is handled by Connection.serve).
 _ERRORS: dict[int, type[Exception]] = {
-    1: RuntimeError, 2: StateError, 3: PeerGone, 4: ValueError, 5: MemoryError, 6: IndexError, 7: OverflowError,
+    1: RuntimeError, 2: StateError, 3: PeerGone, 4: ValueError, 5: MemoryError, 6: IndexError,
+    7: OverflowError,
 }
 CALLBACK_FAILED = 8
 
@@ -146,7 +158,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
                                 c_int, P, POINTER(P)]),
     "ttl_db_snapshot": ("status", [P, POINTER(P)]),
     "ttl_db_restore_builder": ("status", [P, POINTER(P)]),
-    "ttl_db_apply_changelog_file": ("status", [P, c_char_p, P, c_size_t, POINTER(c_uint64), POINTER(c_int64)]),
+    "ttl_db_apply_changelog_file": ("status", [P, c_char_p, P, c_size_t, POINTER(c_uint64),
+                                               POINTER(c_int64)]),
     "ttl_db_has_filter": (c_int, [P]),
     "ttl_db_filter_metrics": (None, [P, POINTER(c_int64), POINTER(c_int64), POINTER(c_int64),
                                      POINTER(c_int64)]),
