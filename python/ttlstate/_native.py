@@ -489,9 +489,10 @@ class DB(_Handle):
               cursor: CleanupCursor | None) -> Txn:
         """A transaction over one loaded version: the native data plane of one StateStore."""
         handle = c_void_p()
+        cursor_handle = cursor._h if cursor is not None else None
         lib.ttl_db_begin(self._h, text(label), version, now, int(writable), int(ttl_enabled), ttl,
                          int(update_on_read), int(return_expired), incremental_size,
-                         int(incremental_per_record), cursor._h if cursor is not None else None, byref(handle))
+                         int(incremental_per_record), cursor_handle, byref(handle))
         return Txn._own(handle)
 
     def snapshot(self) -> Snapshot:
