@@ -47,10 +47,12 @@ test: setup
 # Kafka in, Kafka out, checkpoints on HDFS (docs/deployment-hdfs-kafka.md): a real broker and a
 # MiniDFSCluster in their own JVMs, fetched with Maven from integration/pom.xml on first use
 # (scripts/integration_deps.sh, stamped). Its own pytest process: the Kafka connector must be on
-# the driver JVM's classpath when the JVM starts, and `make test`'s JVM has no connector.
+# the driver JVM's classpath when the JVM starts, and `make test`'s JVM has no connector. Then the
+# portable wheel, built and checked as installed (tests/packaging; first build: RocksDB from source).
 test-integration: setup
 	scripts/integration_deps.sh >/dev/null
 	$(PY) -m pytest -m integration tests/integration
+	$(PY) -m pytest -m wheel tests/packaging
 
 # The long cases `make test` leaves out (e.g. 100 versions of a churning workload).
 test-long: setup
