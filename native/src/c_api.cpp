@@ -2,6 +2,7 @@
 // C++ exceptions turned into status codes, results in a thread-local buffer. No Python here.
 #include "ttlstate/c_api.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -47,6 +48,7 @@ struct ttl_reply {
 namespace {
 
 thread_local std::string t_error;
+thread_local ttl_status t_status = TTL_OK;
 thread_local std::string t_out;
 
 // The Python callback of Connection.serve raised (its wrapper keeps the exception).
@@ -55,7 +57,7 @@ struct CallbackFailed : std::runtime_error {
 };
 
 template <typename F>
-ttl_status Guard(F&& f) noexcept {
+ttl_status Catch(F&& f) noexcept {
   try {
     f();
     return TTL_OK;
@@ -98,6 +100,32 @@ ttl_status Guard(F&& f) noexcept {
   }
 }
 
+template <typename F>
+ttl_status Guard(F&& f) noexcept {
+  t_status = Catch(std::forward<F>(f));
+  return t_status;
+}
+
+// A value copied into the caller's buffer when it fits (else kept for ttl_take); its size, or
+// -1 for none, or -2 on failure (ttl_last_status, ttl_last_error).
+template <typename F>
+int64_t ReadInto(char* buf, size_t cap, F&& read) noexcept {
+  int64_t n = -1;
+  if (Guard([&] {
+        const std::optional<std::string> v = read();
+        if (!v) return;
+        n = static_cast<int64_t>(v->size());
+        if (v->size() <= cap) {
+          std::memcpy(buf, v->data(), v->size());
+        } else {
+          t_out = *v;
+        }
+      }) != TTL_OK) {
+    return -2;
+  }
+  return n;
+}
+
 // The result buffer handed to the caller.
 void Out(std::string value, const char** data, size_t* size) {
   t_out = std::move(value);
@@ -110,33 +138,62 @@ int OutOptional(const std::optional<std::string>& value, const char** data, size
   return value ? 1 : 0;
 }
 
-// The list encoding: [u8 present][u32 little-endian size][bytes] per entry.
-void AppendEntry(std::string* out, const std::string_view* value) {
-  const auto n = static_cast<uint32_t>(value ? value->size() : 0);
-  out->push_back(value ? 1 : 0);
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((n >> (8 * i)) & 0xff));
-  if (value) out->append(value->data(), value->size());
+void PutU32(std::string* out, size_t v) {
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-void AppendEntry(std::string* out, std::string_view value) { AppendEntry(out, &value); }
-
-void AppendOptional(std::string* out, const std::optional<std::string>& value) {
-  if (!value) return AppendEntry(out, nullptr);
-  AppendEntry(out, std::string_view(*value));
+uint32_t GetU32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<uint8_t>(p[i])} << (8 * i);
+  return v;
 }
+
+// A list in the ABI's encoding (c_api.h), built entry by entry.
+class ListOut {
+ public:
+  void Add(std::string_view v) {
+    present_.push_back(1);
+    blob_.append(v.data(), v.size());
+    ends_.push_back(blob_.size());
+  }
+  void AddNone() {
+    present_.push_back(0);
+    ends_.push_back(blob_.size());
+  }
+  void AddOptional(const std::optional<std::string>& v) { v ? Add(*v) : AddNone(); }
+  void Finish(const char** data, size_t* size) {
+    const size_t count = ends_.size();
+    const size_t header = 4 + 4 * (count + 1) + count;
+    if (header + blob_.size() > UINT32_MAX) throw std::length_error("a result list over 4 GiB");
+    std::string out;
+    out.reserve(header + blob_.size());
+    PutU32(&out, count);
+    PutU32(&out, header);
+    for (const size_t end : ends_) PutU32(&out, header + end);
+    out += present_;
+    out += blob_;
+    Out(std::move(out), data, size);
+  }
+
+ private:
+  std::vector<size_t> ends_;
+  std::string present_;
+  std::string blob_;
+};
 
 std::vector<std::optional<std::string>> DecodeList(const char* data, size_t size) {
+  if (size < 8) throw std::invalid_argument("a list shorter than its header");
+  const size_t count = GetU32(data);
+  const size_t header = 4 + 4 * (count + 1) + count;
+  if (size < header) throw std::invalid_argument("a list shorter than its header");
   std::vector<std::optional<std::string>> entries;
-  size_t pos = 0;
-  while (pos < size) {
-    if (size - pos < 5) throw std::invalid_argument("truncated list entry header");
-    const bool present = data[pos] != 0;
-    uint32_t n = 0;
-    for (int i = 0; i < 4; ++i) n |= uint32_t{static_cast<uint8_t>(data[pos + 1 + i])} << (8 * i);
-    pos += 5;
-    if (size - pos < n) throw std::invalid_argument("truncated list entry");
-    entries.push_back(present ? std::optional<std::string>(std::string(data + pos, n)) : std::nullopt);
-    pos += n;
+  entries.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    const size_t begin = GetU32(data + 4 + 4 * i);
+    const size_t end = GetU32(data + 8 + 4 * i);
+    if (begin > end || end > size) throw std::invalid_argument("a list entry outside the list");
+    const bool present = data[4 + 4 * (count + 1) + i] != 0;
+    entries.push_back(present ? std::optional<std::string>(std::string(data + begin, end - begin)) : std::nullopt);
   }
   return entries;
 }
@@ -187,6 +244,12 @@ struct ttl_harness {
 extern "C" {
 
 const char* ttl_last_error(void) { return t_error.c_str(); }
+int ttl_last_status(void) { return t_status; }
+
+void ttl_take(char* buf, size_t cap) {
+  std::memcpy(buf, t_out.data(), std::min(cap, t_out.size()));
+  t_out.clear();
+}
 
 ttl_status ttl_constants(const char** data, size_t* size) {
   return Guard([&] {
@@ -291,13 +354,12 @@ int ttl_cursor_next(const ttl_cursor* c, const char** data, size_t* size) {
 void ttl_scan_free(ttl_scan* s) { Free(s); }
 ttl_status ttl_scan_next_chunk(ttl_scan* s, size_t max_bytes, int* done, const char** data, size_t* size) {
   return Guard([&] {
-    std::string out;
+    ListOut out;
     *done = s->scan->Next(max_bytes, [&](std::string_view key, const std::string* value) {
-      AppendEntry(&out, key);
-      if (!value) return AppendEntry(&out, nullptr);
-      AppendEntry(&out, std::string_view(*value));
+      out.Add(key);
+      value ? out.Add(*value) : out.AddNone();
     }) ? 1 : 0;
-    Out(std::move(out), data, size);
+    out.Finish(data, size);
   });
 }
 
@@ -305,17 +367,14 @@ ttl_status ttl_scan_next_chunk(ttl_scan* s, size_t max_bytes, int* done, const c
 
 void ttl_txn_free(ttl_txn* t) { Free(t); }
 
-ttl_status ttl_txn_get(ttl_txn* t, const char* key, size_t key_size, int* present, const char** data,
-                       size_t* size) {
-  return Guard([&] { *present = OutOptional(t->txn->Get(std::string_view(key, key_size)), data, size); });
+int64_t ttl_txn_get_into(ttl_txn* t, const char* key, size_t key_size, char* buf, size_t cap) {
+  return ReadInto(buf, cap, [&] { return t->txn->Get(std::string_view(key, key_size)); });
 }
 
-ttl_status ttl_txn_get_entry(ttl_txn* t, const char* key, size_t key_size, int* present, int64_t* ts,
-                             const char** data, size_t* size) {
-  return Guard([&] {
-    *ts = 0;
-    *present = OutOptional(t->txn->GetEntry(std::string_view(key, key_size), ts), data, size);
-  });
+int64_t ttl_txn_get_entry_into(ttl_txn* t, const char* key, size_t key_size, int64_t* ts, char* buf,
+                               size_t cap) {
+  *ts = 0;
+  return ReadInto(buf, cap, [&] { return t->txn->GetEntry(std::string_view(key, key_size), ts); });
 }
 
 ttl_status ttl_txn_remove_if_expired(ttl_txn* t, const char* key, size_t key_size) {
@@ -325,10 +384,11 @@ ttl_status ttl_txn_remove_if_expired(ttl_txn* t, const char* key, size_t key_siz
 ttl_status ttl_txn_multi_get(ttl_txn* t, const char* keys, size_t keys_size, const char** data, size_t* size) {
   return Guard([&] {
     const auto owned = DecodeKeys(keys, keys_size);
-    const auto values = t->txn->MultiGet(std::vector<std::string_view>(owned.begin(), owned.end()));
-    std::string out;
-    for (const auto& v : values) AppendOptional(&out, v);
-    Out(std::move(out), data, size);
+    ListOut out;
+    for (const auto& v : t->txn->MultiGet(std::vector<std::string_view>(owned.begin(), owned.end()))) {
+      out.AddOptional(v);
+    }
+    out.Finish(data, size);
   });
 }
 
@@ -505,12 +565,12 @@ int64_t ttl_harness_time_queries(const ttl_harness* h) { return h->counters->tim
 void ttl_iterator_free(ttl_iterator* it) { Free(it); }
 ttl_status ttl_iterator_next_chunk(ttl_iterator* it, size_t max_bytes, const char** data, size_t* size) {
   return Guard([&] {
-    std::string out;
+    ListOut out;
     for (const auto& [key, value] : it->it->NextChunk(max_bytes)) {
-      AppendEntry(&out, std::string_view(key));
-      AppendEntry(&out, std::string_view(value));
+      out.Add(key);
+      out.Add(value);
     }
-    Out(std::move(out), data, size);
+    out.Finish(data, size);
   });
 }
 
@@ -535,16 +595,15 @@ ttl_status ttl_db_open(const char* path, int64_t ttl, int state_type, size_t tim
 
 void ttl_db_free(ttl_db* db) { Free(db); }
 
-ttl_status ttl_db_get(ttl_db* db, const char* key, size_t key_size, int* present, const char** data,
-                      size_t* size) {
-  return Guard([&] { *present = OutOptional(db->db->Get(std::string(key, key_size)), data, size); });
+int64_t ttl_db_get_into(ttl_db* db, const char* key, size_t key_size, char* buf, size_t cap) {
+  return ReadInto(buf, cap, [&] { return db->db->Get(std::string(key, key_size)); });
 }
 
 ttl_status ttl_db_multi_get(ttl_db* db, const char* keys, size_t keys_size, const char** data, size_t* size) {
   return Guard([&] {
-    std::string out;
-    for (const auto& v : db->db->MultiGet(DecodeKeys(keys, keys_size))) AppendOptional(&out, v);
-    Out(std::move(out), data, size);
+    ListOut out;
+    for (const auto& v : db->db->MultiGet(DecodeKeys(keys, keys_size))) out.AddOptional(v);
+    out.Finish(data, size);
   });
 }
 

@@ -22,6 +22,9 @@ from ttlstate._native_lib import (
     decode_pairs,
     encode_list,
     lib,
+    raise_last,
+    read_value,
+    scratch,
     text,
 )
 
@@ -176,6 +179,12 @@ class Scan(_Handle):
         return bool(done.value), decode_pairs(out.bytes())
 
 
+# The per-entry calls, looked up once.
+_txn_get = lib.ttl_txn_get_into
+_txn_get_entry = lib.ttl_txn_get_entry_into
+_txn_put = lib.ttl_txn_put
+_txn_remove = lib.ttl_txn_remove
+
 # Txn fields (ttl_txn_field in c_api.h).
 _VERSION, _NOW, _WRITABLE, _PENDING_WRITES, _EXPIRED_ON_READ, _REMOVED_INCREMENTAL, _PENDING_BYTES = range(7)
 
@@ -185,32 +194,33 @@ class Txn(_Handle):
     _free = lib.ttl_txn_free
 
     def get(self, key: bytes) -> bytes | None:
-        out, present = Out(), c_int()
-        lib.ttl_txn_get(self._h, key, len(key), byref(present), *out.refs())
-        return _optional(out, present.value)
+        s = scratch
+        n = _txn_get(self._h, key, len(key), s.buf, s.cap)
+        return s.buf[:n] if 0 <= n <= s.cap else read_value(n, s)
 
     def get_entry(self, key: bytes) -> tuple[bytes | None, int]:
         """(value or None, its last-access time after the read, 0 if absent)"""
-        out, present, ts = Out(), c_int(), c_int64()
-        lib.ttl_txn_get_entry(self._h, key, len(key), byref(present), byref(ts), *out.refs())
-        return _optional(out, present.value), ts.value
+        s = scratch
+        n = _txn_get_entry(self._h, key, len(key), s.ts_ref, s.buf, s.cap)
+        return (s.buf[:n] if 0 <= n <= s.cap else read_value(n, s)), s.ts.value
 
     def remove_if_expired(self, key: bytes) -> None:
         lib.ttl_txn_remove_if_expired(self._h, key, len(key))
 
     def multi_get(self, keys: Iterable[bytes]) -> list[bytes | None]:
         out = Out()
-        encoded = encode_list(text(k) for k in keys)
+        encoded = encode_list([text(k) for k in keys])
         lib.ttl_txn_multi_get(self._h, encoded, len(encoded), *out.refs())
         return decode_list(out.bytes())
 
     def put(self, key: bytes, value: bytes, committed: bool | None = None) -> None:
         # committed: what the caller proved about the key in the committed DB (None: nothing)
-        known = -1 if committed is None else int(committed)
-        lib.ttl_txn_put(self._h, key, len(key), value, len(value), known)
+        if _txn_put(self._h, key, len(key), value, len(value), -1 if committed is None else int(committed)):
+            raise_last()
 
     def remove(self, key: bytes) -> None:
-        lib.ttl_txn_remove(self._h, key, len(key))
+        if _txn_remove(self._h, key, len(key)):
+            raise_last()
 
     def scan(self, lower: bytes | None = None, upper: bytes | None = None) -> Scan:
         handle = c_void_p()
@@ -437,13 +447,13 @@ class DB(_Handle):
 
     def get(self, key: str | bytes) -> bytes | None:
         k = text(key)
-        out, present = Out(), c_int()
-        lib.ttl_db_get(self._h, k, len(k), byref(present), *out.refs())
-        return _optional(out, present.value)
+        s = scratch
+        n = lib.ttl_db_get_into(self._h, k, len(k), s.buf, s.cap)
+        return s.buf[:n] if 0 <= n <= s.cap else read_value(n, s)
 
     def multi_get(self, keys: Iterable[str | bytes]) -> list[bytes | None]:
         out = Out()
-        encoded = encode_list(text(k) for k in keys)
+        encoded = encode_list([text(k) for k in keys])
         lib.ttl_db_multi_get(self._h, encoded, len(encoded), *out.refs())
         return decode_list(out.bytes())
 

@@ -9,9 +9,11 @@ library: the loaded library, its status codes as exceptions, and the list encodi
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import struct
-from collections.abc import Iterable
+import threading
+from collections.abc import Sequence
 from ctypes import (
     POINTER,
     c_char_p,
@@ -58,6 +60,11 @@ def _load() -> ctypes.CDLL:
 lib = _load()
 
 
+def raise_last() -> None:
+    """Raises the exception of the thread's last failed call."""
+    raise _ERRORS.get(lib.ttl_last_status(), RuntimeError)(lib.ttl_last_error().decode("utf-8", "replace"))
+
+
 class NativeFailure(Exception):
     """Raised by `check` for TTL_ERR_CALLBACK: the caller re-raises the callback's exception."""
 
@@ -81,6 +88,8 @@ FORWARD = ctypes.CFUNCTYPE(c_int, c_void_p, c_uint8, c_void_p, c_size_t, c_void_
 # name: (restype, argtypes); a restype of None with "status" means ttl_status, checked.
 _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "ttl_last_error": (c_char_p, []),
+    "ttl_last_status": (c_int, []),
+    "ttl_take": (None, [c_void_p, c_size_t]),
     "ttl_constants": ("status", [BUF, SIZE]),
     "ttl_encode_ttl_value": ("status", [c_int64, c_char_p, c_size_t, BUF, SIZE]),
     "ttl_is_expired": (c_int, [c_int64, c_int64, c_int64]),
@@ -98,8 +107,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "ttl_scan_free": (None, [P]),
     "ttl_scan_next_chunk": ("status", [P, c_size_t, INT, BUF, SIZE]),
     "ttl_txn_free": (None, [P]),
-    "ttl_txn_get": ("status", [P, c_char_p, c_size_t, INT, BUF, SIZE]),
-    "ttl_txn_get_entry": ("status", [P, c_char_p, c_size_t, INT, POINTER(c_int64), BUF, SIZE]),
+    "ttl_txn_get_into": (c_int64, [P, c_char_p, c_size_t, c_void_p, c_size_t]),
+    "ttl_txn_get_entry_into": (c_int64, [P, c_char_p, c_size_t, c_void_p, c_void_p, c_size_t]),
     "ttl_txn_remove_if_expired": ("status", [P, c_char_p, c_size_t]),
     "ttl_txn_multi_get": ("status", [P, c_char_p, c_size_t, BUF, SIZE]),
     "ttl_txn_put": ("status", [P, c_char_p, c_size_t, c_char_p, c_size_t, c_int]),
@@ -144,7 +153,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "ttl_db_open": ("status", [c_char_p, c_int64, c_int, c_size_t, c_int64, c_uint64, c_int64, c_int, c_int,
                                POINTER(P)]),
     "ttl_db_free": (None, [P]),
-    "ttl_db_get": ("status", [P, c_char_p, c_size_t, INT, BUF, SIZE]),
+    "ttl_db_get_into": (c_int64, [P, c_char_p, c_size_t, c_void_p, c_size_t]),
     "ttl_db_multi_get": ("status", [P, c_char_p, c_size_t, BUF, SIZE]),
     "ttl_db_write": ("status", [P, c_char_p, c_size_t]),
     "ttl_db_merge": ("status", [P, c_char_p, c_size_t, c_char_p, c_size_t]),
@@ -167,15 +176,20 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
 }
 
 
+# Per-entry calls that return a ttl_status the caller checks itself (`if status: raise_last()`):
+# an errcheck costs a Python call per call.
+UNCHECKED = frozenset({"ttl_txn_put", "ttl_txn_remove"})
+
+
 def _declare() -> None:
     for name, (restype, argtypes) in _SIGNATURES.items():
         fn = getattr(lib, name)
         fn.argtypes = argtypes
-        if restype == "status":
+        if restype == "status" and name not in UNCHECKED:
             fn.restype = c_int
             fn.errcheck = check
         else:
-            fn.restype = restype
+            fn.restype = c_int if restype == "status" else restype
 
 
 _declare()
@@ -202,34 +216,55 @@ class Out:
         return ctypes.string_at(self.data.value, self.size.value) if self.size.value else b""
 
 
-_HEADER = struct.Struct("<BI")
+class Scratch(threading.local):
+    """Per thread (calls run without the GIL): the buffer single values are read into, and an
+    int64 out-parameter, allocated once."""
+
+    def __init__(self) -> None:
+        self.grow(4096)
+        self.ts = c_int64()
+        self.ts_ref = ctypes.addressof(self.ts)
+
+    def grow(self, size: int) -> None:
+        self.cap = size
+        self.buf = ctypes.create_string_buffer(size)
 
 
-def encode_list(entries: Iterable[bytes | None]) -> bytes:
-    """The ABI's list encoding: [u8 present][u32 little-endian size][bytes] per entry."""
-    pack = _HEADER.pack
-    parts: list[bytes] = []
-    for e in entries:
-        if e is None:
-            parts.append(pack(0, 0))
-        else:
-            parts.append(pack(1, len(e)))
-            parts.append(e)
-    return b"".join(parts)
+scratch = Scratch()
 
 
-def decode_list(buf: bytes) -> list[bytes | None]:
-    out: list[bytes | None] = []
-    unpack = _HEADER.unpack_from
-    pos, end = 0, len(buf)
-    while pos < end:
-        present, n = unpack(buf, pos)
-        pos += 5
-        out.append(buf[pos:pos + n] if present else None)
-        pos += n
-    return out
+def read_value(n: int, s: Scratch) -> bytes | None:
+    """The result of a ttl_*_get_into call that returned n into s.buf."""
+    if n < 0:
+        if n == -1:
+            return None
+        raise_last()
+    if n > s.cap:
+        s.grow(max(n, 2 * s.cap))
+        lib.ttl_take(s.buf, s.cap)
+    return s.buf[:n]
 
 
-def decode_pairs(buf: bytes) -> list[tuple[Any, Any]]:
-    flat = decode_list(buf)
-    return list(zip(flat[0::2], flat[1::2], strict=True))
+def encode_list(entries: Sequence[bytes | None]) -> bytes:
+    """The ABI's list (c_api.h): count, offsets, present flags, then the entries' bytes."""
+    count = len(entries)
+    header = 4 + 4 * (count + 1) + count
+    ends = itertools.accumulate((len(e) if e is not None else 0 for e in entries), initial=header)
+    present = bytes(e is not None for e in entries)
+    return b"".join([struct.pack(f"<{count + 2}I", count, *ends), present, *(e or b"" for e in entries)])
+
+
+def decode_list(raw: bytes) -> list[bytes | None]:
+    count = int.from_bytes(raw[:4], "little")
+    start = 4 + 4 * (count + 1)
+    offsets = struct.unpack_from(f"<{count + 1}I", raw, 4)
+    values: list[bytes | None] = [raw[a:b] for a, b in zip(offsets, offsets[1:], strict=False)]
+    present = raw[start:start + count]
+    if present.count(0):
+        values = [v if p else None for v, p in zip(values, present, strict=True)]
+    return values
+
+
+def decode_pairs(raw: bytes) -> list[tuple[Any, Any]]:
+    flat = iter(decode_list(raw))
+    return list(zip(flat, flat, strict=True))

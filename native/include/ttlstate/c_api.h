@@ -6,8 +6,13 @@
 // - Every function that can fail returns a ttl_status; on failure ttl_last_error() is the
 //   message (thread-local, valid until the thread's next call).
 // - Bytes returned by a call are in a thread-local buffer, valid until the thread's next call:
-//   `const char** data, size_t* size` out-parameters point into it. Lists are encoded there as
-//   entries of [u8 present][u32 little-endian size][bytes] (a pair is two entries).
+//   `const char** data, size_t* size` out-parameters point into it.
+// - Single values on the per-entry paths (ttl_*_get_into) are copied into the caller's buffer
+//   instead, with no status: they return the size, -1 for none, -2 on failure (then
+//   ttl_last_status); a value larger than the buffer is kept for ttl_take.
+// - Lists, both ways: [u32 count][u32 offsets, count + 1, from the list's start][u8 present,
+//   count][the entries' bytes], little-endian; an absent entry (None) is empty. A pair is two
+//   entries.
 // - Optional arguments: a NULL pointer means None.
 #pragma once
 
@@ -46,6 +51,8 @@ typedef struct ttl_harness ttl_harness;
 typedef struct ttl_reply ttl_reply;
 
 TTL_API const char* ttl_last_error(void);
+TTL_API int ttl_last_status(void);  // the ttl_status of the thread's last failed call
+TTL_API void ttl_take(char* buf, size_t cap);  // the value a ttl_*_get_into kept
 
 // Module level. ttl_constants: "NAME=integer" lines (the filter's, the formats', the protocol's).
 TTL_API ttl_status ttl_constants(const char** data, size_t* size);
@@ -74,7 +81,7 @@ TTL_API int ttl_cursor_next(const ttl_cursor* c, const char** data, size_t* size
 TTL_API void ttl_scan_free(ttl_scan* s);
 TTL_API ttl_status ttl_scan_next_chunk(ttl_scan* s, size_t max_bytes, int* done, const char** data, size_t* size);
 
-// Txn. Keys of multi_get: the list encoding. committed: -1 None, 0 False, 1 True.
+// Txn. Keys of multi_get: a list. committed: -1 None, 0 False, 1 True.
 typedef enum {
   TTL_TXN_VERSION = 0,
   TTL_TXN_NOW = 1,
@@ -85,10 +92,9 @@ typedef enum {
   TTL_TXN_PENDING_BYTES = 6,
 } ttl_txn_field;
 TTL_API void ttl_txn_free(ttl_txn* t);
-TTL_API ttl_status ttl_txn_get(ttl_txn* t, const char* key, size_t key_size, int* present, const char** data,
-                               size_t* size);
-TTL_API ttl_status ttl_txn_get_entry(ttl_txn* t, const char* key, size_t key_size, int* present, int64_t* ts,
-                                     const char** data, size_t* size);
+TTL_API int64_t ttl_txn_get_into(ttl_txn* t, const char* key, size_t key_size, char* buf, size_t cap);
+TTL_API int64_t ttl_txn_get_entry_into(ttl_txn* t, const char* key, size_t key_size, int64_t* ts, char* buf,
+                                       size_t cap);
 TTL_API ttl_status ttl_txn_remove_if_expired(ttl_txn* t, const char* key, size_t key_size);
 TTL_API ttl_status ttl_txn_multi_get(ttl_txn* t, const char* keys, size_t keys_size, const char** data,
                                      size_t* size);
@@ -154,14 +160,13 @@ TTL_API int64_t ttl_harness_time_queries(const ttl_harness* h);
 TTL_API void ttl_iterator_free(ttl_iterator* it);
 TTL_API ttl_status ttl_iterator_next_chunk(ttl_iterator* it, size_t max_bytes, const char** data, size_t* size);
 
-// DB. Batches of write: the list encoding, (key, value) pairs, an absent value deletes.
+// DB. Batches of write: a list of (key, value) pairs; an absent value deletes.
 TTL_API ttl_status ttl_db_open(const char* path, int64_t ttl, int state_type, size_t timestamp_offset,
                                int64_t query_time_after_num_entries, uint64_t periodic_compaction_seconds,
                                int64_t fixed_element_length, int variable_length_list, int wall_clock,
                                ttl_db** out);
 TTL_API void ttl_db_free(ttl_db* db);
-TTL_API ttl_status ttl_db_get(ttl_db* db, const char* key, size_t key_size, int* present, const char** data,
-                              size_t* size);
+TTL_API int64_t ttl_db_get_into(ttl_db* db, const char* key, size_t key_size, char* buf, size_t cap);
 TTL_API ttl_status ttl_db_multi_get(ttl_db* db, const char* keys, size_t keys_size, const char** data,
                                     size_t* size);
 TTL_API ttl_status ttl_db_write(ttl_db* db, const char* batch, size_t batch_size);
