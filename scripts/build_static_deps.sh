@@ -114,5 +114,6 @@ cmake --build "$prefix/build/rocksdb" --target rocksdb -j "$jobs" >"$prefix/buil
 cp "$prefix/build/rocksdb/librocksdb.a" "$prefix/lib/"
 cp -r "$r/include/rocksdb" "$prefix/include/"
 rm -rf "$prefix/build"
+echo "$TARGET" >"$prefix/target"
 touch "$prefix/.done"
 echo "$prefix"

@@ -18,17 +18,23 @@ cd "$(dirname "$0")/.."
 test -f python/ttlstate/jars/ttlstate-shim.jar || { echo "build_wheel: build the shim jar first" >&2; exit 1; }
 
 prefix=$(scripts/build_static_deps.sh "$PY")
+zig=$("$PY" -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')
+cxx=("$zig" c++ -target "$(cat "$prefix/target")")  # the target the static libraries were built for
 build=build/portable
 rm -rf "$build" build/lib* build/bdist*
 mkdir -p "$build/obj"
 printf '{\n  global: ttl_*;\n  local: *;\n};\n' >"$build/exports.map"
 
 echo "build_wheel: compiling the native library for $PLATFORM" >&2
+pids=()
 for src in native/src/*.cpp; do
-  echo "$src"
-done | xargs -P "$(nproc)" -I{} sh -c '"$1/bin/zc++" -std=c++17 -O2 -fPIC -Wall -Wextra -fvisibility=hidden \
-  -Inative/include -I"$1/include" -c "{}" -o "$2/obj/$(basename "{}" .cpp).o"' _ "$prefix" "$build"
-"$prefix/bin/zc++" -shared -o "$build/libttlstate_native.so" "$build"/obj/*.o \
+  "${cxx[@]}" -std=c++17 -O2 -fPIC -Wall -Wextra -fvisibility=hidden -Inative/include -I"$prefix/include" \
+    -c "$src" -o "$build/obj/$(basename "$src" .cpp).o" &
+  pids+=($!)
+  if [ ${#pids[@]} -ge "$(nproc)" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+"${cxx[@]}" -shared -o "$build/libttlstate_native.so" "$build"/obj/*.o \
   "$prefix/lib/librocksdb.a" "$prefix/lib/liblz4.a" "$prefix/lib/libzstd.a" "$prefix/lib/libz.a" \
   -lpthread -ldl -Wl,--version-script="$build/exports.map" -Wl,--gc-sections -s
 
