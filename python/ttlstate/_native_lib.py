@@ -181,9 +181,26 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
 UNCHECKED = frozenset({"ttl_txn_put", "ttl_txn_remove"})
 
 
+# Calls that never block (in-memory work): they keep the GIL, as they did under pybind11, which
+# saves releasing and taking it back. Every other call releases it (ctypes.CDLL).
+KEEP_GIL = frozenset({
+    "ttl_last_error", "ttl_last_status", "ttl_take", "ttl_constants", "ttl_encode_ttl_value",
+    "ttl_is_expired", "ttl_key_hashes_of", "ttl_memory_usage", "ttl_key_hashes_new", "ttl_key_hashes_add",
+    "ttl_key_hashes_len",
+    "ttl_cursor_new", "ttl_cursor_next", "ttl_txn_put", "ttl_txn_remove", "ttl_txn_advance_now",
+    "ttl_txn_make_writable", "ttl_txn_check_writable", "ttl_txn_end", "ttl_txn_state", "ttl_txn_field_of",
+    "ttl_restore_gathered_bytes", "ttl_reply_set", "ttl_reply_fail", "ttl_connection_bind",
+    "ttl_connection_unbind", "ttl_connection_native_requests", "ttl_harness_configure", "ttl_harness_new_run",
+    "ttl_harness_set_time", "ttl_harness_decide", "ttl_harness_time_queries", "ttl_db_set_time",
+    "ttl_db_has_filter", "ttl_db_filter_metrics",
+})
+
+
 def _declare() -> None:
+    keep_gil = ctypes.PyDLL(LIBRARY_PATH)  # the same loaded library, called without releasing the GIL
     for name, (restype, argtypes) in _SIGNATURES.items():
-        fn = getattr(lib, name)
+        fn = getattr(keep_gil if name in KEEP_GIL else lib, name)
+        setattr(lib, name, fn)  # `lib.<name>` is the one declared here
         fn.argtypes = argtypes
         if restype == "status" and name not in UNCHECKED:
             fn.restype = c_int
