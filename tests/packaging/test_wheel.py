@@ -7,7 +7,7 @@ all (libc++ is linked statically) and no library outside manylinux's base set, w
 show` confirms; then, installed with `pip install --no-deps --no-index` into a fresh venv (not
 even pyspark importable there), `wheel_probe.py` opens a native DB with the TTL compaction
 filter, writes, compacts, reopens and reads back, with no RocksDB-family shared library mapped.
-Marked `wheel`: run by `make test-integration` (a cold build of RocksDB takes long).
+Marked `integration` and `wheel`: run by `make test-integration` (a cold build of RocksDB takes long).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.wheel
+pytestmark = [pytest.mark.integration, pytest.mark.wheel]  # not in `make test`
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).resolve().parent / "wheel_probe.py"
