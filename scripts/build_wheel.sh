@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds the portable wheel: ttlstate-<version>-py3-none-manylinux_2_28_x86_64.whl, one wheel for
+# every CPython 3 that pyspark supports.
+#
+# Usage: scripts/build_wheel.sh BUILD_PYTHON OUT_DIR
+#   BUILD_PYTHON: a Python with setuptools, wheel, ziglang and auditwheel (`make wheel`'s build venv).
+#
+# The native library (the C ABI of native/include/ttlstate/c_api.h) is compiled with zig's clang
+# for glibc 2.28, its libc++ linked statically, against the static RocksDB, lz4, zstd and zlib of
+# scripts/build_static_deps.sh (cached), and exports only the ttl_* functions. setup.py then
+# packages it as is (TTLSTATE_PREBUILT_LIB) under the py3-none tag, with the shim jar, which must
+# be built already.
+set -euo pipefail
+PY=${1:?usage: build_wheel.sh BUILD_PYTHON OUT_DIR}
+OUT=${2:?usage: build_wheel.sh BUILD_PYTHON OUT_DIR}
+PLATFORM=manylinux_2_28_x86_64
+cd "$(dirname "$0")/.."
+test -f python/ttlstate/jars/ttlstate-shim.jar || { echo "build_wheel: build the shim jar first" >&2; exit 1; }
+
+prefix=$(scripts/build_static_deps.sh "$PY")
+zig=$("$PY" -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')
+cxx=("$zig" c++ -target "$(cat "$prefix/target")")  # the target the static libraries were built for
+build=build/portable
+rm -rf "$build" build/lib* build/bdist*
+mkdir -p "$build/obj"
+printf '{\n  global: ttl_*;\n  local: *;\n};\n' >"$build/exports.map"
+
+echo "build_wheel: compiling the native library for $PLATFORM" >&2
+pids=()
+for src in native/src/*.cpp; do
+  "${cxx[@]}" -std=c++17 -O2 -fPIC -Wall -Wextra -fvisibility=hidden -Inative/include -I"$prefix/include" \
+    -c "$src" -o "$build/obj/$(basename "$src" .cpp).o" &
+  pids+=($!)
+  if [ ${#pids[@]} -ge "$(nproc)" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+"${cxx[@]}" -shared -o "$build/libttlstate_native.so" "$build"/obj/*.o \
+  "$prefix/lib/librocksdb.a" "$prefix/lib/liblz4.a" "$prefix/lib/libzstd.a" "$prefix/lib/libz.a" \
+  -lpthread -ldl -Wl,--version-script="$build/exports.map" -Wl,--gc-sections -s
+
+mkdir -p "$OUT"
+TTLSTATE_PREBUILT_LIB="$PWD/$build/libttlstate_native.so" TTLSTATE_PLATFORM_TAG=$PLATFORM \
+  "$PY" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w "$OUT" .
+wheel=$(ls "$OUT"/ttlstate-*-py3-none-$PLATFORM.whl)
+# Checks the tag against the binary: no library outside manylinux's base set, no symbol newer.
+"$PY" -m auditwheel show "$wheel" >&2
+echo "$wheel"
