@@ -48,7 +48,7 @@ def _shim_operator_names(state_root: str) -> dict[str, str]:
     from ttlstate.spark.configure import jar_path
 
     spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.spark.OperatorNames",
+    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.metadata.OperatorNames",
                           state_root], capture_output=True, text=True, timeout=120, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

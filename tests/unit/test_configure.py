@@ -81,7 +81,7 @@ def test_the_shim_chooses_the_server_interpreter(python: str, local_python: str,
 
     spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
     assert glob.glob(os.path.join(spark_jars, "scala-library*.jar"))
-    out = subprocess.run(["java", "-cp", f"{C.jar_path()}:{spark_jars}/*", "ttlstate.spark.ServerPython",
+    out = subprocess.run(["java", "-cp", f"{C.jar_path()}:{spark_jars}/*", "ttlstate.server.ServerPython",
                           python, local_python, pyspark_python, mode],
                          capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == expected

@@ -90,7 +90,7 @@ def test_expiry_rule_is_the_same_in_scala_python_and_cpp() -> None:
     cases += [(1000, 100, 1100), (1000, 100, 1099), (big - 5, 100, big), (big - 5, 100, big - 1),
               (-5, big, big), (0, 1, 1), (big, big, big), (-(2**63), 1, -(2**63) + 1)]
     spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.spark.Expiry"],
+    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.cache.Expiry"],
                          input="".join(f"{t} {ttl} {now}\n" for t, ttl, now in cases),
                          capture_output=True, text=True, timeout=120, check=True)
     scala = [line == "1" for line in out.stdout.split()]
@@ -111,7 +111,7 @@ def test_key_filter_hashes_are_the_same_in_scala_and_cpp() -> None:
     keys = [b""] + [rnd.randbytes(n) for n in range(1, 13)] + [rnd.randbytes(rnd.randint(0, 300))
                                                              for _ in range(500)]
     spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.spark.KeyFilter"],
+    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.cache.KeyFilter"],
                          input="".join(f"{k.hex()}\n" for k in keys),
                          capture_output=True, text=True, timeout=120, check=True)
     scala = [tuple(int(h) & 0xFFFFFFFF for h in line.split()) for line in out.stdout.splitlines()]

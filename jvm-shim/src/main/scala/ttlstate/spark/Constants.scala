@@ -1,5 +1,9 @@
 package ttlstate.spark
 
+import ttlstate.client.Json
+import ttlstate.client.Protocol
+import ttlstate.conf.ConfKeys
+
 /** `java -cp <jar>:<spark jars> ttlstate.spark.Constants` prints the shim's constants as JSON,
  *  so a Python test can check them against Python's single definitions. */
 object Constants {

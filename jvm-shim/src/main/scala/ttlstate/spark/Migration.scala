@@ -15,6 +15,8 @@ import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.util.SerializableConfiguration
+import ttlstate.client.Json
+import ttlstate.conf.ConfKeys
 
 /** `ttlstate migrate`: a stopped query's checkpoint copied into a NEW checkpoint whose state, at
  *  the last committed batch, is held by another provider (Spark's RocksDB or HDFS provider ->

@@ -11,6 +11,8 @@ import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Deduplicate, Dedu
   EventTimeWatermark, FlatMapGroupsInPandasWithState, FlatMapGroupsWithState, GlobalLimit, Join, LogicalPlan}
 import org.apache.spark.sql.catalyst.streaming.WriteToStream
 import org.slf4j.LoggerFactory
+import ttlstate.client.Json
+import ttlstate.conf.ConfKeys
 
 /** `spark.sql.extensions=ttlstate.spark.TtlStateExtensions` (set by `ttlstate.configure`, or in
  *  spark-defaults.conf / `--conf`): ttlstate's checks run when a streaming query starts.

@@ -6,6 +6,8 @@ import scala.util.control.NonFatal
 
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
 import org.slf4j.LoggerFactory
+import ttlstate.conf.ConfKeys
+import ttlstate.server.ServerLaunch
 
 /** `spark.plugins=ttlstate.spark.StateServerPlugin` (`ttlstate.configure` sets it): each executor
  *  starts its state server in the background as the executor starts, when the provider class is

@@ -1,4 +1,4 @@
-package ttlstate.spark
+package ttlstate.conf
 
 /** Conf keys, mirrored from python/ttlstate/config/keys.py (checked by a test). The shim
  *  reads only what it needs to start the server; the state server validates every key. */

@@ -1,9 +1,10 @@
-package ttlstate.spark
+package ttlstate.cache
 
 import java.nio.{ByteBuffer, ByteOrder}
 import java.util.concurrent.atomic.AtomicLong
 
 import scala.util.hashing.MurmurHash3
+import ttlstate.conf.ConfKeys
 
 /** A filter of one store's encoded keys, kept by the provider across batches.
  *
@@ -46,7 +47,7 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
 
   /** Reads of absent keys reach the server from now on: said once, as it costs throughput. */
   private def giveUp(why: String): Unit = {
-    if (!gaveUp) TtlStateStoreProvider.log.warn(s"$owner: key filter dropped at $keys keys: $why; reads of " +
+    if (!gaveUp) KeyFilter.log.warn(s"$owner: key filter dropped at $keys keys: $why; reads of " +
       "keys the store does not have now cost a round trip to the state server")
     gaveUp = true
     layers = Nil
@@ -99,6 +100,8 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
 }
 
 object KeyFilter {
+  // The provider's logger: the line reads as the store's.
+  private val log = org.slf4j.LoggerFactory.getLogger("ttlstate.spark.TtlStateStoreProvider")
   val Hashes = 7        // with 10+ bits per key: under 1% false positives per layer
   val BitsPerKey = 10   // the first layer's; each further layer has 2 more (at most 20)
   val MinCapacity = 1L << 14

@@ -1,4 +1,4 @@
-package ttlstate.spark
+package ttlstate.metadata
 
 import java.nio.charset.StandardCharsets.UTF_8
 import java.util.concurrent.ConcurrentHashMap

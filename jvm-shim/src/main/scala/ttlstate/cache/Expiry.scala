@@ -1,4 +1,4 @@
-package ttlstate.spark
+package ttlstate.cache
 
 /** Flink's TtlUtils expiry, the shim's copy (the cross-batch cache applies TTL itself). The
  *  same rule is python/ttlstate/ttl/expiry.py and native/include/ttlstate/ttl_expiry.h; a

@@ -1,4 +1,4 @@
-package ttlstate.spark
+package ttlstate.metadata
 
 import java.nio.charset.StandardCharsets.UTF_8
 import java.util.concurrent.ConcurrentHashMap
@@ -7,6 +7,7 @@ import scala.util.Try
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
+import ttlstate.client.Json
 
 /** The names of a query's stateful operators by operator id ("dedupe", "stateStoreSave", ...:
  *  `operatorName` in progress), from the state metadata Spark 4.3 writes for every stateful

@@ -1,6 +1,7 @@
-package ttlstate.spark
+package ttlstate.cache
 
 import java.util.concurrent.atomic.AtomicLong
+import ttlstate.conf.ConfKeys
 
 /** The executor's cache of recently used state entries, kept across batches: encoded key ->
  *  (last-access timestamp, value bytes) per store, so a read of a hot key needs no round trip to

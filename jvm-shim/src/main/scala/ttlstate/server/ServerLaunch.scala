@@ -1,6 +1,7 @@
-package ttlstate.spark
+package ttlstate.server
 
 import org.apache.spark.SparkEnv
+import ttlstate.conf.ConfKeys
 
 /** How this executor starts its state server, read from the ttlstate confs: the interpreter
  *  (see ServerPython), the number of workers and the request deadline, which also bounds the

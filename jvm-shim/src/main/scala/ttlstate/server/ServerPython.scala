@@ -1,4 +1,6 @@
-package ttlstate.spark
+package ttlstate.server
+
+import ttlstate.conf.ConfKeys
 
 /** Which interpreter runs the state server: the `python` conf (`ttlstate.configure` sets it to
  *  the driver's PYSPARK_PYTHON, the interpreter PySpark gives the executors' Python workers),

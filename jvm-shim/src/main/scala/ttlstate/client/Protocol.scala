@@ -1,4 +1,4 @@
-package ttlstate.spark
+package ttlstate.client
 
 /** Wire protocol constants, mirrored from python/ttlstate/server/protocol.py (the spec lives
  *  there). tests/unit/test_cross_language.py checks every value against Python's. */
