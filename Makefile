@@ -4,6 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMPS := .stamps
 JAR := python/ttlstate/jars/ttlstate-shim.jar
+TOOLS_JAR := python/ttlstate/jars/ttlstate-tools.jar
 SCALA_SRC := $(shell find jvm-shim/src -name '*.scala' 2>/dev/null)
 NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
 DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
@@ -11,7 +12,7 @@ DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis
 
 .PHONY: setup run test test-long test-integration bench bench-quick lint jar native wheel docs docs-gen clean
 
-setup: $(STAMPS)/system $(STAMPS)/install $(JAR)
+setup: $(STAMPS)/system $(STAMPS)/install $(JAR) $(TOOLS_JAR)
 
 $(STAMPS)/system: scripts/install_system_deps.sh
 	@mkdir -p $(STAMPS)
@@ -31,9 +32,10 @@ $(STAMPS)/install: $(STAMPS)/deps setup.py pyproject.toml $(NATIVE_SRC)
 
 native: $(STAMPS)/install
 
-jar: $(JAR)
-$(JAR): $(SCALA_SRC) scripts/build_shim.sh $(STAMPS)/deps
-	scripts/build_shim.sh $(PY) $@
+# The executor jar and the tools jar (migrate, test hooks), built together.
+jar: $(JAR) $(TOOLS_JAR)
+$(JAR) $(TOOLS_JAR) &: $(SCALA_SRC) scripts/build_shim.sh $(STAMPS)/deps
+	scripts/build_shim.sh $(PY) $(JAR) $(TOOLS_JAR)
 
 run: setup
 	$(PY) -m ttlstate.cli.main demo
@@ -78,7 +80,7 @@ $(STAMPS)/wheel-tools: constraints.txt $(STAMPS)/deps
 	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt $(WHEEL_TOOLS)
 	@touch $@
 
-wheel: $(STAMPS)/wheel-tools $(JAR)
+wheel: $(STAMPS)/wheel-tools $(JAR) $(TOOLS_JAR)
 	rm -rf build $(WHEEL_DIR)/ttlstate-*.whl
 	$(PY) -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w build/raw-wheel .
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair --plat $(WHEEL_PLAT) \
@@ -97,4 +99,4 @@ lint: $(STAMPS)/deps
 	$(PY) -m ruff check python tests benchmarks
 
 clean:
-	rm -rf $(STAMPS) build dist site python/ttlstate/_native*.so $(JAR) jvm-shim/target
+	rm -rf $(STAMPS) build dist site python/ttlstate/_native*.so $(JAR) $(TOOLS_JAR) jvm-shim/target

@@ -118,6 +118,7 @@ def check_probe(result: dict[str, Any], inst: Installed) -> None:
 def test_wheel_holds_the_extension_its_libraries_and_the_jar(installed: Installed) -> None:
     names = zipfile.ZipFile(installed.wheel).namelist()
     assert "ttlstate/jars/ttlstate-shim.jar" in names
+    assert "ttlstate/jars/ttlstate-tools.jar" in names
     assert any(re.fullmatch(r"ttlstate/_native\.cpython-.*\.so", n) for n in names)
     libs = [n for n in names if n.startswith("ttlstate.libs/") and not n.endswith("/")]
     assert sorted({vendored_name(n) for n in libs}) == sorted(VENDORED), libs

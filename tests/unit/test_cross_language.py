@@ -5,24 +5,19 @@ from __future__ import annotations
 import glob
 import json
 import os
-import subprocess
 
-import pyspark
 import pytest
+from tests.jvm_hooks import run_hook, spark_jars
 
 from ttlstate.config import keys as K
 from ttlstate.server import protocol as P
-from ttlstate.spark.configure import jar_path
 from ttlstate.store.metric_names import ALL_METRICS
 
 
 @pytest.fixture(scope="module")
 def scala() -> dict:
-    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    assert glob.glob(os.path.join(spark_jars, "spark-sql_*.jar"))
-    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.spark.Constants"],
-                         capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(out.stdout)
+    assert glob.glob(os.path.join(spark_jars(), "spark-sql_*.jar"))
+    return json.loads(run_hook("Constants"))
 
 
 def test_protocol_constants_match(scala: dict) -> None:
@@ -89,11 +84,8 @@ def test_expiry_rule_is_the_same_in_scala_python_and_cpp() -> None:
         cases.append((ts, ttl, max(-(2**63), now)))
     cases += [(1000, 100, 1100), (1000, 100, 1099), (big - 5, 100, big), (big - 5, 100, big - 1),
               (-5, big, big), (0, 1, 1), (big, big, big), (-(2**63), 1, -(2**63) + 1)]
-    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.cache.Expiry"],
-                         input="".join(f"{t} {ttl} {now}\n" for t, ttl, now in cases),
-                         capture_output=True, text=True, timeout=120, check=True)
-    scala = [line == "1" for line in out.stdout.split()]
+    out = run_hook("ExpiryCases", stdin="".join(f"{t} {ttl} {now}\n" for t, ttl, now in cases))
+    scala = [line == "1" for line in out.split()]
     python = [is_expired(*c) for c in cases]
     native = [_native.is_expired(*c) for c in cases]
     assert scala == python == native
@@ -110,9 +102,6 @@ def test_key_filter_hashes_are_the_same_in_scala_and_cpp() -> None:
     rnd = random.Random(20261124)
     keys = [b""] + [rnd.randbytes(n) for n in range(1, 13)] + [rnd.randbytes(rnd.randint(0, 300))
                                                              for _ in range(500)]
-    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.cache.KeyFilter"],
-                         input="".join(f"{k.hex()}\n" for k in keys),
-                         capture_output=True, text=True, timeout=120, check=True)
-    scala = [tuple(int(h) & 0xFFFFFFFF for h in line.split()) for line in out.stdout.splitlines()]
+    out = run_hook("KeyHashes", stdin="".join(f"{k.hex()}\n" for k in keys))
+    scala = [tuple(int(h) & 0xFFFFFFFF for h in line.split()) for line in out.splitlines()]
     assert scala == [_native.key_hashes(k) for k in keys]

@@ -106,7 +106,7 @@ object KeyFilter {
   val BitsPerKey = 10   // the first layer's; each further layer has 2 more (at most 20)
   val MinCapacity = 1L << 14
   // The state server computes the same hashes while it restores (native/include/ttlstate/
-  // key_hash.h); a cross-language test checks them (`main` below answers for Scala).
+  // key_hash.h); a cross-language test checks them (ttlstate.tools.KeyHashes answers for Scala).
   private val Seed1 = 0x5bd1e995
   private val Seed2 = 0x1b873593
 
@@ -198,19 +198,4 @@ object KeyFilter {
   def withCapacity(generation: Long, handle: Int, lineage: Long, capacity: Long, maxKeys: Long,
       owner: String = "ttlstate store"): KeyFilter =
     new KeyFilter(generation, handle, lineage, math.max(1L, capacity), maxKeys, owner)
-
-  /** Reads keys in hex, one per line, and prints their two hashes (the cross-language test). */
-  def main(args: Array[String]): Unit = {
-    val in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in))
-    val out = new java.io.PrintWriter(new java.io.BufferedWriter(new java.io.OutputStreamWriter(System.out)))
-    var line = in.readLine()
-    while (line != null) {
-      val hex = line.trim
-      val key = hex.grouped(2).map(b => Integer.parseInt(b, 16).toByte).toArray
-      val (h1, h2) = hashes(key)
-      out.println(s"$h1 $h2")
-      line = in.readLine()
-    }
-    out.flush()
-  }
 }

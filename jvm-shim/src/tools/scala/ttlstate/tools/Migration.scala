@@ -1,4 +1,4 @@
-package ttlstate.spark
+package ttlstate.tools
 
 import java.io.IOException
 import java.nio.charset.StandardCharsets.UTF_8
@@ -17,6 +17,7 @@ import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.util.SerializableConfiguration
 import ttlstate.client.Json
 import ttlstate.conf.ConfKeys
+import ttlstate.metadata.SparkMetadata._
 
 /** `ttlstate migrate`: a stopped query's checkpoint copied into a NEW checkpoint whose state, at
  *  the last committed batch, is held by another provider (Spark's RocksDB or HDFS provider ->
@@ -30,8 +31,6 @@ import ttlstate.conf.ConfKeys
  *  loadEmpty + forceSnapshotOnCommit), and the row counts are checked: rows read, keys the
  *  target committed, and rows a fresh target provider reads back. */
 object Migration {
-  val ProviderKey: String = SQLConf.STATE_STORE_PROVIDER_CLASS.key
-  val HdfsProvider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
   private val mapper = new ObjectMapper()
 
   /** One store of the source, as a task needs it. */
@@ -45,38 +44,6 @@ object Migration {
   final class MigrationError(message: String) extends IOException(message)
 
   private def fail(message: String): Nothing = throw new MigrationError(message)
-
-  private def readText(fs: FileSystem, p: Path): String = {
-    val in = fs.open(p)
-    try new String(in.readAllBytes(), UTF_8) finally in.close()
-  }
-
-  private def batchIds(fs: FileSystem, dir: Path): Seq[Long] =
-    if (!fs.exists(dir)) Nil
-    else fs.listStatus(dir).toSeq.map(_.getPath.getName).flatMap(n => Try(n.toLong).toOption).sorted
-
-  /** The conf map an offset log entry pins (its second line's `conf`). */
-  def pinnedConfs(fs: FileSystem, offsetFile: Path): Map[String, String] = {
-    val lines = readText(fs, offsetFile).split("\n")
-    if (lines.length < 2) Map.empty
-    else {
-      val conf = mapper.readTree(lines(1)).get("conf")
-      if (conf == null) Map.empty
-      else {
-        val m = mapper.convertValue(conf, classOf[java.util.Map[String, Object]])
-        scala.jdk.CollectionConverters.MapHasAsScala(m).asScala.map { case (k, v) => k -> String.valueOf(v) }.toMap
-      }
-    }
-  }
-
-  /** The provider class the newest offset log entry of `checkpoint` pins, if any. */
-  def pinnedProvider(checkpoint: String, hadoopConf: Configuration): Option[String] = Try {
-    val root = new Path(checkpoint)
-    val fs = root.getFileSystem(hadoopConf)
-    batchIds(fs, new Path(root, "offsets")).lastOption
-      .map(b => pinnedConfs(fs, new Path(new Path(root, "offsets"), b.toString)))
-      .map(_.getOrElse(ProviderKey, HdfsProvider))
-  }.toOption.flatten
 
   private def rewriteOffsets(text: String, provider: String): String = {
     val lines = text.split("\n", -1)
@@ -111,15 +78,9 @@ object Migration {
         fail(s"operator $op of the source has no operator metadata ($metaFile): run the query once on " +
           "Spark 4.x before migrating it")
       }
-      val lines = readText(fs, metaFile).split("\n")
-      val meta = mapper.readTree(lines.last)
-      val stores = meta.get("stateStoreInfo")
-      if (stores == null) fail(s"cannot read the operator metadata $metaFile (operator state metadata v1 expected)")
-      (0 until stores.size).flatMap { i =>
-        val s = stores.get(i)
-        val name = s.get("storeName").asText()
-        val prefixCols = s.get("numColsPrefixKey").asInt()
-        val partitions = s.get("numPartitions").asInt()
+      val stores = operatorStores(readText(fs, metaFile))
+        .getOrElse(fail(s"cannot read the operator metadata $metaFile (operator state metadata v1 expected)"))
+      stores.flatMap { case (name, prefixCols, partitions) =>
         val schemaId = StateStoreProviderId(StateStoreId(stateRoot.toString, op, 0, name), UUID.randomUUID())
         val schemas = new StateSchemaCompatibilityChecker(schemaId, hadoopConf, Nil, None, false).readSchemaFile()
         val cf = schemas.find(_.colFamilyName == StateStore.DEFAULT_COL_FAMILY_NAME).orElse(schemas.headOption)
@@ -202,9 +163,13 @@ object Migration {
       val sc = spark.sparkContext
       sc.setJobDescription(s"ttlstate migrate: ${stores.size} stores of $source at batch $last")
       try {
-        sc.parallelize(stores, stores.size).map { spec =>
+        // The counts come back as plain arrays: the driver may have loaded this tool from its
+        // own class loader (ttlstate migrate inside a running session), which the threads that
+        // deserialize task results do not see.
+        val counts = sc.parallelize(stores, stores.size).map { spec =>
           copyStore(spec, srcState, dstState, version, srcConf, dstConf, verifyConf, conf.value)
         }.collect().toSeq
+        stores.zip(counts).map { case (spec, c) => Copied(spec, c(0), c(1), c(2)) }
       } finally sc.setJobDescription(null)
     }
     val wrong = copied.filter(c => c.read != c.committed || c.read != c.readBack)
@@ -226,7 +191,7 @@ object Migration {
   }
 
   private def copyStore(spec: StoreSpec, srcState: String, dstState: String, version: Long, srcConf: StateStoreConf,
-      dstConf: StateStoreConf, verifyConf: StateStoreConf, hadoopConf: Configuration): Copied = {
+      dstConf: StateStoreConf, verifyConf: StateStoreConf, hadoopConf: Configuration): Array[Long] = {
     val keySchema = DataType.fromJson(spec.keySchemaJson).asInstanceOf[StructType]
     val valueSchema = DataType.fromJson(spec.valueSchemaJson).asInstanceOf[StructType]
     val encoder = if (spec.numColsPrefixKey > 0) PrefixKeyScanStateEncoderSpec(keySchema, spec.numColsPrefixKey)
@@ -271,6 +236,6 @@ object Migration {
     } catch {
       case e: Throwable => throw where(e)
     } finally check.close()
-    Copied(spec, read, committed, readBack)
+    Array(read, committed, readBack)
   }
 }
