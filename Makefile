@@ -7,6 +7,11 @@ JAR := python/ttlstate/jars/ttlstate-shim.jar
 TOOLS_JAR := python/ttlstate/jars/ttlstate-tools.jar
 SCALA_SRC := $(shell find jvm-shim/src -name '*.scala' 2>/dev/null)
 NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
+# The Python definitions ttlstate.codegen emits for Scala and C++, and the generator itself.
+CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/protocol.py \
+               python/ttlstate/config/keys.py python/ttlstate/config/parse.py \
+               python/ttlstate/config/store_config.py python/ttlstate/store/metric_names.py \
+               python/ttlstate/ttl/ttl_value.py
 DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
             pybind11 mkdocs
 
@@ -26,7 +31,7 @@ $(STAMPS)/deps: constraints.txt $(STAMPS)/system
 	@touch $@
 
 # Editable install; builds the native extension (native/) in place.
-$(STAMPS)/install: $(STAMPS)/deps setup.py pyproject.toml $(NATIVE_SRC)
+$(STAMPS)/install: $(STAMPS)/deps setup.py pyproject.toml $(NATIVE_SRC) $(CODEGEN_SRC)
 	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
 	@touch $@
 
@@ -34,7 +39,7 @@ native: $(STAMPS)/install
 
 # The executor jar and the tools jar (migrate, test hooks), built together.
 jar: $(JAR) $(TOOLS_JAR)
-$(JAR) $(TOOLS_JAR) &: $(SCALA_SRC) scripts/build_shim.sh $(STAMPS)/deps
+$(JAR) $(TOOLS_JAR) &: $(SCALA_SRC) $(CODEGEN_SRC) scripts/build_shim.sh $(STAMPS)/deps
 	scripts/build_shim.sh $(PY) $(JAR) $(TOOLS_JAR)
 
 run: setup

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compiles the Scala shim against the installed pyspark's jars with the Scala compiler that
 # pyspark itself ships (Maven Central is not needed), and writes two jars into the package:
-# the executor jar (jvm-shim/src/main: what Spark loads) and the tools jar (jvm-shim/src/tools:
+# the executor jar (jvm-shim/src/main and the code ttlstate.codegen generates from the Python
+# definitions: what Spark loads) and the tools jar (jvm-shim/src/tools:
 # `ttlstate migrate` and the tests' command-line hooks), compiled against the first.
 set -euo pipefail
 PY=${1:-.venv/bin/python}
@@ -20,7 +21,9 @@ scalac() {  # scalac <classpath> <output dir> <sources...>
     -classpath "$cp" -d "$out" "$@"
 }
 
-mapfile -t srcs < <(find jvm-shim/src/main/scala -name '*.scala' | sort)
+# The constants Python defines once (protocol, conf keys, metric names), as Scala objects.
+PYTHONPATH=python "$PY" -m ttlstate.codegen scala "$work/generated" >/dev/null
+mapfile -t srcs < <(find jvm-shim/src/main/scala "$work/generated" -name '*.scala' | sort)
 echo "ttlstate: compiling ${#srcs[@]} Scala files against pyspark $("$PY" -c "import pyspark; print(pyspark.__version__)")"
 scalac "$JARS/*" "$work/shim" "${srcs[@]}"
 mapfile -t tools < <(find jvm-shim/src/tools/scala -name '*.scala' | sort)

@@ -5,6 +5,7 @@ import java.util.concurrent.atomic.AtomicLong
 
 import scala.util.hashing.MurmurHash3
 import ttlstate.conf.ConfKeys
+import ttlstate.conf.ConfValues
 
 /** A filter of one store's encoded keys, kept by the provider across batches.
  *
@@ -118,7 +119,7 @@ object KeyFilter {
 
   // The executor's budget: bytes of all key filters of the JVM together.
   private val used = new AtomicLong
-  @volatile private var budget: Long = ConfKeys.DEFAULT_KEY_FILTER_MAX_BYTES
+  @volatile private var budget: Long = ConfValues.DEFAULT_KEY_FILTER_MAX_BYTES
   private val cleaner = java.lang.ref.Cleaner.create()
 
   def setBudget(bytes: Long): Unit = budget = bytes

@@ -386,14 +386,14 @@ final class TtlStateStore(
     val reported = (0 until r.u32()).map(_ => r.str() -> r.i64()).toMap
     val custom = Metrics.all.map { m =>
       val v = m.name match {
-        case Metrics.STORE_CALL_COUNT => roundTrips
-        case Metrics.STORE_CALL_TIME_MS => bridgeNanos / 1000000L
-        case Metrics.LOAD_LATENCY_MS => loadNanos / 1000000L
-        case Metrics.BLOOM_FILTER_SKIPPED_READS => readsSkipped
-        case Metrics.CACHE_HITS => cacheHits
-        case Metrics.CACHE_MISSES => cacheMisses
-        case Metrics.CACHE_BYTES => if (cache == null) 0L else HotCache.ownerBytes(cache.owner)
-        case Metrics.TTL_EXPIRED_ON_READ | Metrics.TTL_EXPIRED_TOTAL | Metrics.NUM_REMOVED_STATE_ROWS =>
+        case MetricNames.STORE_CALL_COUNT => roundTrips
+        case MetricNames.STORE_CALL_TIME_MS => bridgeNanos / 1000000L
+        case MetricNames.LOAD_LATENCY_MS => loadNanos / 1000000L
+        case MetricNames.BLOOM_FILTER_SKIPPED_READS => readsSkipped
+        case MetricNames.CACHE_HITS => cacheHits
+        case MetricNames.CACHE_MISSES => cacheMisses
+        case MetricNames.CACHE_BYTES => if (cache == null) 0L else HotCache.ownerBytes(cache.owner)
+        case MetricNames.TTL_EXPIRED_ON_READ | MetricNames.TTL_EXPIRED_TOTAL | MetricNames.NUM_REMOVED_STATE_ROWS =>
           reported.getOrElse(m.name, 0L) + expiredInCacheReadOnly
         case name => reported.getOrElse(name, 0L)
       }

@@ -28,6 +28,7 @@ import ttlstate.metadata.QueryIdentity
 import ttlstate.server.RunningServer
 import ttlstate.server.ServerLaunch
 import ttlstate.server.StateServer
+import ttlstate.conf.ConfValues
 
 /** Spark's entry point. Thin: every store operation goes to the ttlstate state server.
  *
@@ -48,16 +49,16 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   private var operatorName: Option[String] = None
   /** Checkpoint format 2: versions are loaded by the id Spark's commit log recorded. */
   private[ttlstate] var checkpointIds = false
-  private[ttlstate] var writeBatchBytes: Int = ConfKeys.DEFAULT_WRITE_BATCH_BYTES
+  private[ttlstate] var writeBatchBytes: Int = ConfValues.DEFAULT_WRITE_BATCH_BYTES
   @volatile private var opened: (Long, Int) = (-1L, -1)
   @volatile private[ttlstate] var readsCacheable = false
   @volatile private var keyFilterAllowed = false
-  private var keyFilterMaxKeys: Int = ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS
-  private var keyFilterMaxBytes: Long = ConfKeys.DEFAULT_KEY_FILTER_MAX_BYTES
+  private var keyFilterMaxKeys: Int = ConfValues.DEFAULT_KEY_FILTER_MAX_KEYS
+  private var keyFilterMaxBytes: Long = ConfValues.DEFAULT_KEY_FILTER_MAX_BYTES
   @volatile private var keyFilter: KeyFilter = null
   @volatile private[ttlstate] var ttlMs: Long = -1L        // the store's TTL as the server applies it; -1: off
   @volatile private[ttlstate] var updateOnRead = false
-  private var cacheMaxBytes: Long = ConfKeys.DEFAULT_CACHE_MAX_BYTES
+  private var cacheMaxBytes: Long = ConfValues.DEFAULT_CACHE_MAX_BYTES
   // Real-time Mode: how often a loaded version's "now" advances to the wall clock; -1: never.
   private[ttlstate] var clockIntervalMs: Long = -1L
   private lazy val cacheView = new CacheView(HotCache.newOwner())
@@ -84,17 +85,17 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     this.files = new CheckpointFiles(new Path(stateStoreId.storeCheckpointLocation().toString), hadoopConf)
     val confs = storeConfs.sqlConfs.filter(_._1.startsWith(ConfKeys.PREFIX))
     this.launch = ServerLaunch.of(confs)
-    this.writeBatchBytes = confs.get(ConfKeys.WRITE_BATCH_BYTES)
+    this.writeBatchBytes = confs.get(ConfKeys.WRITE_BATCH_SIZE)
       .flatMap(v => scala.util.Try(v.trim.toInt).toOption).filter(_ >= 1024)
-      .getOrElse(ConfKeys.DEFAULT_WRITE_BATCH_BYTES)
-    this.cacheMaxBytes = confs.get(ConfKeys.CACHE_MAX_BYTES).flatMap(ConfKeys.sizeBytes)
-      .getOrElse(ConfKeys.DEFAULT_CACHE_MAX_BYTES)
-    this.clockIntervalMs = confs.get(ConfKeys.REAL_TIME_CLOCK_INTERVAL).flatMap(ConfKeys.durationMs)
+      .getOrElse(ConfValues.DEFAULT_WRITE_BATCH_BYTES)
+    this.cacheMaxBytes = confs.get(ConfKeys.CACHE_MAX_BYTES).flatMap(ConfValues.sizeBytes)
+      .getOrElse(ConfValues.DEFAULT_CACHE_MAX_BYTES)
+    this.clockIntervalMs = confs.get(ConfKeys.REAL_TIME_CLOCK_INTERVAL).flatMap(ConfValues.durationMs)
       .filter(_ >= ConfKeys.MIN_REAL_TIME_CLOCK_INTERVAL_MS).getOrElse(-1L)
     this.keyFilterMaxKeys = confs.get(ConfKeys.KEY_FILTER_MAX_KEYS)
-      .flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS)
-    this.keyFilterMaxBytes = confs.get(ConfKeys.KEY_FILTER_MAX_BYTES).flatMap(ConfKeys.sizeBytes)
-      .getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_BYTES)
+      .flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(ConfValues.DEFAULT_KEY_FILTER_MAX_KEYS)
+    this.keyFilterMaxBytes = confs.get(ConfKeys.KEY_FILTER_MAX_BYTES).flatMap(ConfValues.sizeBytes)
+      .getOrElse(ConfValues.DEFAULT_KEY_FILTER_MAX_BYTES)
     // A streaming query's tasks carry its query id as a local property; the state data source's
     // tasks do not (their Hadoop conf may still hold a run id copied from the session's SQL conf,
     // which must not make a reader share the running query's stores).
