@@ -15,7 +15,7 @@ CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/p
 DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
             pybind11 mkdocs
 
-.PHONY: setup run test test-long test-integration bench bench-quick lint jar native wheel docs docs-gen clean
+.PHONY: setup run test test-scala test-long test-integration bench bench-quick lint jar native wheel docs docs-gen clean
 
 setup: $(STAMPS)/system $(STAMPS)/install $(JAR) $(TOOLS_JAR)
 
@@ -45,9 +45,14 @@ $(JAR) $(TOOLS_JAR) &: $(SCALA_SRC) $(CODEGEN_SRC) scripts/build_shim.sh $(STAMP
 run: setup
 	$(PY) -m ttlstate.cli.main demo
 
-test: setup
+test: setup test-scala
 	$(PY) -m ruff check python tests benchmarks
 	$(PY) -m pytest -m "not long and not integration" tests
+
+# The shim's Scala unit tests (ScalaTest, fetched with Maven from jvm-shim/test-deps/pom.xml on
+# first use; the compiled tests are reused until a test source or the shim jar changes).
+test-scala: $(JAR)
+	scripts/scala_test.sh $(PY) $(JAR)
 
 # Kafka in, Kafka out, checkpoints on HDFS (docs/deployment-hdfs-kafka.md): a real broker and a
 # MiniDFSCluster in their own JVMs, fetched with Maven from integration/pom.xml on first use
