@@ -120,8 +120,35 @@ object Migration {
     val stores = describeStores(srcFs, new Path(src, "state"), hadoopConf)
     val version = last + 1 // the state after the last committed batch
 
-    // The new checkpoint: the query's identity, Spark's state metadata and the offset log first
-    // (the target provider reads the query id and the batch time), the commit log last.
+    copyCheckpointFiles(srcFs, src, dstFs, dst, stores, offsets, targetProvider, hadoopConf)
+
+    val base = spark.sessionState.conf
+    val common = pinned + ("spark.sql.streaming.stateStore.commitValidation.enabled" -> "false")
+    val srcConf = storeConf(base, common + (ProviderKey -> sourceProvider))
+    val extra = scala.jdk.CollectionConverters.MapHasAsScala(targetConfs).asScala.toMap
+    // A RocksDB target uploads its snapshot within the commit when changelog checkpointing is off.
+    val dstConfs = common ++ extra + (ProviderKey -> targetProvider) +
+      ("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "false")
+    val dstConf = storeConf(base, dstConfs)
+    val verifyConf = storeConf(base, dstConfs + (ConfKeys.PREFIX + "ttl" -> "off"))
+    val conf = new SerializableConfiguration(hadoopConf)
+    val srcState = new Path(src, "state").toString
+    val dstState = new Path(dstFs.makeQualified(dst), "state").toString
+
+    val copied = copyStores(spark, stores, s"${stores.size} stores of $source at batch $last", srcState, dstState,
+      version, srcConf, dstConf, verifyConf, conf)
+    dstFs.mkdirs(new Path(dst, "commits"))
+    commits.foreach { b =>
+      FileUtil.copy(srcFs, new Path(src, s"commits/$b"), dstFs, new Path(dst, s"commits/$b"), false, hadoopConf)
+    }
+    report(source, target, last, version, sourceProvider, targetProvider, copied)
+  }
+
+  /** The new checkpoint's files: the query's identity, Spark's state metadata and the offset log
+   *  first (the target provider reads the query id and the batch time); the commit log comes
+   *  last, once the state is copied. */
+  private def copyCheckpointFiles(srcFs: FileSystem, src: Path, dstFs: FileSystem, dst: Path, stores: Seq[StoreSpec],
+      offsets: Seq[Long], targetProvider: String, hadoopConf: Configuration): Unit = {
     dstFs.mkdirs(dst)
     FileUtil.copy(srcFs, new Path(src, "metadata"), dstFs, new Path(dst, "metadata"), false, hadoopConf)
     for (st <- if (srcFs.exists(new Path(src, "state"))) srcFs.listStatus(new Path(src, "state")).toSeq else Nil
@@ -145,23 +172,15 @@ object Migration {
       writeText(dstFs, new Path(dst, s"offsets/$b"), rewriteOffsets(readText(srcFs, new Path(src, s"offsets/$b")),
         targetProvider))
     }
+  }
 
-    val base = spark.sessionState.conf
-    val common = pinned + ("spark.sql.streaming.stateStore.commitValidation.enabled" -> "false")
-    val srcConf = storeConf(base, common + (ProviderKey -> sourceProvider))
-    val extra = scala.jdk.CollectionConverters.MapHasAsScala(targetConfs).asScala.toMap
-    // A RocksDB target uploads its snapshot within the commit when changelog checkpointing is off.
-    val dstConfs = common ++ extra + (ProviderKey -> targetProvider) +
-      ("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "false")
-    val dstConf = storeConf(base, dstConfs)
-    val verifyConf = storeConf(base, dstConfs + (ConfKeys.PREFIX + "ttl" -> "off"))
-    val conf = new SerializableConfiguration(hadoopConf)
-    val srcState = new Path(src, "state").toString
-    val dstState = new Path(dstFs.makeQualified(dst), "state").toString
-
+  /** One Spark task per store copies it; fails unless every store's counts agree. */
+  private def copyStores(spark: SparkSession, stores: Seq[StoreSpec], what: String, srcState: String,
+      dstState: String, version: Long, srcConf: StateStoreConf, dstConf: StateStoreConf, verifyConf: StateStoreConf,
+      conf: SerializableConfiguration): Seq[Copied] = {
     val copied = if (stores.isEmpty) Seq.empty[Copied] else {
       val sc = spark.sparkContext
-      sc.setJobDescription(s"ttlstate migrate: ${stores.size} stores of $source at batch $last")
+      sc.setJobDescription(s"ttlstate migrate: $what")
       try {
         // The counts come back as plain arrays: the driver may have loaded this tool from its
         // own class loader (ttlstate migrate inside a running session), which the threads that
@@ -177,10 +196,11 @@ object Migration {
       fail("row counts differ after the copy (the target is incomplete; delete it): " + wrong.map(c =>
         s"${c.spec.label}: read ${c.read}, committed ${c.committed}, read back ${c.readBack}").mkString("; "))
     }
-    dstFs.mkdirs(new Path(dst, "commits"))
-    commits.foreach { b =>
-      FileUtil.copy(srcFs, new Path(src, s"commits/$b"), dstFs, new Path(dst, s"commits/$b"), false, hadoopConf)
-    }
+    copied
+  }
+
+  private def report(source: String, target: String, last: Long, version: Long, sourceProvider: String,
+      targetProvider: String, copied: Seq[Copied]): String = {
     val storesJson = copied.map { c =>
       s"""{"operator":${c.spec.operatorId},"partition":${c.spec.partitionId},"store":${Json.str(c.spec.storeName)},""" +
         s""""rows":${c.read}}"""
