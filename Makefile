@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMPS := .stamps
 JAR := python/ttlstate/jars/ttlstate-shim.jar
 TOOLS_JAR := python/ttlstate/jars/ttlstate-tools.jar
-SCALA_SRC := $(shell find jvm-shim/src -name '*.scala' 2>/dev/null)
+SCALA_SRC := $(shell find jvm-shim/src/main jvm-shim/src/tools -name '*.scala' 2>/dev/null)
 NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
 # The Python definitions ttlstate.codegen emits for Scala and C++, and the generator itself.
 CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/protocol.py \

@@ -105,3 +105,34 @@ def test_key_filter_hashes_are_the_same_in_scala_and_cpp() -> None:
     out = run_hook("KeyHashes", stdin="".join(f"{k.hex()}\n" for k in keys))
     scala = [tuple(int(h) & 0xFFFFFFFF for h in line.split()) for line in out.splitlines()]
     assert scala == [_native.key_hashes(k) for k in keys]
+
+
+def test_conf_values_the_shim_reads_are_parsed_as_python_parses_them() -> None:
+    """Sizes and durations (the units are generated from Python's tables, the parsers are one per
+    language): the same generated values through both. Known on purpose: durations of 12 digits
+    or more and zero durations are not values to the shim (it keeps the default; the server
+    validates the key), so the cases have 1 to 11 digits and no zero duration."""
+    import random
+
+    from ttlstate.config.parse import ConfError, parse_bytes, parse_duration_ms
+
+    rnd = random.Random(20261124)
+    units = ["", "b", "k", "kb", "m", "mb", "g", "gb", "t", "ms", "s", "sec", "min", "h", "d", "w", "M",
+             "Kb", "x"]
+    cases = []
+    for _ in range(600):
+        kind = rnd.choice(["size", "duration"])
+        digits = rnd.randint(1, 20 if kind == "size" else 11)
+        n = str(rnd.randint(10 ** (digits - 1) if kind == "duration" else 0, 10**digits - 1))
+        cases.append((kind, rnd.choice(["", " "]) + n + rnd.choice(["", " "]) + rnd.choice(units)))
+    cases += [("size", "1.5g"), ("size", "-1m"), ("duration", "5"), ("duration", "m5"), ("size", "")]
+
+    def python(kind: str, value: str) -> str:
+        try:
+            parsed = parse_bytes("k", value, minimum=0) if kind == "size" else parse_duration_ms("k", value)
+        except ConfError:
+            return "-"
+        return str(parsed)
+
+    out = run_hook("ConfValueCases", stdin="".join(f"{kind}|{value}\n" for kind, value in cases))
+    assert out.split("\n")[:-1] == [python(*c) for c in cases]

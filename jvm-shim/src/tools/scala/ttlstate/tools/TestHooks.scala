@@ -5,7 +5,7 @@ import java.io.{BufferedReader, BufferedWriter, InputStreamReader, OutputStreamW
 import org.apache.hadoop.conf.Configuration
 import ttlstate.cache.{Expiry, KeyFilter}
 import ttlstate.client.{Json, Protocol}
-import ttlstate.conf.ConfKeys
+import ttlstate.conf.{ConfKeys, ConfValues}
 import ttlstate.metadata.OperatorNames
 import ttlstate.server.ServerPython
 import ttlstate.spark.Metrics
@@ -42,6 +42,16 @@ object ExpiryCases {
   def main(args: Array[String]): Unit = Lines.map { line =>
     val Array(ts, ttl, now) = line.split(" ").map(_.toLong)
     if (Expiry.isExpired(ts, ttl, now)) "1" else "0"
+  }
+}
+
+/** Reads lines "size|<value>" or "duration|<value>", prints the bytes or milliseconds the shim
+ *  reads, or "-" when it is not one. */
+object ConfValueCases {
+  def main(args: Array[String]): Unit = Lines.map { line =>
+    val (kind, value) = line.splitAt(line.indexOf('|'))
+    val parsed = if (kind == "size") ConfValues.sizeBytes(value.drop(1)) else ConfValues.durationMs(value.drop(1))
+    parsed.fold("-")(_.toString)
   }
 }
 
