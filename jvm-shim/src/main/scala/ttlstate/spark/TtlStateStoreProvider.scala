@@ -28,7 +28,7 @@ import ttlstate.metadata.QueryIdentity
 import ttlstate.server.RunningServer
 import ttlstate.server.ServerLaunch
 import ttlstate.server.StateServer
-import ttlstate.conf.ConfValues
+import ttlstate.conf.{ConfValues, ShimConfs}
 
 /** Spark's entry point. Thin: every store operation goes to the ttlstate state server.
  *
@@ -85,17 +85,12 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     this.files = new CheckpointFiles(new Path(stateStoreId.storeCheckpointLocation().toString), hadoopConf)
     val confs = storeConfs.sqlConfs.filter(_._1.startsWith(ConfKeys.PREFIX))
     this.launch = ServerLaunch.of(confs)
-    this.writeBatchBytes = confs.get(ConfKeys.WRITE_BATCH_SIZE)
-      .flatMap(v => scala.util.Try(v.trim.toInt).toOption).filter(_ >= 1024)
-      .getOrElse(ConfValues.DEFAULT_WRITE_BATCH_BYTES)
-    this.cacheMaxBytes = confs.get(ConfKeys.CACHE_MAX_BYTES).flatMap(ConfValues.sizeBytes)
-      .getOrElse(ConfValues.DEFAULT_CACHE_MAX_BYTES)
-    this.clockIntervalMs = confs.get(ConfKeys.REAL_TIME_CLOCK_INTERVAL).flatMap(ConfValues.durationMs)
-      .filter(_ >= ConfKeys.MIN_REAL_TIME_CLOCK_INTERVAL_MS).getOrElse(-1L)
-    this.keyFilterMaxKeys = confs.get(ConfKeys.KEY_FILTER_MAX_KEYS)
-      .flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(ConfValues.DEFAULT_KEY_FILTER_MAX_KEYS)
-    this.keyFilterMaxBytes = confs.get(ConfKeys.KEY_FILTER_MAX_BYTES).flatMap(ConfValues.sizeBytes)
-      .getOrElse(ConfValues.DEFAULT_KEY_FILTER_MAX_BYTES)
+    val shim = ShimConfs.of(confs)
+    this.writeBatchBytes = shim.writeBatchBytes
+    this.cacheMaxBytes = shim.cacheMaxBytes
+    this.clockIntervalMs = shim.clockIntervalMs
+    this.keyFilterMaxKeys = shim.keyFilterMaxKeys
+    this.keyFilterMaxBytes = shim.keyFilterMaxBytes
     // A streaming query's tasks carry its query id as a local property; the state data source's
     // tasks do not (their Hadoop conf may still hold a run id copied from the session's SQL conf,
     // which must not make a reader share the running query's stores).
@@ -108,7 +103,15 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     // The names of the query's operators (`operator.<name>.ttl`, and the logs), from Spark's state metadata.
     val operatorNames = OperatorNames.of(stateStoreId.checkpointRootLocation, queryRun, hadoopConf)
     this.operatorName = operatorNames.get(stateStoreId.operatorId)
-    val info = Seq(
+    val info = openInfo(stateStoreId, keySchema, valueSchema, operatorNames, queryRun, hadoopConf)
+    this.openJson = (Json.obj(confs.toSeq.map { case (k, v) => k -> Json.str(v) }), Json.obj(info))
+    StateServer.watchApplication()
+  }
+
+  /** What the server is told about the store at OPEN, besides the confs. */
+  private def openInfo(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
+      operatorNames: Map[Long, String], queryRun: Option[String], hadoopConf: Configuration): Seq[(String, String)] =
+    Seq(
       "operatorId" -> stateStoreId.operatorId.toString,
       "partitionId" -> stateStoreId.partitionId.toString,
       "storeName" -> Json.str(stateStoreId.storeName),
@@ -123,9 +126,6 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       "stateReader" -> queryRun.isEmpty.toString) ++
       operatorName.map(n => "operatorName" -> Json.str(n)) ++
       QueryIdentity.forStateRoot(stateStoreId.checkpointRootLocation, hadoopConf).map(q => "queryId" -> Json.str(q))
-    this.openJson = (Json.obj(confs.toSeq.map { case (k, v) => k -> Json.str(v) }), Json.obj(info))
-    StateServer.watchApplication()
-  }
 
   override def stateStoreId: StateStoreId = id
 

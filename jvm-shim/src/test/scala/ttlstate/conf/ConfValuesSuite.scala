@@ -33,4 +33,18 @@ class ConfValuesSuite extends AnyFunSuite {
     assert(ConfValues.DEFAULT_WRITE_BATCH_BYTES > 0 && ConfValues.DEFAULT_KEY_FILTER_MAX_KEYS > 0)
     assert(ConfKeys.CACHE_MAX_BYTES == ConfKeys.PREFIX + "cache.maxBytes")
   }
+
+  test("a provider's own confs: the values given, else the defaults") {
+    val given = ShimConfs.of(Map(ConfKeys.WRITE_BATCH_SIZE -> " 4096 ", ConfKeys.CACHE_MAX_BYTES -> "0",
+      ConfKeys.REAL_TIME_CLOCK_INTERVAL -> "100ms", ConfKeys.KEY_FILTER_MAX_KEYS -> "0",
+      ConfKeys.KEY_FILTER_MAX_BYTES -> "1g"))
+    assert(given == ShimConfs(4096, 0L, 100L, 0, 1L << 30))
+    val defaults = ShimConfs(ConfValues.DEFAULT_WRITE_BATCH_BYTES, ConfValues.DEFAULT_CACHE_MAX_BYTES, -1L,
+      ConfValues.DEFAULT_KEY_FILTER_MAX_KEYS, ConfValues.DEFAULT_KEY_FILTER_MAX_BYTES)
+    assert(ShimConfs.of(Map.empty) == defaults)
+    // Not values (or below the shim's own bounds): the defaults until the server refuses them.
+    assert(ShimConfs.of(Map(ConfKeys.WRITE_BATCH_SIZE -> "512", ConfKeys.CACHE_MAX_BYTES -> "lots",
+      ConfKeys.REAL_TIME_CLOCK_INTERVAL -> "5ms", ConfKeys.KEY_FILTER_MAX_KEYS -> "1e6")) == defaults)
+    assert(ShimConfs.of(Map(ConfKeys.REAL_TIME_CLOCK_INTERVAL -> "off")).clockIntervalMs == -1L)
+  }
 }
