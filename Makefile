@@ -4,14 +4,20 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMPS := .stamps
 JAR := python/ttlstate/jars/ttlstate-shim.jar
-SCALA_SRC := $(shell find jvm-shim/src -name '*.scala' 2>/dev/null)
+TOOLS_JAR := python/ttlstate/jars/ttlstate-tools.jar
+SCALA_SRC := $(shell find jvm-shim/src/main jvm-shim/src/tools -name '*.scala' 2>/dev/null)
 NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
-DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib mkdocs \
-            pybind11  # pybind11: only to build commits before the C ABI (benchmarks/baseline.py)
+# The Python definitions ttlstate.codegen emits for Scala and C++, and the generator itself.
+CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/protocol.py \
+               python/ttlstate/config/keys.py python/ttlstate/config/parse.py \
+               python/ttlstate/config/store_config.py python/ttlstate/store/metric_names.py \
+               python/ttlstate/ttl/ttl_value.py
+DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
+            mkdocs pybind11  # pybind11: only to build commits before the C ABI (benchmarks/baseline.py)
 
-.PHONY: setup run test test-long test-integration bench bench-quick lint jar native wheel docs docs-gen clean
+.PHONY: setup run test test-scala test-long test-integration bench bench-quick lint jar native wheel docs docs-gen clean
 
-setup: $(STAMPS)/system $(STAMPS)/install $(JAR)
+setup: $(STAMPS)/system $(STAMPS)/install $(JAR) $(TOOLS_JAR)
 
 $(STAMPS)/system: scripts/install_system_deps.sh
 	@mkdir -p $(STAMPS)
@@ -26,23 +32,29 @@ $(STAMPS)/deps: constraints.txt $(STAMPS)/system
 
 # Editable install; builds the native library (native/, linked against the system's librocksdb)
 # in place: python/ttlstate/libttlstate_native.so, the same C ABI the wheel's library has.
-$(STAMPS)/install: $(STAMPS)/deps setup.py pyproject.toml $(NATIVE_SRC)
+$(STAMPS)/install: $(STAMPS)/deps setup.py pyproject.toml $(NATIVE_SRC) $(CODEGEN_SRC)
 	rm -f python/ttlstate/_native.cpython-*.so  # the former pybind11 extension would shadow _native.py
 	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
 	@touch $@
 
 native: $(STAMPS)/install
 
-jar: $(JAR)
-$(JAR): $(SCALA_SRC) scripts/build_shim.sh $(STAMPS)/deps
-	scripts/build_shim.sh $(PY) $@
+# The executor jar and the tools jar (migrate, test hooks), built together.
+jar: $(JAR) $(TOOLS_JAR)
+$(JAR) $(TOOLS_JAR) &: $(SCALA_SRC) $(CODEGEN_SRC) scripts/build_shim.sh $(STAMPS)/deps
+	scripts/build_shim.sh $(PY) $(JAR) $(TOOLS_JAR)
 
 run: setup
 	$(PY) -m ttlstate.cli.main demo
 
-test: setup
+test: setup test-scala
 	$(PY) -m ruff check python tests benchmarks integration
 	$(PY) -m pytest -m "not long and not integration" tests
+
+# The shim's Scala unit tests (ScalaTest, fetched with Maven from jvm-shim/test-deps/pom.xml on
+# first use; the compiled tests are reused until a test source or the shim jar changes).
+test-scala: $(JAR)
+	scripts/scala_test.sh $(PY) $(JAR)
 
 # Kafka in, Kafka out, checkpoints on HDFS (docs/deployment-hdfs-kafka.md): a real broker and a
 # MiniDFSCluster in their own JVMs, fetched with Maven from integration/pom.xml on first use
@@ -86,8 +98,9 @@ $(STAMPS)/build-venv: constraints.txt
 	@touch $@
 
 wheel: $(STAMPS)/system $(STAMPS)/build-venv
-	@if [ ! -f $(JAR) ] || [ -n "$$(find jvm-shim/src scripts/build_shim.sh -newer $(JAR) -type f)" ]; then \
-	  scripts/build_shim.sh $(BUILD_PY) $(JAR); fi
+	@if [ ! -f $(JAR) ] || [ ! -f $(TOOLS_JAR) ] || \
+	  [ -n "$$(find jvm-shim/src scripts/build_shim.sh $(CODEGEN_SRC) -newer $(JAR) -type f)" ]; then \
+	  scripts/build_shim.sh $(BUILD_PY) $(JAR) $(TOOLS_JAR); fi
 	rm -f $(WHEEL_DIR)/ttlstate-*.whl
 	scripts/build_wheel.sh $(BUILD_PY) $(WHEEL_DIR)
 
@@ -104,4 +117,4 @@ lint: $(STAMPS)/deps
 
 clean:
 	rm -rf $(STAMPS) build dist site python/ttlstate/_native*.so python/ttlstate/libttlstate_native.so \
-	  $(JAR) jvm-shim/target
+	  $(JAR) $(TOOLS_JAR) jvm-shim/target

@@ -12,6 +12,8 @@ Set TTLSTATE_NO_NATIVE=1 to build a pure-Python package (engine=rocksdict only).
 import glob
 import os
 import shutil
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
@@ -52,14 +54,19 @@ class BuildNativeLibrary(build_ext):
             self.compiler.compile = compile_one
 
 
+# Headers ttlstate.codegen generates from the Python definitions (protocol constants, TtlValue layout).
+GENERATED_INCLUDE = os.path.join("build", "generated", "include")
+
 ext_modules = []
 sources = sorted(glob.glob("native/src/*.cpp"))
 if os.environ.get("TTLSTATE_NO_NATIVE") != "1" and (sources or PREBUILT):
+    subprocess.check_call([sys.executable, "-m", "ttlstate.codegen", "cpp", GENERATED_INCLUDE],
+                          env={**os.environ, "PYTHONPATH": "python"}, stdout=subprocess.DEVNULL)
     ext_modules = [
         Extension(
             "ttlstate.libttlstate_native",
             sources,
-            include_dirs=["native/include"],
+            include_dirs=["native/include", GENERATED_INCLUDE],
             language="c++",
             extra_compile_args=["-std=c++17", "-Wall", "-Wextra", "-O2", "-fvisibility=hidden"],
             libraries=["rocksdb", "zstd", "z"],  # zstd and zlib: the record files' codec

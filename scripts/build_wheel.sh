@@ -25,10 +25,11 @@ rm -rf "$build" build/lib* build/bdist*
 mkdir -p "$build/obj"
 printf '{\n  global: ttl_*;\n  local: *;\n};\n' >"$build/exports.map"
 
+PYTHONPATH=python "$PY" -m ttlstate.codegen cpp build/generated/include >/dev/null  # the generated headers
 echo "build_wheel: compiling the native library for $PLATFORM" >&2
 pids=()
 for src in native/src/*.cpp; do
-  "${cxx[@]}" -std=c++17 -O2 -fPIC -Wall -Wextra -fvisibility=hidden -Inative/include -I"$prefix/include" \
+  "${cxx[@]}" -std=c++17 -O2 -fPIC -Wall -Wextra -fvisibility=hidden -Inative/include -Ibuild/generated/include -I"$prefix/include" \
     -c "$src" -o "$build/obj/$(basename "$src" .cpp).o" &
   pids+=($!)
   if [ ${#pids[@]} -ge "$(nproc)" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi

@@ -14,13 +14,7 @@ if [[ -f "$out/.complete" ]]; then
   echo "$out"
   exit 0
 fi
-if ! command -v mvn >/dev/null; then
-  command -v apt-get >/dev/null || { echo "integration_deps: mvn not found; install Maven" >&2; exit 1; }
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends maven >&2
-fi
-command -v javac >/dev/null || { echo "integration_deps: javac not found (a JDK 17 is needed)" >&2; exit 1; }
+scripts/ensure_maven.sh
 tmp="$out.tmp.$$"
 rm -rf "$tmp"
 trap 'rm -rf "$tmp"' EXIT

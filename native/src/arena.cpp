@@ -30,8 +30,7 @@ std::string_view Arena::Copy(std::string_view data) {
 
 std::string_view Arena::CopyTtlValue(int64_t ts, std::string_view user) {
   char* out = Allocate(kTimestampSize + user.size());
-  const auto v = static_cast<uint64_t>(ts);
-  for (size_t i = 0; i < kTimestampSize; ++i) out[i] = static_cast<char>((v >> (56 - 8 * i)) & 0xff);
+  big_endian::Store(out, ts);
   if (!user.empty()) std::memcpy(out + kTimestampSize, user.data(), user.size());
   return std::string_view(out, kTimestampSize + user.size());
 }

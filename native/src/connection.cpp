@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "ttlstate/big_endian.h"
 #include "ttlstate/errors.h"
 #include "ttlstate/protocol.h"
 
@@ -18,12 +19,7 @@ class PayloadReader {
  public:
   explicit PayloadReader(std::string_view buf) : buf_(buf) {}
   uint8_t U8() { return static_cast<uint8_t>(*Take(1)); }
-  uint32_t U32() {
-    const char* b = Take(4);
-    return (static_cast<uint32_t>(static_cast<uint8_t>(b[0])) << 24) |
-           (static_cast<uint32_t>(static_cast<uint8_t>(b[1])) << 16) |
-           (static_cast<uint32_t>(static_cast<uint8_t>(b[2])) << 8) | static_cast<uint32_t>(static_cast<uint8_t>(b[3]));
-  }
+  uint32_t U32() { return big_endian::Load<uint32_t>(Take(4)); }
   std::optional<std::string_view> BytesOrNull() {
     const auto n = static_cast<int32_t>(U32());
     if (n < 0) return std::nullopt;
@@ -48,32 +44,23 @@ class PayloadReader {
 
 namespace {
 
-void PutU32(std::string* out, uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>((v >> shift) & 0xff));
-}
-
-void PutU64(std::string* out, uint64_t v) {
-  for (int shift = 56; shift >= 0; shift -= 8) out->push_back(static_cast<char>((v >> shift) & 0xff));
-}
-
 void PutBytes(std::string* out, const std::string* v) {
   if (v == nullptr) {
-    PutU32(out, 0xffffffffu);
+    big_endian::Append<uint32_t>(out, 0xffffffffu);
     return;
   }
-  PutU32(out, static_cast<uint32_t>(v->size()));
+  big_endian::Append<uint32_t>(out, static_cast<uint32_t>(v->size()));
   out->append(*v);
 }
 
 void PutBytes(std::string* out, std::string_view v) {
-  PutU32(out, static_cast<uint32_t>(v.size()));
+  big_endian::Append<uint32_t>(out, static_cast<uint32_t>(v.size()));
   out->append(v.data(), v.size());
 }
 
 std::string ErrorPayload(uint16_t code, std::string_view message) {
   std::string out;
-  out.push_back(static_cast<char>(code >> 8));
-  out.push_back(static_cast<char>(code & 0xff));
+  big_endian::Append(&out, code);
   PutBytes(&out, message);
   return out;
 }
@@ -122,10 +109,7 @@ bool Connection::ReadFrame(uint8_t* code, std::string* payload) {
     throw PeerGone{};  // closed inside a frame header
   }
   const char* h = rbuf_.data() + rpos_;
-  const uint32_t length = (static_cast<uint32_t>(static_cast<uint8_t>(h[0])) << 24) |
-                          (static_cast<uint32_t>(static_cast<uint8_t>(h[1])) << 16) |
-                          (static_cast<uint32_t>(static_cast<uint8_t>(h[2])) << 8) |
-                          static_cast<uint32_t>(static_cast<uint8_t>(h[3]));
+  const auto length = big_endian::Load<uint32_t>(h);
   if (length < 1 || length > p::kMaxFrame) throw PeerGone{};  // not our protocol: drop it
   *code = static_cast<uint8_t>(h[4]);
   if (!fill(4 + static_cast<size_t>(length))) throw PeerGone{};
@@ -137,7 +121,7 @@ bool Connection::ReadFrame(uint8_t* code, std::string* payload) {
 void Connection::Send(uint8_t code, std::string_view payload) {
   std::string frame;
   frame.reserve(5 + payload.size());
-  PutU32(&frame, static_cast<uint32_t>(payload.size() + 1));
+  big_endian::Append<uint32_t>(&frame, static_cast<uint32_t>(payload.size() + 1));
   frame.push_back(static_cast<char>(code));
   frame.append(payload.data(), payload.size());
   WriteAll(frame.data(), frame.size());
@@ -150,7 +134,7 @@ void Connection::BeginResponse() {
 
 void Connection::FinishResponse(uint8_t code) {
   const auto length = static_cast<uint32_t>(out_.size() - 4);
-  for (int i = 0; i < 4; ++i) out_[i] = static_cast<char>((length >> (24 - 8 * i)) & 0xff);
+  big_endian::Store(out_.data(), length);
   out_[4] = static_cast<char>(code);
   WriteAll(out_.data(), out_.size());
   if (out_.capacity() > (4u << 20)) std::string().swap(out_);  // do not keep a huge buffer
@@ -188,7 +172,7 @@ void Connection::Chunk(Scan& scan, uint32_t id) {
   const size_t done_at = out_.size();
   out_.push_back('\0');
   const size_t count_at = out_.size();
-  PutU32(&out_, 0);
+  big_endian::Append<uint32_t>(&out_, 0);
   uint32_t n = 0;
   const bool done = scan.Next(p::kIterChunkBytes, [&](std::string_view key, const std::string* value) {
     PutBytes(&out_, key);
@@ -196,7 +180,7 @@ void Connection::Chunk(Scan& scan, uint32_t id) {
     ++n;
   });
   out_[done_at] = static_cast<char>(done ? 1 : 0);
-  for (int i = 0; i < 4; ++i) out_[count_at + i] = static_cast<char>((n >> (24 - 8 * i)) & 0xff);
+  big_endian::Store(out_.data() + count_at, n);
   if (done) scans_.erase(id);
 }
 
@@ -220,14 +204,14 @@ bool Connection::Dispatch(uint8_t code, std::string_view payload) {
     int64_t ts = 0;
     const auto value = txn->GetEntry(r.Bytes(), &ts);
     PutBytes(&out_, value ? &*value : nullptr);
-    PutU64(&out_, static_cast<uint64_t>(ts));
+    big_endian::Append<uint64_t>(&out_, static_cast<uint64_t>(ts));
   } else if (code == p::kOpMultiGet) {
     const uint32_t n = r.U32();
     std::vector<std::string_view> keys;
     keys.reserve(n);
     for (uint32_t i = 0; i < n; ++i) keys.push_back(r.Bytes());
     const auto values = txn->MultiGet(keys);
-    PutU32(&out_, n);
+    big_endian::Append<uint32_t>(&out_, n);
     for (const auto& v : values) PutBytes(&out_, v ? &*v : nullptr);
   } else {
     std::unique_ptr<Scan> scan;
@@ -239,7 +223,7 @@ bool Connection::Dispatch(uint8_t code, std::string_view payload) {
       scan = txn->NewScan(std::nullopt, std::nullopt);
     }
     const uint32_t id = next_scan_++;
-    PutU32(&out_, id);
+    big_endian::Append<uint32_t>(&out_, id);
     Scan& s = *scan;
     scans_[id] = std::move(scan);
     Chunk(s, id);

@@ -23,8 +23,7 @@ size_t VariableListElementFilter::NextUnexpiredOffset(const rocksdb::Slice& list
   size_t offset = 0;
   while (offset < list.size()) {
     if (list.size() - offset < 4 + kTimestampSize) return kInvalidOffset;
-    const auto* p = reinterpret_cast<const uint8_t*>(list.data() + offset);
-    const size_t n = (size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | size_t{p[3]};
+    const size_t n = big_endian::Load<uint32_t>(list.data() + offset);
     if (n < kTimestampSize || n > list.size() - offset - 4) return kInvalidOffset;
     if (!IsExpired(ReadTimestamp(list.data() + offset + 4), ttl, now)) break;
     offset += 4 + n;

@@ -1,4 +1,5 @@
 #include "ttlstate/record_file.h"
+#include "ttlstate/big_endian.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -23,25 +24,6 @@ constexpr int kZstdLevel = 3;  // as the Python writer
 
 [[noreturn]] void Fail(const std::string& path, const std::string& what) {
   throw std::runtime_error("checkpoint file " + path + ": " + what);
-}
-
-void PutU16(std::string* out, uint16_t v) {
-  out->push_back(static_cast<char>(v >> 8));
-  out->push_back(static_cast<char>(v & 0xff));
-}
-
-void PutU32(std::string* out, uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>((v >> shift) & 0xff));
-}
-
-void PutU64(std::string* out, uint64_t v) {
-  for (int shift = 56; shift >= 0; shift -= 8) out->push_back(static_cast<char>((v >> shift) & 0xff));
-}
-
-uint64_t GetU(const char* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
 }
 
 void ReadExactly(int fd, char* out, size_t n, uint64_t offset, const std::string& path) {
@@ -80,8 +62,8 @@ RecordFileWriter::RecordFileWriter(const std::string& path, char kind, std::stri
   if (file_.get() < 0) Fail(path, std::string("cannot create: ") + std::strerror(errno));
   std::string head(kMagic, 8);
   head.push_back(kind);
-  PutU16(&head, kRecordFormatVersion);
-  PutU32(&head, static_cast<uint32_t>(header_json.size()));
+  big_endian::Append<uint16_t>(&head, kRecordFormatVersion);
+  big_endian::Append<uint32_t>(&head, static_cast<uint32_t>(header_json.size()));
   head.append(header_json.data(), header_json.size());
   WriteRaw(head.data(), head.size());
   body_start_ = size_;
@@ -106,13 +88,13 @@ void RecordFileWriter::WriteRaw(const char* data, size_t n) {
 
 void RecordFileWriter::AppendRecordHead(uint8_t op, std::string_view key) {
   pending_.push_back(static_cast<char>(op));
-  PutU32(&pending_, static_cast<uint32_t>(key.size()));
+  big_endian::Append<uint32_t>(&pending_, static_cast<uint32_t>(key.size()));
   pending_.append(key.data(), key.size());
 }
 
 void RecordFileWriter::Put(std::string_view key, std::string_view value) {
   AppendRecordHead(kRecordPut, key);
-  PutU32(&pending_, static_cast<uint32_t>(value.size()));
+  big_endian::Append<uint32_t>(&pending_, static_cast<uint32_t>(value.size()));
   pending_.append(value.data(), value.size());
   ++count_;
   if (pending_.size() >= kChunk) CompressPending(false);
@@ -141,11 +123,11 @@ void RecordFileWriter::CompressPending(bool end) {
 uint64_t RecordFileWriter::Finish() {
   CompressPending(true);
   std::string footer(kFooterMagic, 8);
-  PutU64(&footer, count_);
-  PutU64(&footer, size_ - body_start_);
+  big_endian::Append<uint64_t>(&footer, count_);
+  big_endian::Append<uint64_t>(&footer, size_ - body_start_);
   const auto crc = static_cast<uint32_t>(
       ::crc32(crc_, reinterpret_cast<const Bytef*>(footer.data()), static_cast<uInt>(footer.size())));
-  PutU32(&footer, crc);
+  big_endian::Append<uint32_t>(&footer, crc);
   WriteRaw(footer.data(), footer.size());
   if (::fsync(file_.get()) != 0) Fail(path_, std::string("fsync failed: ") + std::strerror(errno));
   file_ = FileHandle();
@@ -165,10 +147,10 @@ RecordFileReader::RecordFileReader(const std::string& path) : path_(path), dctx_
   ReadExactly(file_.get(), prefix, kPrefixSize, 0, path);
   if (std::memcmp(prefix, kMagic, 8) != 0) Fail(path, "is not a ttlstate checkpoint file (bad magic)");
   kind_ = prefix[8];
-  const uint64_t hdr_len = GetU(prefix + 11, 4);
+  const uint64_t hdr_len = big_endian::Load<uint32_t>(prefix + 11);
   char footer[kFooterSize];
   ReadExactly(file_.get(), footer, kFooterSize, size - kFooterSize, path);
-  expected_count_ = GetU(footer + 8, 8);
+  expected_count_ = big_endian::Load<uint64_t>(footer + 8);
   const uint64_t body_start = kPrefixSize + hdr_len;
   if (body_start + kFooterSize > size) Fail(path, "is truncated or corrupt (sizes do not add up)");
   body_remaining_ = size - kFooterSize - body_start;
@@ -222,7 +204,7 @@ bool RecordFileReader::Next(uint8_t* op, std::string_view* key, std::string_view
     const char* p = buf_.data() + pos_;
     if (avail >= 5) {
       const auto o = static_cast<uint8_t>(p[0]);
-      const uint64_t klen = GetU(p + 1, 4);
+      const uint64_t klen = big_endian::Load<uint32_t>(p + 1);
       if (o != kRecordPut && o != kRecordDelete) {
         Fail(path_, "is corrupt (unknown record op " + std::to_string(o) + ")");
       }
@@ -235,7 +217,7 @@ bool RecordFileReader::Next(uint8_t* op, std::string_view* key, std::string_view
         return true;
       }
       if (o == kRecordPut && avail >= 9 + klen) {
-        const uint64_t vlen = GetU(p + 5 + klen, 4);
+        const uint64_t vlen = big_endian::Load<uint32_t>(p + 5 + klen);
         if (avail >= 9 + klen + vlen) {
           *op = o;
           *key = std::string_view(p + 5, klen);

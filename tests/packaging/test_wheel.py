@@ -101,6 +101,7 @@ def test_wheel_is_tagged_for_every_python_3_and_manylinux_2_28(built: Built) -> 
     assert "Root-Is-Purelib: false" in wheel_meta
     assert LIBRARY in names
     assert "ttlstate/jars/ttlstate-shim.jar" in names
+    assert "ttlstate/jars/ttlstate-tools.jar" in names
     assert not [n for n in names if re.search(r"cpython-\d+|\.abi3\.so$", n)], names
     assert "Requires-Python: >=3.11" in metadata
     assert "License-Expression: Apache-2.0" in metadata

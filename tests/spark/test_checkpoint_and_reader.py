@@ -41,16 +41,10 @@ def _inspect(argv: list[str]) -> dict:
 def _shim_operator_names(state_root: str) -> dict[str, str]:
     """What the shim reads as the operator names of a checkpoint (OperatorNames.scala)."""
     import json
-    import subprocess
 
-    import pyspark
+    from tests.jvm_hooks import run_hook
 
-    from ttlstate.spark.configure import jar_path
-
-    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.spark.OperatorNames",
-                          state_root], capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(run_hook("OperatorNamesJson", state_root).strip().splitlines()[-1])
 
 
 def _server_processes(wait_s: float = 15.0) -> list[psutil.Process]:

@@ -192,7 +192,7 @@ def test_a_server_that_hangs_while_starting_fails_the_task(spark: SparkSession, 
     os.chmod(stopper, stat.S_IRWXU)
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    jvm.ttlstate.spark.StateServer.shutdown()  # the next query starts a server with its own python
+    jvm.ttlstate.server.StateServer.shutdown()  # the next query starts a server with its own python
     run = Run(spark, TTLSTATE, build(), SCHEMA, "update", {K.PYTHON.key: stopper})
     run.start()
     try:
@@ -200,7 +200,7 @@ def test_a_server_that_hangs_while_starting_fails_the_task(spark: SparkSession, 
             run.step(STEPS[0])
     finally:
         run.stop()
-        jvm.ttlstate.spark.StateServer.shutdown()
+        jvm.ttlstate.server.StateServer.shutdown()
     msg = str(e.value)
     assert f"did not start within the deadline of {DEADLINE}" in msg and "is stopped" in msg, msg
     assert poll_until(lambda: not our_server_processes(), 30), our_server_processes()

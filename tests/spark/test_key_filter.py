@@ -29,7 +29,7 @@ def test_growing_filter_has_no_false_negatives_few_false_positives_and_a_bound(s
     assert jvm is not None
     rnd = random.Random(7)
     # first layer 500 keys, at most 6000
-    f = jvm.ttlstate.spark.KeyFilter.withCapacity(1, 1, 1, 500, 6000, "test")
+    f = jvm.ttlstate.cache.KeyFilter.withCapacity(1, 1, 1, 500, 6000, "test")
     members = list({rnd.randbytes(rnd.randint(1, 40)) for _ in range(5000)})
     for k in members:
         f.add(bytearray(k))
@@ -56,13 +56,13 @@ def test_a_filter_filled_from_the_servers_bits_holds_every_key(spark: SparkSessi
     assert jvm is not None
     rnd = random.Random(5)
     keys = list({rnd.randbytes(rnd.randint(0, 60)) for _ in range(3000)})
-    f = jvm.ttlstate.spark.KeyFilter.withCapacity(1, 1, 1, 6000, 100_000, "test")
-    one_by_one = jvm.ttlstate.spark.KeyFilter.withCapacity(1, 1, 1, 6000, 100_000, "test")
+    f = jvm.ttlstate.cache.KeyFilter.withCapacity(1, 1, 1, 6000, 100_000, "test")
+    one_by_one = jvm.ttlstate.cache.KeyFilter.withCapacity(1, 1, 1, 6000, 100_000, "test")
     hashes = _native.KeyHashes()
     for k in keys:
         hashes.add(k)
         one_by_one.add(bytearray(k))
-    probes = jvm.ttlstate.spark.KeyFilter.Hashes()
+    probes = jvm.ttlstate.cache.KeyFilter.Hashes()
     f.fillFirstLayer(bytearray(hashes.bloom_words(f.firstLayerBitsLog2(), probes)), len(keys))
     assert f.size() == len(keys) and f.layerCount() == 1
     assert all(f.mightContain(bytearray(k)) for k in keys)
@@ -81,7 +81,7 @@ def test_the_executors_filters_share_one_byte_budget(spark: SparkSession) -> Non
     returns its bytes to the budget."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    kf = jvm.ttlstate.spark.KeyFilter
+    kf = jvm.ttlstate.cache.KeyFilter
     base = kf.usedBytes()  # other modules' queries may hold filters in this JVM
     try:
         kf.setBudget(base + (1 << 20))  # 1 MiB for this test

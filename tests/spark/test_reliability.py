@@ -152,7 +152,7 @@ def test_every_bad_conf_value_fails_the_query_at_start(spark: SparkSession) -> N
     the value and what is allowed. `workers` comes first, with no server running."""
     cases = {K.WORKERS.key: BAD[K.WORKERS]} | {k.key: v for k, v in BAD.items()}
     cases[K.operator_ttl_key(0)] = "later"
-    spark._jvm.ttlstate.spark.StateServer.shutdown()  # type: ignore[union-attr]
+    spark._jvm.ttlstate.server.StateServer.shutdown()  # type: ignore[union-attr]
     wrong: dict[str, str] = {}
     for key, value in cases.items():
         run = Run(spark, TTLSTATE, agg, SCHEMA, "update", {key: value})
@@ -181,7 +181,7 @@ def test_a_failed_server_start_leaves_no_directory(spark: SparkSession, tmp_path
               else 'echo "No module named ttlstate" >&2; exit 1')
     wrapper.write_text(f'#!/bin/sh\necho "$@" >> {args}\n{run_it}\n')
     wrapper.chmod(0o755)
-    spark._jvm.ttlstate.spark.StateServer.shutdown()  # type: ignore[union-attr]
+    spark._jvm.ttlstate.server.StateServer.shutdown()  # type: ignore[union-attr]
     run = Run(spark, TTLSTATE, agg, SCHEMA, "update", {K.PYTHON.key: str(wrapper)})
     run.start()
     try:

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.spark
 
 def _running_server(spark: SparkSession) -> tuple[int, int] | None:
     """(generation, pid) of this JVM's state server, if one runs."""
-    found = spark._jvm.ttlstate.spark.StateServer.running()  # type: ignore[union-attr]
+    found = spark._jvm.ttlstate.server.StateServer.running()  # type: ignore[union-attr]
     if found.isEmpty():
         return None
     server = found.get()

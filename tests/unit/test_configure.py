@@ -75,16 +75,9 @@ def test_pyspark_python_is_used_not_overridden(monkeypatch: pytest.MonkeyPatch) 
 ])
 def test_the_shim_chooses_the_server_interpreter(python: str, local_python: str, pyspark_python: str,
                                                  mode: str, expected: str) -> None:
-    import glob
-    import os
-    import subprocess
+    from tests.jvm_hooks import run_hook
 
-    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    assert glob.glob(os.path.join(spark_jars, "scala-library*.jar"))
-    out = subprocess.run(["java", "-cp", f"{C.jar_path()}:{spark_jars}/*", "ttlstate.spark.ServerPython",
-                          python, local_python, pyspark_python, mode],
-                         capture_output=True, text=True, timeout=120, check=True)
-    assert out.stdout.strip() == expected
+    assert run_hook("ServerPythonChoice", python, local_python, pyspark_python, mode).strip() == expected
 
 
 def test_durations_take_a_unit_or_a_timedelta() -> None:

@@ -5,24 +5,19 @@ from __future__ import annotations
 import glob
 import json
 import os
-import subprocess
 
-import pyspark
 import pytest
+from tests.jvm_hooks import run_hook, spark_jars
 
 from ttlstate.config import keys as K
 from ttlstate.server import protocol as P
-from ttlstate.spark.configure import jar_path
 from ttlstate.store.metric_names import ALL_METRICS
 
 
 @pytest.fixture(scope="module")
 def scala() -> dict:
-    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    assert glob.glob(os.path.join(spark_jars, "spark-sql_*.jar"))
-    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.spark.Constants"],
-                         capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(out.stdout)
+    assert glob.glob(os.path.join(spark_jars(), "spark-sql_*.jar"))
+    return json.loads(run_hook("Constants"))
 
 
 def test_protocol_constants_match(scala: dict) -> None:
@@ -89,11 +84,8 @@ def test_expiry_rule_is_the_same_in_scala_python_and_cpp() -> None:
         cases.append((ts, ttl, max(-(2**63), now)))
     cases += [(1000, 100, 1100), (1000, 100, 1099), (big - 5, 100, big), (big - 5, 100, big - 1),
               (-5, big, big), (0, 1, 1), (big, big, big), (-(2**63), 1, -(2**63) + 1)]
-    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.spark.Expiry"],
-                         input="".join(f"{t} {ttl} {now}\n" for t, ttl, now in cases),
-                         capture_output=True, text=True, timeout=120, check=True)
-    scala = [line == "1" for line in out.stdout.split()]
+    out = run_hook("ExpiryCases", stdin="".join(f"{t} {ttl} {now}\n" for t, ttl, now in cases))
+    scala = [line == "1" for line in out.split()]
     python = [is_expired(*c) for c in cases]
     native = [_native.is_expired(*c) for c in cases]
     assert scala == python == native
@@ -110,9 +102,37 @@ def test_key_filter_hashes_are_the_same_in_scala_and_cpp() -> None:
     rnd = random.Random(20261124)
     keys = [b""] + [rnd.randbytes(n) for n in range(1, 13)] + [rnd.randbytes(rnd.randint(0, 300))
                                                              for _ in range(500)]
-    spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    out = subprocess.run(["java", "-cp", f"{jar_path()}:{spark_jars}/*", "ttlstate.spark.KeyFilter"],
-                         input="".join(f"{k.hex()}\n" for k in keys),
-                         capture_output=True, text=True, timeout=120, check=True)
-    scala = [tuple(int(h) & 0xFFFFFFFF for h in line.split()) for line in out.stdout.splitlines()]
+    out = run_hook("KeyHashes", stdin="".join(f"{k.hex()}\n" for k in keys))
+    scala = [tuple(int(h) & 0xFFFFFFFF for h in line.split()) for line in out.splitlines()]
     assert scala == [_native.key_hashes(k) for k in keys]
+
+
+def test_conf_values_the_shim_reads_are_parsed_as_python_parses_them() -> None:
+    """Sizes and durations (the units are generated from Python's tables, the parsers are one per
+    language): the same generated values through both. Known on purpose: durations of 12 digits
+    or more and zero durations are not values to the shim (it keeps the default; the server
+    validates the key), so the cases have 1 to 11 digits and no zero duration."""
+    import random
+
+    from ttlstate.config.parse import ConfError, parse_bytes, parse_duration_ms
+
+    rnd = random.Random(20261124)
+    units = ["", "b", "k", "kb", "m", "mb", "g", "gb", "t", "ms", "s", "sec", "min", "h", "d", "w", "M",
+             "Kb", "x"]
+    cases = []
+    for _ in range(600):
+        kind = rnd.choice(["size", "duration"])
+        digits = rnd.randint(1, 20 if kind == "size" else 11)
+        n = str(rnd.randint(10 ** (digits - 1) if kind == "duration" else 0, 10**digits - 1))
+        cases.append((kind, rnd.choice(["", " "]) + n + rnd.choice(["", " "]) + rnd.choice(units)))
+    cases += [("size", "1.5g"), ("size", "-1m"), ("duration", "5"), ("duration", "m5"), ("size", "")]
+
+    def python(kind: str, value: str) -> str:
+        try:
+            parsed = parse_bytes("k", value, minimum=0) if kind == "size" else parse_duration_ms("k", value)
+        except ConfError:
+            return "-"
+        return str(parsed)
+
+    out = run_hook("ConfValueCases", stdin="".join(f"{kind}|{value}\n" for kind, value in cases))
+    assert out.split("\n")[:-1] == [python(*c) for c in cases]

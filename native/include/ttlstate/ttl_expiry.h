@@ -5,19 +5,15 @@
 #include <cstdint>
 #include <limits>
 
+#include "ttlstate/big_endian.h"
+#include "ttlstate/generated/ttl_value_layout.h"
+
 namespace ttlstate {
 
-constexpr size_t kTimestampSize = 8;
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 // Big-endian signed 64-bit timestamp at `p` (two's complement, so negative values round-trip).
-inline int64_t ReadTimestamp(const char* p) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < kTimestampSize; ++i) {
-    v = (v << 8) | static_cast<uint8_t>(p[i]);
-  }
-  return static_cast<int64_t>(v);
-}
+inline int64_t ReadTimestamp(const char* p) { return big_endian::Load<int64_t>(p); }
 
 // The first instant at which a value last accessed at `ts` is expired, clamped like Flink.
 inline int64_t ExpirationTimestamp(int64_t ts, int64_t ttl) {

@@ -11,10 +11,7 @@
 
 namespace ttlstate {
 
-inline void AppendTimestamp(std::string* out, int64_t ts) {
-  const auto v = static_cast<uint64_t>(ts);
-  for (int shift = 56; shift >= 0; shift -= 8) out->push_back(static_cast<char>((v >> shift) & 0xff));
-}
+inline void AppendTimestamp(std::string* out, int64_t ts) { big_endian::Append(out, ts); }
 
 inline std::string EncodeTtlValue(int64_t ts, std::string_view user) {
   std::string out;

@@ -2,8 +2,8 @@
 
 Only SQL confs that start with `spark.sql.streaming.stateStore.` reach a provider on the
 executors, so all keys live under `spark.sql.streaming.stateStore.ttlstate.`. The Scala
-shim has its own copy of the names (`ConfKeys.scala`); `tests/unit/test_cross_language.py`
-checks both lists are equal, and `tests/unit/test_docs.py` checks the generated
+shim's `ConfKeys` is generated from these (ttlstate.codegen; `tests/unit/test_cross_language.py`
+checks the compiled shim's list), and `tests/unit/test_docs.py` checks the generated
 configuration reference (`docs/configuration.md`) is up to date.
 """
 

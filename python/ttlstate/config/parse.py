@@ -42,7 +42,9 @@ class UnknownConfKey(ConfError):
         self.key, self.value, self.allowed = key, value, "a known ttlstate key"
 
 
-_UNIT_MS = {
+# Duration units and size units; the shim parses the confs it reads with the same tables
+# (generated for Scala by ttlstate.codegen).
+UNIT_MS = {
     "ms": 1,
     "s": 1000,
     "sec": 1000,
@@ -72,9 +74,9 @@ def parse_duration_ms(key: str, value: str, *, allow_zero: bool = False,
         if allow_zero and n == 0:
             return 0
         raise ConfError(key, value, f"{allowed}; write '{n}s', '{n}m' or '{n}ms'")
-    if unit not in _UNIT_MS or (n == 0 and not allow_zero):
+    if unit not in UNIT_MS or (n == 0 and not allow_zero):
         raise ConfError(key, value, allowed)
-    return min(n * _UNIT_MS[unit], INT64_MAX)
+    return min(n * UNIT_MS[unit], INT64_MAX)
 
 
 def format_duration_ms(ms: int | None) -> str:
@@ -87,7 +89,7 @@ def format_duration_ms(ms: int | None) -> str:
     return f"{ms}ms"
 
 
-_UNIT_BYTES = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+UNIT_BYTES = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
                "g": 1 << 30, "gb": 1 << 30}
 
 
@@ -96,9 +98,9 @@ def parse_bytes(key: str, value: str, *, minimum: int) -> int:
     allowed = (f"a size such as 64m, 512m, 2g (units b, k, m, g; a bare number is bytes), "
                f"at least {minimum}")
     m = _DURATION_RE.match(str(value).lower())
-    if not m or m.group(2) not in _UNIT_BYTES:
+    if not m or m.group(2) not in UNIT_BYTES:
         raise ConfError(key, value, allowed)
-    n = int(m.group(1)) * _UNIT_BYTES[m.group(2)]
+    n = int(m.group(1)) * UNIT_BYTES[m.group(2)]
     if not minimum <= n <= INT64_MAX:
         raise ConfError(key, value, allowed)
     return n

@@ -1,4 +1,5 @@
-"""The JVM <-> state server wire protocol, Python side (Scala side: Protocol.scala).
+"""The JVM <-> state server wire protocol, its spec and single definition (ttlstate.codegen emits
+the constants for the shim and the native data plane at build time).
 
 Every message is a frame: `u32 length | u8 code | payload`, big-endian, length counting the
 code and payload. Requests go shim -> server; the server answers a synchronous request with
@@ -8,8 +9,8 @@ does all remote I/O. WRITES frames carry a batch of puts and removes and get no 
 error in them is kept and returned by the next synchronous request on that connection.
 
 Payload primitives: i64/i32/u32/u8 big-endian; bytes = i32 length (-1: null) + data;
-str = bytes as UTF-8. A `tests/unit/test_cross_language.py` test checks every constant here
-against the shim's, and those the native data plane uses (native/include/ttlstate/protocol.h).
+str = bytes as UTF-8. `tests/unit/test_cross_language.py` checks the compiled shim's and native
+module's constants against these.
 """
 
 from __future__ import annotations

@@ -51,11 +51,20 @@ class ShimNotLoadable(RuntimeError):
 
 
 def jar_path() -> str:
-    """The shim jar inside the installed package."""
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jars",
-                        "ttlstate-shim.jar")
+    """The shim jar inside the installed package (what Spark's driver and executors load)."""
+    return _packaged_jar("ttlstate-shim.jar")
+
+
+def tools_jar_path() -> str:
+    """The tools jar next to it: `ttlstate migrate` and the tests' command-line hooks, compiled
+    against the shim and kept out of the executors' classpath."""
+    return _packaged_jar("ttlstate-tools.jar")
+
+
+def _packaged_jar(name: str) -> str:
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jars", name)
     if not os.path.exists(path):
-        raise FileNotFoundError(f"ttlstate shim jar not found at {path}: run `make setup` (or "
+        raise FileNotFoundError(f"ttlstate jar {name} not found at {path}: run `make setup` (or "
                                 "`make jar`) in the ttlstate source tree")
     return path
 

@@ -5,7 +5,8 @@ state, at the last committed batch, is held by ttlstate (or, with `--to rocksdb`
 RocksDB provider: adopting ttlstate is reversible) and whose offset log pins that provider.
 Restarting the query on the new checkpoint continues exactly where the old one stopped.
 
-The copy is a Spark job with one task per store (`ttlstate.spark.Migration` in the shim): the
+The copy is a Spark job with one task per store (`ttlstate.tools.Migration`, in the tools jar,
+which executors never load otherwise): the
 provider the source pins reads the last committed version, the target provider writes it as
 the same version, and the row counts are compared per store. Every migrated entry counts as
 written at the last committed batch's time: TTL runs from there.
@@ -15,11 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 from typing import Any
 
 from ttlstate.config import keys as K
+from ttlstate.spark.configure import tools_jar_path
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
@@ -45,6 +48,25 @@ def _progress(spark: Any, done: threading.Event, out: Any) -> None:
                 print(f"ttlstate migrate: stores copied {now[0]}/{now[1]}", file=out, flush=True)
 
 
+def _migration_run(spark: Any) -> Any:
+    """`ttlstate.tools.Migration.run` of the installed tools jar, as a reflected method.
+
+    The tools jar is not on a session's classpath (`configure` gives the executors only the
+    shim): it is added to the running context (the executors fetch it for the copy's tasks) and
+    loaded on the driver by a class loader over the session's, so any session can migrate."""
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    path = tools_jar_path()
+    added = str(sc._jsc.sc().listJars().mkString("\n")).splitlines()
+    if not any(j.endswith("/" + os.path.basename(path)) for j in added):
+        sc._jsc.addJar(path)
+    urls = sc._gateway.new_array(jvm.java.net.URL, 1)
+    urls[0] = jvm.java.io.File(path).toURI().toURL()
+    parent = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    tool = jvm.java.net.URLClassLoader(urls, parent).loadClass("ttlstate.tools.Migration")
+    return next(m for m in tool.getMethods() if m.getName() == "run")
+
+
 def migrate(spark: Any, source: str, target: str, to: str = "ttlstate",
             confs: dict[str, str] | None = None, progress: Any = None) -> dict:
     """Migrate the stopped query of checkpoint `source` into the new checkpoint `target`, its
@@ -59,8 +81,12 @@ def migrate(spark: Any, source: str, target: str, to: str = "ttlstate",
         watcher = threading.Thread(target=_progress, args=(spark, done, progress), daemon=True)
         watcher.start()
     try:
-        report = jvm.ttlstate.spark.Migration.run(spark._jsparkSession, source, target, provider,
-                                                  dict(confs or {}))
+        run = _migration_run(spark)
+        args = spark.sparkContext._gateway.new_array(jvm.java.lang.Object, 5)
+        for i, arg in enumerate((spark._jsparkSession, source, target, provider,
+                                 jvm.java.util.HashMap(dict(confs or {})))):
+            args[i] = arg
+        report = run.invoke(None, args)
     except Exception as e:  # py4j wraps the JVM's error; keep its message, drop the JVM trace
         message = str(e)
         marker = "MigrationError: "

@@ -1,4 +1,4 @@
-"""Custom metric names reported to Spark, defined once (mirrored in the shim's Metrics.scala).
+"""Custom metric names reported to Spark, defined once (generated for the shim by ttlstate.codegen).
 
 Spark declares them from `supportedCustomMetrics` on an uninitialised provider; a store
 reporting a name missing there fails the task, so both lists are cross-checked by a test.
@@ -15,6 +15,7 @@ class MetricName:
     kind: str  # "sum", "size" or "timing", as Spark's StateStoreCustom*Metric
     desc: str
     spark: str = ""  # what a Spark user already reads for the same meaning (docs/metrics.md)
+    ui: str = ""  # the shorter description Spark's UI shows, where it is not `desc`
 
 
 # Named as Spark's own metric: a custom metric of the name of one of the operator's metrics is
@@ -23,7 +24,8 @@ class MetricName:
 NUM_REMOVED_STATE_ROWS = MetricName("numRemovedStateRows", "sum",
                                     "rows removed from the state: the operator's removals plus "
                                     "ttlExpiredTotal; progress shows the sum as numRowsRemoved",
-                                    "Spark's own: `numRowsRemoved` in progress")
+                                    "Spark's own: `numRowsRemoved` in progress",
+                                    ui="number of removed state rows")
 TTL_EXPIRED_ON_READ = MetricName("ttlExpiredOnRead", "sum",
                                  "entries hidden or dropped as expired on read",
                                  "none (TTL of transformWithState: `numValuesRemovedDueToTTLExpiry`)")
@@ -36,7 +38,8 @@ TTL_DROPPED_FROM_SNAPSHOT = MetricName("ttlDroppedFromSnapshot", "sum",
 STORE_CALL_COUNT = MetricName("storeCallCount", "sum",
                               "calls of the task to the store that waited for its answer (the store "
                               "runs in the executor's ttlstate state server process)",
-                              "none (Spark's RocksDB runs in the executor JVM)")
+                              "none (Spark's RocksDB runs in the executor JVM)",
+                              ui="calls of the task to the store that waited for its answer")
 STORE_CALL_TIME_MS = MetricName("storeCallTimeMs", "timing",
                                 "time the task waited for the store's answers",
                                 "close to the sum of `rocksdbGetLatency`, `rocksdbPutLatency` and "
@@ -44,7 +47,9 @@ STORE_CALL_TIME_MS = MetricName("storeCallTimeMs", "timing",
 BLOOM_FILTER_SKIPPED_READS = MetricName("bloomFilterSkippedReadCount", "sum",
                                         "reads of keys the store does not have, answered by the "
                                         "executor's Bloom filter of the store's keys without a call "
-                                        "to the store", "none")
+                                        "to the store", "none",
+                                        ui="reads of keys the store does not have, answered by the "
+                                           "executor's Bloom filter without a call to the store")
 ROCKSDB_SST_FILE_SIZE = MetricName("rocksdbSstFileSize", "size",
                                    "bytes of the live SST files on disk (what compaction reclaims; "
                                    "writes still in memtables are not in it)",
@@ -57,7 +62,8 @@ TTL_EXPIRED_TOTAL = MetricName("ttlExpiredTotal", "sum",
                                "ttlExpiredOnRead + ttlRemovedByCompactionFilter + "
                                "ttlRemovedByIncrementalCleanup (entries left out of a snapshot are "
                                "not counted: they are still in the state until one of those removes them)",
-                               "included in `numRowsRemoved`")
+                               "included in `numRowsRemoved`",
+                               ui="entries that left the state by TTL in this batch, all ways together")
 COMMIT_TIME_MS = MetricName("storeCommitTimeMs", "timing",
                             "time ttlstate spent committing versions durably (Spark's commitTimeMs "
                             "includes it)", "part of `commitTimeMs`")

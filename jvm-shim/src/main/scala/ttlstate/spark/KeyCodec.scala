@@ -26,7 +26,7 @@ object KeyCodec {
       s"ttlstate supports NoPrefix and PrefixKeyScan key encoders, not ${other.getClass.getSimpleName}")
   }
 
-  private[spark] def rowBytes(row: UnsafeRow): Array[Byte] = row.getBytes
+  private[ttlstate] def rowBytes(row: UnsafeRow): Array[Byte] = row.getBytes
 
   final class Plain(numFields: Int) extends KeyCodec {
     def encode(key: UnsafeRow): Array[Byte] = rowBytes(key)

@@ -11,6 +11,9 @@ import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Deduplicate, Dedu
   EventTimeWatermark, FlatMapGroupsInPandasWithState, FlatMapGroupsWithState, GlobalLimit, Join, LogicalPlan}
 import org.apache.spark.sql.catalyst.streaming.WriteToStream
 import org.slf4j.LoggerFactory
+import ttlstate.client.Json
+import ttlstate.conf.ConfKeys
+import ttlstate.metadata.SparkMetadata
 
 /** `spark.sql.extensions=ttlstate.spark.TtlStateExtensions` (set by `ttlstate.configure`, or in
  *  spark-defaults.conf / `--conf`): ttlstate's checks run when a streaming query starts.
@@ -90,10 +93,10 @@ object StartChecks {
   /** Runs at `start()` of every streaming query of a session with the extension. */
   def onStart(session: SparkSession, checkpoint: String, plan: Option[LogicalPlan] = None): Unit = {
     val conf = session.conf
-    val provider = conf.getOption(Migration.ProviderKey).getOrElse("")
+    val provider = conf.getOption(SparkMetadata.ProviderKey).getOrElse("")
     val ours = conf.getAll.filter(_._1.startsWith(ConfKeys.PREFIX))
     val hadoopConf = session.sparkContext.hadoopConfiguration
-    val pinned = if (checkpoint == null) None else Migration.pinnedProvider(checkpoint, hadoopConf)
+    val pinned = if (checkpoint == null) None else SparkMetadata.pinnedProvider(checkpoint, hadoopConf)
     val onTtlstate = pinned.getOrElse(provider) == ProviderClass
 
     if (provider == ProviderClass && pinned.exists(_ != ProviderClass)) {

@@ -6,6 +6,9 @@ import scala.util.control.NonFatal
 
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
 import org.slf4j.LoggerFactory
+import ttlstate.conf.ConfKeys
+import ttlstate.metadata.SparkMetadata
+import ttlstate.server.ServerLaunch
 
 /** `spark.plugins=ttlstate.spark.StateServerPlugin` (`ttlstate.configure` sets it): each executor
  *  starts its state server in the background as the executor starts, when the provider class is
@@ -22,7 +25,7 @@ class StateServerPlugin extends SparkPlugin {
   override def executorPlugin(): ExecutorPlugin = new ExecutorPlugin {
     override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
       val conf = ctx.conf()
-      if (conf.get(Migration.ProviderKey, "") == StartChecks.ProviderClass) {
+      if (conf.get(SparkMetadata.ProviderKey, "") == StartChecks.ProviderClass) {
         val confs = conf.getAllWithPrefix(ConfKeys.PREFIX).map { case (k, v) => (ConfKeys.PREFIX + k) -> v }.toMap
         val launch = ServerLaunch.of(confs)
         val starter = new Thread(() => StateServerPlugin.start(launch), "ttlstate-server-start")

@@ -3,6 +3,17 @@ package ttlstate.spark
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
+import ttlstate.cache.CacheView
+import ttlstate.cache.Expiry
+import ttlstate.cache.HotCache
+import ttlstate.cache.KeyFilter
+import ttlstate.cache.Known
+import ttlstate.cache.StoreKey
+import ttlstate.client.PayloadReader
+import ttlstate.client.PayloadWriter
+import ttlstate.client.Protocol
+import ttlstate.client.ServerConnection
+import ttlstate.client.CheckpointFiles
 
 /** One version of one store for one task, backed by the state server.
  *
@@ -21,7 +32,7 @@ final class TtlStateStore(
     codec: KeyCodec,
     numValueFields: Int,
     files: CheckpointFiles,
-    private[spark] val loaded: LoadedVersion) extends StateStore {
+    private[ttlstate] val loaded: LoadedVersion) extends StateStore {
 
   private val writes = new PayloadWriter(1 << 16)
   // Spark's forceSnapshotOnCommit: the committed version is snapshotted before commit returns.
@@ -41,15 +52,15 @@ final class TtlStateStore(
   private var knownBytes = 0L
   private val KnownLimit = 32L << 20
   // Set by the provider after LOAD (and on upgrade); null: every read asks the server.
-  private[spark] var keyFilter: KeyFilter = null
+  private[ttlstate] var keyFilter: KeyFilter = null
   private var readsSkipped = 0L
   // Loading this version: the LOAD call (a restore when the server rebuilt its local DB) and
   // filling the key filter. Set by the provider.
-  private[spark] var loadNanos = 0L
+  private[ttlstate] var loadNanos = 0L
   // The executor's cross-batch cache of this store's committed entries (HotCache), when the
   // provider attached it: null otherwise. Entries are answered with TTL applied here.
-  private[spark] var cache: CacheView = null
-  private[spark] var cacheEpoch = 0L
+  private[ttlstate] var cache: CacheView = null
+  private[ttlstate] var cacheEpoch = 0L
   private var cacheHits = 0L
   private var cacheMisses = 0L
   private var expiredInCacheReadOnly = 0L // a writable store's are counted by the server
@@ -278,7 +289,7 @@ final class TtlStateStore(
   private def startScans(): Unit = if (unstarted.nonEmpty) unstarted.reverse.foreach(_.start())
 
   /** Every key of the loaded version (expired ones too), streamed in chunks, into `f`. */
-  private[spark] def scanKeys(f: Array[Byte] => Unit): Unit = {
+  private[ttlstate] def scanKeys(f: Array[Byte] => Unit): Unit = {
     val it = new Chunks("keyFilter", request(Protocol.OP_KEYS).frame(Protocol.OP_KEYS))
     while (it.hasNext) {
       f(it.reader.bytesOrNull())
@@ -375,14 +386,14 @@ final class TtlStateStore(
     val reported = (0 until r.u32()).map(_ => r.str() -> r.i64()).toMap
     val custom = Metrics.all.map { m =>
       val v = m.name match {
-        case Metrics.STORE_CALL_COUNT => roundTrips
-        case Metrics.STORE_CALL_TIME_MS => bridgeNanos / 1000000L
-        case Metrics.LOAD_LATENCY_MS => loadNanos / 1000000L
-        case Metrics.BLOOM_FILTER_SKIPPED_READS => readsSkipped
-        case Metrics.CACHE_HITS => cacheHits
-        case Metrics.CACHE_MISSES => cacheMisses
-        case Metrics.CACHE_BYTES => if (cache == null) 0L else HotCache.ownerBytes(cache.owner)
-        case Metrics.TTL_EXPIRED_ON_READ | Metrics.TTL_EXPIRED_TOTAL | Metrics.NUM_REMOVED_STATE_ROWS =>
+        case MetricNames.STORE_CALL_COUNT => roundTrips
+        case MetricNames.STORE_CALL_TIME_MS => bridgeNanos / 1000000L
+        case MetricNames.LOAD_LATENCY_MS => loadNanos / 1000000L
+        case MetricNames.BLOOM_FILTER_SKIPPED_READS => readsSkipped
+        case MetricNames.CACHE_HITS => cacheHits
+        case MetricNames.CACHE_MISSES => cacheMisses
+        case MetricNames.CACHE_BYTES => if (cache == null) 0L else HotCache.ownerBytes(cache.owner)
+        case MetricNames.TTL_EXPIRED_ON_READ | MetricNames.TTL_EXPIRED_TOTAL | MetricNames.NUM_REMOVED_STATE_ROWS =>
           reported.getOrElse(m.name, 0L) + expiredInCacheReadOnly
         case name => reported.getOrElse(name, 0L)
       }

@@ -9,6 +9,26 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.ttlstatebridge.NextIteratorBridge
+import ttlstate.cache.CacheView
+import ttlstate.client.CheckpointFiles
+import ttlstate.cache.HotCache
+import ttlstate.cache.KeyFilter
+import ttlstate.client.ConnectionLost
+import ttlstate.client.Json
+import ttlstate.client.PayloadReader
+import ttlstate.client.PayloadWriter
+import ttlstate.client.Protocol
+import ttlstate.client.ServerConnection
+import ttlstate.client.ServerDied
+import ttlstate.client.ServerError
+import ttlstate.conf.ConfKeys
+import ttlstate.metadata.BatchTime
+import ttlstate.metadata.OperatorNames
+import ttlstate.metadata.QueryIdentity
+import ttlstate.server.RunningServer
+import ttlstate.server.ServerLaunch
+import ttlstate.server.StateServer
+import ttlstate.conf.{ConfValues, ShimConfs}
 
 /** Spark's entry point. Thin: every store operation goes to the ttlstate state server.
  *
@@ -28,19 +48,19 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   private var launch: ServerLaunch = _
   private var operatorName: Option[String] = None
   /** Checkpoint format 2: versions are loaded by the id Spark's commit log recorded. */
-  private[spark] var checkpointIds = false
-  private[spark] var writeBatchBytes: Int = ConfKeys.DEFAULT_WRITE_BATCH_BYTES
+  private[ttlstate] var checkpointIds = false
+  private[ttlstate] var writeBatchBytes: Int = ConfValues.DEFAULT_WRITE_BATCH_BYTES
   @volatile private var opened: (Long, Int) = (-1L, -1)
-  @volatile private[spark] var readsCacheable = false
+  @volatile private[ttlstate] var readsCacheable = false
   @volatile private var keyFilterAllowed = false
-  private var keyFilterMaxKeys: Int = ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS
-  private var keyFilterMaxBytes: Long = ConfKeys.DEFAULT_KEY_FILTER_MAX_BYTES
+  private var keyFilterMaxKeys: Int = ConfValues.DEFAULT_KEY_FILTER_MAX_KEYS
+  private var keyFilterMaxBytes: Long = ConfValues.DEFAULT_KEY_FILTER_MAX_BYTES
   @volatile private var keyFilter: KeyFilter = null
-  @volatile private[spark] var ttlMs: Long = -1L        // the store's TTL as the server applies it; -1: off
-  @volatile private[spark] var updateOnRead = false
-  private var cacheMaxBytes: Long = ConfKeys.DEFAULT_CACHE_MAX_BYTES
+  @volatile private[ttlstate] var ttlMs: Long = -1L        // the store's TTL as the server applies it; -1: off
+  @volatile private[ttlstate] var updateOnRead = false
+  private var cacheMaxBytes: Long = ConfValues.DEFAULT_CACHE_MAX_BYTES
   // Real-time Mode: how often a loaded version's "now" advances to the wall clock; -1: never.
-  private[spark] var clockIntervalMs: Long = -1L
+  private[ttlstate] var clockIntervalMs: Long = -1L
   private lazy val cacheView = new CacheView(HotCache.newOwner())
 
   override def init(
@@ -65,17 +85,12 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     this.files = new CheckpointFiles(new Path(stateStoreId.storeCheckpointLocation().toString), hadoopConf)
     val confs = storeConfs.sqlConfs.filter(_._1.startsWith(ConfKeys.PREFIX))
     this.launch = ServerLaunch.of(confs)
-    this.writeBatchBytes = confs.get(ConfKeys.WRITE_BATCH_BYTES)
-      .flatMap(v => scala.util.Try(v.trim.toInt).toOption).filter(_ >= 1024)
-      .getOrElse(ConfKeys.DEFAULT_WRITE_BATCH_BYTES)
-    this.cacheMaxBytes = confs.get(ConfKeys.CACHE_MAX_BYTES).flatMap(ConfKeys.sizeBytes)
-      .getOrElse(ConfKeys.DEFAULT_CACHE_MAX_BYTES)
-    this.clockIntervalMs = confs.get(ConfKeys.REAL_TIME_CLOCK_INTERVAL).flatMap(ConfKeys.durationMs)
-      .filter(_ >= ConfKeys.MIN_REAL_TIME_CLOCK_INTERVAL_MS).getOrElse(-1L)
-    this.keyFilterMaxKeys = confs.get(ConfKeys.KEY_FILTER_MAX_KEYS)
-      .flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_KEYS)
-    this.keyFilterMaxBytes = confs.get(ConfKeys.KEY_FILTER_MAX_BYTES).flatMap(ConfKeys.sizeBytes)
-      .getOrElse(ConfKeys.DEFAULT_KEY_FILTER_MAX_BYTES)
+    val shim = ShimConfs.of(confs)
+    this.writeBatchBytes = shim.writeBatchBytes
+    this.cacheMaxBytes = shim.cacheMaxBytes
+    this.clockIntervalMs = shim.clockIntervalMs
+    this.keyFilterMaxKeys = shim.keyFilterMaxKeys
+    this.keyFilterMaxBytes = shim.keyFilterMaxBytes
     // A streaming query's tasks carry its query id as a local property; the state data source's
     // tasks do not (their Hadoop conf may still hold a run id copied from the session's SQL conf,
     // which must not make a reader share the running query's stores).
@@ -88,7 +103,15 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     // The names of the query's operators (`operator.<name>.ttl`, and the logs), from Spark's state metadata.
     val operatorNames = OperatorNames.of(stateStoreId.checkpointRootLocation, queryRun, hadoopConf)
     this.operatorName = operatorNames.get(stateStoreId.operatorId)
-    val info = Seq(
+    val info = openInfo(stateStoreId, keySchema, valueSchema, operatorNames, queryRun, hadoopConf)
+    this.openJson = (Json.obj(confs.toSeq.map { case (k, v) => k -> Json.str(v) }), Json.obj(info))
+    StateServer.watchApplication()
+  }
+
+  /** What the server is told about the store at OPEN, besides the confs. */
+  private def openInfo(stateStoreId: StateStoreId, keySchema: StructType, valueSchema: StructType,
+      operatorNames: Map[Long, String], queryRun: Option[String], hadoopConf: Configuration): Seq[(String, String)] =
+    Seq(
       "operatorId" -> stateStoreId.operatorId.toString,
       "partitionId" -> stateStoreId.partitionId.toString,
       "storeName" -> Json.str(stateStoreId.storeName),
@@ -103,20 +126,17 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       "stateReader" -> queryRun.isEmpty.toString) ++
       operatorName.map(n => "operatorName" -> Json.str(n)) ++
       QueryIdentity.forStateRoot(stateStoreId.checkpointRootLocation, hadoopConf).map(q => "queryId" -> Json.str(q))
-    this.openJson = (Json.obj(confs.toSeq.map { case (k, v) => k -> Json.str(v) }), Json.obj(info))
-    StateServer.watchApplication()
-  }
 
   override def stateStoreId: StateStoreId = id
 
-  private[spark] def label: String =
+  private[ttlstate] def label: String =
     s"ttlstate store (operator ${id.operatorId}, partition ${id.partitionId}, store ${id.storeName})"
 
   private def workerOf(server: RunningServer): Int = Math.floorMod(providerKey.hashCode, server.sockets.size)
 
   /** Runs `f` with a connection to this store's worker and its server-side handle, starting
    *  the server if needed. */
-  private[spark] def withConnection[T](keep: Boolean)(f: (ServerConnection, Int, Int) => T): T =
+  private[ttlstate] def withConnection[T](keep: Boolean)(f: (ServerConnection, Int, Int) => T): T =
     withServerConnection(launch.server(), keep)(f)
 
   private def withServerConnection[T](server: RunningServer, keep: Boolean)(
@@ -153,7 +173,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     }
   }
 
-  private[spark] def errorFor(what: String, version: Long, e: Throwable): Throwable = e match {
+  private[ttlstate] def errorFor(what: String, version: Long, e: Throwable): Throwable = e match {
     case s: ServerError =>
       new IllegalStateException(s"$label, version $version: $what failed: ${s.message}", s)
     case d: ServerDied => new IllegalStateException(s"$label, version $version: $what failed: ${d.getMessage}", d)
@@ -316,7 +336,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
    *  DB from the checkpoint (`restoredKeyBits`), else filled by one scan of the keys. Read-only
    *  stores never pay for a scan: the state data source reads once, and an operator's read
    *  store builds it when upgraded. */
-  private[spark] def attachKeyFilter(store: TtlStateStore,
+  private[ttlstate] def attachKeyFilter(store: TtlStateStore,
       restoredKeyBits: Option[Int => Array[Byte]] = None): Unit = {
     KeyFilter.setBudget(keyFilterMaxBytes)
     val l = store.loaded
@@ -341,7 +361,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
    *  cacheable (expired values are never returned) and every access need not reach the server
    *  (no per-record incremental cleanup). The view is renewed unless it still describes exactly
    *  this version of the server's lineage. */
-  private[spark] def attachCache(store: TtlStateStore): Unit = {
+  private[ttlstate] def attachCache(store: TtlStateStore): Unit = {
     HotCache.setLimit(cacheMaxBytes)
     if (cacheMaxBytes > 0 && readsCacheable && keyFilterAllowed) {
       val l = store.loaded
@@ -352,13 +372,13 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   }
 
   /** A commit through `f` from version `from` makes it the filter of version `to`. */
-  private[spark] def keyFilterCommitted(f: KeyFilter, from: Long, to: Long): Unit = synchronized {
+  private[ttlstate] def keyFilterCommitted(f: KeyFilter, from: Long, to: Long): Unit = synchronized {
     if ((keyFilter eq f) && f.version == from) f.version = to
   }
 
-  private[spark] def commitStateStoreId: StateStoreId = id
-  private[spark] def commitValidation: Boolean = storeConf.commitValidationEnabled
-  private[spark] def hadoop: Configuration = hadoopConf
+  private[ttlstate] def commitStateStoreId: StateStoreId = id
+  private[ttlstate] def commitValidation: Boolean = storeConf.commitValidationEnabled
+  private[ttlstate] def hadoop: Configuration = hadoopConf
 
   /** Maintenance runs on Spark's threads, possibly after the application ended: it uses the
    *  running server of the generation this store was opened on, and never starts one. */
@@ -395,10 +415,10 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
 }
 
 object TtlStateStoreProvider {
-  private[spark] val log: org.slf4j.Logger = org.slf4j.LoggerFactory.getLogger(classOf[TtlStateStoreProvider])
+  private[ttlstate] val log: org.slf4j.Logger = org.slf4j.LoggerFactory.getLogger(classOf[TtlStateStoreProvider])
 
   /** 1800000 -> "30m", as the server and the README write durations. */
-  private[spark] def duration(ms: Long): String =
+  private[ttlstate] def duration(ms: Long): String =
     Seq("d" -> 86400000L, "h" -> 3600000L, "m" -> 60000L, "s" -> 1000L)
       .collectFirst { case (unit, size) if ms >= size && ms % size == 0 => s"${ms / size}$unit" }
       .getOrElse(s"${ms}ms")
@@ -406,20 +426,4 @@ object TtlStateStoreProvider {
 
 /** What the server said when it loaded a version: which local DB (`lineage`), its key count, and
  *  the time its TTL uses for this version (`now`). */
-private[spark] final case class LoadedVersion(generation: Long, handle: Int, lineage: Long, numKeys: Long, now: Long)
-
-/** Minimal JSON writing for the few strings the shim sends; Spark's schema JSON is passed as a string. */
-private[spark] object Json {
-  def str(s: String): String = {
-    val sb = new StringBuilder("\"")
-    s.foreach {
-      case '"' => sb.append("\\\"")
-      case '\\' => sb.append("\\\\")
-      case c if c < ' ' => sb.append(f"\\u${c.toInt}%04x")
-      case c => sb.append(c)
-    }
-    sb.append('"').toString
-  }
-  def obj(fields: Seq[(String, String)]): String =
-    fields.map { case (k, v) => s"${str(k)}:$v" }.mkString("{", ",", "}")
-}
+private[ttlstate] final case class LoadedVersion(generation: Long, handle: Int, lineage: Long, numKeys: Long, now: Long)

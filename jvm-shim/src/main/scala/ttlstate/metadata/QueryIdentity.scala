@@ -1,6 +1,5 @@
-package ttlstate.spark
+package ttlstate.metadata
 
-import java.nio.charset.StandardCharsets.UTF_8
 import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.Try
@@ -14,14 +13,10 @@ import org.apache.hadoop.fs.Path
  *  per checkpoint and JVM; unknown (no metadata file) means "not compared". */
 object QueryIdentity {
   private val cache = new ConcurrentHashMap[String, Option[String]]()
-  private val Field = "\"id\"\\s*:\\s*\"([^\"]+)\"".r
 
   def forStateRoot(stateRoot: String, hadoopConf: Configuration): Option[String] =
     cache.computeIfAbsent(stateRoot, _ => Try {
       val path = new Path(new Path(stateRoot).getParent, "metadata")
-      val fs = path.getFileSystem(hadoopConf)
-      val in = fs.open(path)
-      val text = try new String(in.readAllBytes(), UTF_8) finally in.close()
-      Field.findFirstMatchIn(text).map(_.group(1))
+      SparkMetadata.queryId(SparkMetadata.readText(path.getFileSystem(hadoopConf), path))
     }.toOption.flatten)
 }

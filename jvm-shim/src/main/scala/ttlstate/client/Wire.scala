@@ -1,4 +1,4 @@
-package ttlstate.spark
+package ttlstate.client
 
 import java.io.{DataInputStream, EOFException}
 import java.nio.ByteBuffer

@@ -1,9 +1,11 @@
-package ttlstate.spark
+package ttlstate.cache
 
 import java.nio.{ByteBuffer, ByteOrder}
 import java.util.concurrent.atomic.AtomicLong
 
 import scala.util.hashing.MurmurHash3
+import ttlstate.conf.ConfKeys
+import ttlstate.conf.ConfValues
 
 /** A filter of one store's encoded keys, kept by the provider across batches.
  *
@@ -46,7 +48,7 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
 
   /** Reads of absent keys reach the server from now on: said once, as it costs throughput. */
   private def giveUp(why: String): Unit = {
-    if (!gaveUp) TtlStateStoreProvider.log.warn(s"$owner: key filter dropped at $keys keys: $why; reads of " +
+    if (!gaveUp) KeyFilter.log.warn(s"$owner: key filter dropped at $keys keys: $why; reads of " +
       "keys the store does not have now cost a round trip to the state server")
     gaveUp = true
     layers = Nil
@@ -99,11 +101,13 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
 }
 
 object KeyFilter {
+  // The provider's logger: the line reads as the store's.
+  private val log = org.slf4j.LoggerFactory.getLogger("ttlstate.spark.TtlStateStoreProvider")
   val Hashes = 7        // with 10+ bits per key: under 1% false positives per layer
   val BitsPerKey = 10   // the first layer's; each further layer has 2 more (at most 20)
   val MinCapacity = 1L << 14
   // The state server computes the same hashes while it restores (native/include/ttlstate/
-  // key_hash.h); a cross-language test checks them (`main` below answers for Scala).
+  // key_hash.h); a cross-language test checks them (ttlstate.tools.KeyHashes answers for Scala).
   private val Seed1 = 0x5bd1e995
   private val Seed2 = 0x1b873593
 
@@ -115,7 +119,7 @@ object KeyFilter {
 
   // The executor's budget: bytes of all key filters of the JVM together.
   private val used = new AtomicLong
-  @volatile private var budget: Long = ConfKeys.DEFAULT_KEY_FILTER_MAX_BYTES
+  @volatile private var budget: Long = ConfValues.DEFAULT_KEY_FILTER_MAX_BYTES
   private val cleaner = java.lang.ref.Cleaner.create()
 
   def setBudget(bytes: Long): Unit = budget = bytes
@@ -195,19 +199,4 @@ object KeyFilter {
   def withCapacity(generation: Long, handle: Int, lineage: Long, capacity: Long, maxKeys: Long,
       owner: String = "ttlstate store"): KeyFilter =
     new KeyFilter(generation, handle, lineage, math.max(1L, capacity), maxKeys, owner)
-
-  /** Reads keys in hex, one per line, and prints their two hashes (the cross-language test). */
-  def main(args: Array[String]): Unit = {
-    val in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in))
-    val out = new java.io.PrintWriter(new java.io.BufferedWriter(new java.io.OutputStreamWriter(System.out)))
-    var line = in.readLine()
-    while (line != null) {
-      val hex = line.trim
-      val key = hex.grouped(2).map(b => Integer.parseInt(b, 16).toByte).toArray
-      val (h1, h2) = hashes(key)
-      out.println(s"$h1 $h2")
-      line = in.readLine()
-    }
-    out.flush()
-  }
 }

@@ -1,6 +1,5 @@
-package ttlstate.spark
+package ttlstate.metadata
 
-import java.nio.charset.StandardCharsets.UTF_8
 import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.Try
@@ -25,8 +24,6 @@ object BatchTime {
   // Every store of a batch reads the same two entries; a JVM that runs for months must not keep
   // one per batch it ever ran.
   private val MaxCached = 4096
-  private val Timestamp = "\"batchTimestampMs\"\\s*:\\s*(-?\\d+)".r
-  private val Watermark = "\"batchWatermarkMs\"\\s*:\\s*(-?\\d+)".r
 
   def forVersion(stateRoot: String, version: Long, runId: String, hadoopConf: Configuration): BatchClock = {
     val offsets = new Path(new Path(stateRoot).getParent, "offsets")
@@ -45,12 +42,8 @@ object BatchTime {
     Option(cache.get(key)).orElse {
       Try {
         val path = new Path(offsets, batch.toString)
-        val fs = path.getFileSystem(hadoopConf)
-        val in = fs.open(path)
-        val text = try new String(in.readAllBytes(), UTF_8) finally in.close()
-        Timestamp.findFirstMatchIn(text).map { ts =>
-          Entry(ts.group(1).toLong, Watermark.findFirstMatchIn(text).map(_.group(1).toLong).getOrElse(0L))
-        }
+        SparkMetadata.offsetClock(SparkMetadata.readText(path.getFileSystem(hadoopConf), path))
+          .map { case (ts, watermark) => Entry(ts, watermark) }
       }.toOption.flatten.map { e =>
         if (cache.size > MaxCached) cache.clear() // only the newest batches are read again
         cache.put(key, e)

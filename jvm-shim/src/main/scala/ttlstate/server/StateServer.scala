@@ -1,4 +1,4 @@
-package ttlstate.spark
+package ttlstate.server
 
 import java.io.{BufferedInputStream, BufferedOutputStream, BufferedReader, DataInputStream, File, IOException, InputStreamReader, InterruptedIOException, OutputStream}
 import java.net.{StandardProtocolFamily, UnixDomainSocketAddress}
@@ -17,142 +17,8 @@ import org.apache.hadoop.fs.FileUtil
 import org.apache.spark.{SparkConf, SparkContext, SparkEnv}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerApplicationEnd}
 import org.apache.spark.ttlstate.SparkLocalDirs
-
-/** The failure of a request, as the server reported it (code from Protocol.ERR_*). */
-final class ServerError(val code: Int, val message: String) extends RuntimeException(message)
-
-/** The state server is gone (killed, crashed, or closed the connection). */
-final class ServerDied(message: String, cause: Throwable) extends RuntimeException(message, cause)
-
-/** This thread was interrupted (Spark killed or cancelled its task: `query.stop()`, a job group
- *  cancel, the UI's kill, a losing speculative attempt), which closed its own connection. Only
- *  that connection is gone: the server and every other connection are untouched, and the server
- *  ends the connection's open transaction as an abort. An `InterruptedIOException`, so Spark
- *  reports the task as killed, and a stream's thread as stopped, not as failed. */
-final class ConnectionInterrupted(message: String, cause: Throwable) extends InterruptedIOException(message) {
-  initCause(cause)
-}
-
-/** The server closed this connection in the middle of a request, but its processes still run:
- *  only this connection is gone (the server drops what it left uncommitted). The task fails;
- *  its retry opens a new connection to the same server. */
-final class ConnectionLost(message: String, cause: Throwable) extends RuntimeException(message, cause)
-
-/** One connection to one worker. Used by one thread at a time (a task or a maintenance call).
- *
- *  Every blocking step (connect, send, waiting for a frame) is visible to the server's
- *  `Watchdog`: `waitingSince` is set while this thread waits on the server, `frames` counts what
- *  arrived, `serving` is set while the JVM serves a checkpoint callback for the server. */
-final class ServerConnection(val server: RunningServer, val worker: Int, timeout: Long) {
-  @volatile private[spark] var timeoutNanos: Long = timeout
-  @volatile private[spark] var waitingSince: Long = ServerConnection.Idle
-  @volatile private[spark] var frames = 0L
-  @volatile private[spark] var serving = false
-  @volatile var broken = false
-  // The channel was closed by an interrupt of the thread using it (NIO closes it then)...
-  @volatile private var closedByInterrupt = false
-  // ... or by `close()` here: either way not a sign of the server's health.
-  @volatile private var closedHere = false
-  // True while in the pool: a connection must never be handed to two users at once.
-  private[spark] val pooled = new java.util.concurrent.atomic.AtomicBoolean(false)
-  private val channel = SocketChannel.open(StandardProtocolFamily.UNIX) // connected below, watched
-  private val out = new BufferedOutputStream(Channels.newOutputStream(channel), 1 << 16)
-  private val in = new DataInputStream(new BufferedInputStream(Channels.newInputStream(channel), 1 << 16))
-
-  locally {
-    server.track(this)
-    try {
-      try waiting(channel.connect(UnixDomainSocketAddress.of(server.sockets(worker))))
-      catch { case e: IOException => failed(e, connecting = true) }
-      val r = call(new PayloadWriter().u32(Protocol.MAGIC).u32(Protocol.PROTOCOL_VERSION).frame(Protocol.OP_HELLO), null)
-      val version = r.u32()
-      if (version != Protocol.PROTOCOL_VERSION) {
-        throw new IllegalStateException(s"ttlstate state server speaks protocol $version, shim ${Protocol.PROTOCOL_VERSION}")
-      }
-    } catch { case e: Throwable => close(); throw e }
-  }
-
-  private def waiting[T](io: => T): T = {
-    waitingSince = System.nanoTime()
-    try io finally waitingSince = ServerConnection.Idle
-  }
-
-  /** An I/O failure of this connection. An interrupt of this thread (now, or in an earlier call
-   *  that closed the channel) ends this connection alone. Otherwise the server's processes say
-   *  whether it died (`RunningServer.runs`): a live server that closed one connection stays, but
-   *  one whose worker socket refuses a connection is replaced. */
-  private def failed(e: IOException, connecting: Boolean = false): Nothing = {
-    broken = true
-    if (e.isInstanceOf[ClosedByInterruptException] || Thread.currentThread().isInterrupted) closedByInterrupt = true
-    if (server.killedBecause == null && (closedByInterrupt || (closedHere && e.isInstanceOf[ClosedChannelException]))) {
-      close()
-      throw new ConnectionInterrupted(s"ttlstate: this thread was interrupted (Spark killed or cancelled its task, " +
-        s"or is stopping), which closed its connection to worker $worker of the state server (pid ${server.pid}); " +
-        "the server goes on serving, and drops the connection's uncommitted writes.", e)
-    }
-    if (!connecting && server.killedBecause == null && server.runs(worker)) {
-      close()
-      throw new ConnectionLost(s"ttlstate state server (pid ${server.pid}) closed the connection to worker $worker " +
-        s"in the middle of a request (${e.getClass.getSimpleName}: ${e.getMessage}), but its processes still run: " +
-        "the task fails and Spark's retry connects again; the server dropped the task's uncommitted writes. " +
-        "Check the executor's stderr for the server's log.", e)
-    }
-    val what = if (connecting) s"cannot be connected to at worker $worker (${server.sockets(worker)})"
-      else "died or closed the connection"
-    server.markDead()
-    val message = Option(server.killedBecause).getOrElse(s"ttlstate state server (pid ${server.pid}) $what " +
-      s"(${e.getClass.getSimpleName}: ${e.getMessage}); the task fails and Spark's retry starts a new " +
-      "server, which reloads the store from the checkpoint. Check the executor's stderr for the server's log.")
-    throw new ServerDied(message, e)
-  }
-
-  /** Sends a frame with no reply expected (pipelined writes). */
-  def send(frame: Array[Byte]): Unit = try waiting(out.write(frame)) catch { case e: IOException => failed(e) }
-
-  /** A synchronous request: serves checkpoint callbacks until the server answers. */
-  def call(frame: Array[Byte], files: CheckpointFiles): PayloadReader = {
-    waitingSince = System.nanoTime()
-    try {
-      out.write(frame)
-      out.flush()
-      while (true) {
-        val (code, r) = Wire.readFrame(in)
-        frames += 1
-        code match {
-          case Protocol.RESP_OK => return r
-          case Protocol.RESP_ERROR =>
-            val errCode = r.u16()
-            throw new ServerError(errCode, r.str())
-          case Protocol.RESP_CALLBACK =>
-            val kind = r.u8()
-            if (files == null) throw new IllegalStateException("ttlstate: unexpected checkpoint callback")
-            serving = true
-            val reply = try files.serve(kind, r) finally serving = false
-            out.write(reply)
-            out.flush()
-          case other => throw new IllegalStateException(s"ttlstate protocol error: unexpected frame $other")
-        }
-      }
-      throw new IllegalStateException("unreachable")
-    } catch {
-      case e: IOException => failed(e)
-      case e: ServerError => throw e // a whole error frame: the stream is still in step
-      case e: Throwable => broken = true; throw e // anything else may leave a frame half read
-    } finally waitingSince = ServerConnection.Idle
-  }
-
-  /** Also from the watchdog's thread: a read or write blocked in another thread fails at once. */
-  def close(): Unit = {
-    closedHere = true
-    broken = true
-    server.untrack(this)
-    try channel.close() catch { case _: IOException => }
-  }
-}
-
-object ServerConnection {
-  val Idle: Long = Long.MinValue
-}
+import ttlstate.client.ServerConnection
+import ttlstate.conf.ConfKeys
 
 /** A started server process, its workers, and a pool of connections per worker socket.
  *  `workers(i)` is the process serving `sockets(i)` (None if it could not be identified: the
@@ -164,8 +30,8 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
   private val connections = ConcurrentHashMap.newKeySet[ServerConnection]()
   private val tree: Seq[ProcessHandle] = process.toHandle +: workers.flatten
   @volatile private var dead = false
-  @volatile private[spark] var killedBecause: String = _
-  private[spark] val shutdownHook = new Thread(() => destroy(), "ttlstate-server-shutdown")
+  @volatile private[ttlstate] var killedBecause: String = _
+  private[ttlstate] val shutdownHook = new Thread(() => destroy(), "ttlstate-server-shutdown")
 
   def pid: Long = process.pid()
   def alive: Boolean = !dead && process.isAlive
@@ -174,7 +40,7 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
    *  supervisor and the process serving `worker` exist and have not exited. A process that
    *  closed our connection by exiting shows it a moment later, so this watches for up to a
    *  second; an unidentified worker counts as gone. */
-  private[spark] def runs(worker: Int): Boolean = {
+  private[ttlstate] def runs(worker: Int): Boolean = {
     def up = !dead && process.isAlive && ProcSample.exists(pid) && workers(worker).exists(h => ProcSample.exists(h.pid))
     val until = System.nanoTime() + 1000000000L
     while (up && System.nanoTime() - until < 0 && !Thread.currentThread().isInterrupted) {
@@ -185,15 +51,15 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
   def isDead: Boolean = dead
   def markDead(): Unit = { dead = true; destroy() }
 
-  private[spark] def track(c: ServerConnection): Unit = connections.add(c)
-  private[spark] def untrack(c: ServerConnection): Unit = connections.remove(c)
-  private[spark] def connectionsNow: Seq[ServerConnection] = connections.asScala.toSeq
+  private[ttlstate] def track(c: ServerConnection): Unit = connections.add(c)
+  private[ttlstate] def untrack(c: ServerConnection): Unit = connections.remove(c)
+  private[ttlstate] def connectionsNow: Seq[ServerConnection] = connections.asScala.toSeq
 
   private def workerLabel(worker: Int): String =
     s"worker $worker (${workers(worker).map(h => s"pid ${h.pid}").getOrElse(sockets(worker))})"
 
   /** /proc's view of the process serving `worker`, or of the whole server if it is unknown. */
-  private[spark] def probe(worker: Int): Option[ProcSample] = workers(worker) match {
+  private[ttlstate] def probe(worker: Int): Option[ProcSample] = workers(worker) match {
     case Some(h) => ProcSample.of(h.pid)
     case None => ProcSample.ofAll(tree.map(_.pid) ++ process.descendants().iterator().asScala.map(_.pid).toSeq)
   }
@@ -214,7 +80,7 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
   /** The watchdog's verdict: `worker` did not answer within the deadline and shows no sign of
    *  work. SIGKILL (which also ends stopped processes) for the workers and the supervisor, then
    *  close every connection, so each blocked task fails now with this reason. */
-  private[spark] def killUnresponsive(worker: Int, timeoutNanos: Long, waitedNanos: Long, why: String): Unit = {
+  private[ttlstate] def killUnresponsive(worker: Int, timeoutNanos: Long, waitedNanos: Long, why: String): Unit = {
     if (killedBecause == null) {
       killedBecause = s"ttlstate state server (pid $pid), ${workerLabel(worker)}, did not answer a request " +
         s"within the deadline of ${Watchdog.millis(timeoutNanos)} (${ConfKeys.REQUEST_TIMEOUT}; waited " +
@@ -252,7 +118,7 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
 
 /** One state server per executor JVM, started on first use (never in a constructor). */
 object StateServer {
-  private[spark] val log: org.slf4j.Logger = org.slf4j.LoggerFactory.getLogger("ttlstate.spark.StateServer")
+  private[ttlstate] val log: org.slf4j.Logger = org.slf4j.LoggerFactory.getLogger("ttlstate.spark.StateServer")
   private val generations = new AtomicLong(0)
   private val MaxWorkers = 1024 // as python/ttlstate/config/store_config.py
 
@@ -327,7 +193,7 @@ object StateServer {
 
   /** Every process whose command line names `root` or a path under it: a server's supervisor
    *  and workers, also workers reparented after their supervisor died. */
-  private[spark] def processesUnder(root: File): Seq[ProcessHandle] = {
+  private[ttlstate] def processesUnder(root: File): Seq[ProcessHandle] = {
     val path = root.getAbsolutePath
     ProcessHandle.allProcesses().iterator().asScala.filter { h =>
       h.info().arguments().map[Boolean](_.exists(a => a == path || a.startsWith(path + File.separator))).orElse(false)
@@ -335,7 +201,7 @@ object StateServer {
   }
 
   /** SIGKILL (which also ends stopped processes), then wait a bounded time for each to exit. */
-  private[spark] def kill(processes: Seq[ProcessHandle]): Unit = {
+  private[ttlstate] def kill(processes: Seq[ProcessHandle]): Unit = {
     val alive = processes.filter(_.isAlive)
     alive.foreach(_.destroyForcibly())
     alive.foreach(h => Try(h.onExit().get(10, TimeUnit.SECONDS)))
@@ -349,7 +215,7 @@ object StateServer {
    *  YARN and Kubernetes backends all take it; standalone without `spark.executor.cores` gives
    *  an executor all of its worker's cores, known only there), then `spark.executor.cores`,
    *  then the processors the JVM sees. */
-  private[spark] def executorCores(): Int = {
+  private[ttlstate] def executorCores(): Int = {
     val env = SparkEnv.get
     val conf = Option(env).map(_.conf)
     val local = conf.filter(_ => env.executorId == "driver").flatMap(_.getOption("spark.master")).collect {

@@ -1,6 +1,8 @@
-package ttlstate.spark
+package ttlstate.server
 
 import org.apache.spark.SparkEnv
+import ttlstate.conf.ConfKeys
+import ttlstate.conf.ConfValues
 
 /** How this executor starts its state server, read from the ttlstate confs: the interpreter
  *  (see ServerPython), the number of workers and the request deadline, which also bounds the
@@ -16,8 +18,8 @@ object ServerLaunch {
       localMode = Option(SparkEnv.get).exists(_.executorId == "driver"))
     val workers = confs.get(ConfKeys.WORKERS).flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(0)
     // A bad value fails the query at OPEN (the server validates every key); until then, the default.
-    val timeoutMs = confs.get(ConfKeys.REQUEST_TIMEOUT).flatMap(ConfKeys.durationMs)
-      .filter(_ >= ConfKeys.MIN_REQUEST_TIMEOUT_MS).getOrElse(ConfKeys.DEFAULT_REQUEST_TIMEOUT_MS)
+    val timeoutMs = confs.get(ConfKeys.REQUEST_TIMEOUT).flatMap(ConfValues.durationMs)
+      .filter(_ >= ConfKeys.MIN_REQUEST_TIMEOUT_MS).getOrElse(ConfValues.DEFAULT_REQUEST_TIMEOUT_MS)
     ServerLaunch(python, workers, timeoutMs * 1000000L)
   }
 }

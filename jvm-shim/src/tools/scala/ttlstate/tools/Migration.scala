@@ -1,4 +1,4 @@
-package ttlstate.spark
+package ttlstate.tools
 
 import java.io.IOException
 import java.nio.charset.StandardCharsets.UTF_8
@@ -15,6 +15,9 @@ import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.util.SerializableConfiguration
+import ttlstate.client.Json
+import ttlstate.conf.ConfKeys
+import ttlstate.metadata.SparkMetadata._
 
 /** `ttlstate migrate`: a stopped query's checkpoint copied into a NEW checkpoint whose state, at
  *  the last committed batch, is held by another provider (Spark's RocksDB or HDFS provider ->
@@ -28,8 +31,6 @@ import org.apache.spark.util.SerializableConfiguration
  *  loadEmpty + forceSnapshotOnCommit), and the row counts are checked: rows read, keys the
  *  target committed, and rows a fresh target provider reads back. */
 object Migration {
-  val ProviderKey: String = SQLConf.STATE_STORE_PROVIDER_CLASS.key
-  val HdfsProvider = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
   private val mapper = new ObjectMapper()
 
   /** One store of the source, as a task needs it. */
@@ -43,38 +44,6 @@ object Migration {
   final class MigrationError(message: String) extends IOException(message)
 
   private def fail(message: String): Nothing = throw new MigrationError(message)
-
-  private def readText(fs: FileSystem, p: Path): String = {
-    val in = fs.open(p)
-    try new String(in.readAllBytes(), UTF_8) finally in.close()
-  }
-
-  private def batchIds(fs: FileSystem, dir: Path): Seq[Long] =
-    if (!fs.exists(dir)) Nil
-    else fs.listStatus(dir).toSeq.map(_.getPath.getName).flatMap(n => Try(n.toLong).toOption).sorted
-
-  /** The conf map an offset log entry pins (its second line's `conf`). */
-  def pinnedConfs(fs: FileSystem, offsetFile: Path): Map[String, String] = {
-    val lines = readText(fs, offsetFile).split("\n")
-    if (lines.length < 2) Map.empty
-    else {
-      val conf = mapper.readTree(lines(1)).get("conf")
-      if (conf == null) Map.empty
-      else {
-        val m = mapper.convertValue(conf, classOf[java.util.Map[String, Object]])
-        scala.jdk.CollectionConverters.MapHasAsScala(m).asScala.map { case (k, v) => k -> String.valueOf(v) }.toMap
-      }
-    }
-  }
-
-  /** The provider class the newest offset log entry of `checkpoint` pins, if any. */
-  def pinnedProvider(checkpoint: String, hadoopConf: Configuration): Option[String] = Try {
-    val root = new Path(checkpoint)
-    val fs = root.getFileSystem(hadoopConf)
-    batchIds(fs, new Path(root, "offsets")).lastOption
-      .map(b => pinnedConfs(fs, new Path(new Path(root, "offsets"), b.toString)))
-      .map(_.getOrElse(ProviderKey, HdfsProvider))
-  }.toOption.flatten
 
   private def rewriteOffsets(text: String, provider: String): String = {
     val lines = text.split("\n", -1)
@@ -109,15 +78,9 @@ object Migration {
         fail(s"operator $op of the source has no operator metadata ($metaFile): run the query once on " +
           "Spark 4.x before migrating it")
       }
-      val lines = readText(fs, metaFile).split("\n")
-      val meta = mapper.readTree(lines.last)
-      val stores = meta.get("stateStoreInfo")
-      if (stores == null) fail(s"cannot read the operator metadata $metaFile (operator state metadata v1 expected)")
-      (0 until stores.size).flatMap { i =>
-        val s = stores.get(i)
-        val name = s.get("storeName").asText()
-        val prefixCols = s.get("numColsPrefixKey").asInt()
-        val partitions = s.get("numPartitions").asInt()
+      val stores = operatorStores(readText(fs, metaFile))
+        .getOrElse(fail(s"cannot read the operator metadata $metaFile (operator state metadata v1 expected)"))
+      stores.flatMap { case (name, prefixCols, partitions) =>
         val schemaId = StateStoreProviderId(StateStoreId(stateRoot.toString, op, 0, name), UUID.randomUUID())
         val schemas = new StateSchemaCompatibilityChecker(schemaId, hadoopConf, Nil, None, false).readSchemaFile()
         val cf = schemas.find(_.colFamilyName == StateStore.DEFAULT_COL_FAMILY_NAME).orElse(schemas.headOption)
@@ -157,8 +120,35 @@ object Migration {
     val stores = describeStores(srcFs, new Path(src, "state"), hadoopConf)
     val version = last + 1 // the state after the last committed batch
 
-    // The new checkpoint: the query's identity, Spark's state metadata and the offset log first
-    // (the target provider reads the query id and the batch time), the commit log last.
+    copyCheckpointFiles(srcFs, src, dstFs, dst, stores, offsets, targetProvider, hadoopConf)
+
+    val base = spark.sessionState.conf
+    val common = pinned + ("spark.sql.streaming.stateStore.commitValidation.enabled" -> "false")
+    val srcConf = storeConf(base, common + (ProviderKey -> sourceProvider))
+    val extra = scala.jdk.CollectionConverters.MapHasAsScala(targetConfs).asScala.toMap
+    // A RocksDB target uploads its snapshot within the commit when changelog checkpointing is off.
+    val dstConfs = common ++ extra + (ProviderKey -> targetProvider) +
+      ("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "false")
+    val dstConf = storeConf(base, dstConfs)
+    val verifyConf = storeConf(base, dstConfs + (ConfKeys.PREFIX + "ttl" -> "off"))
+    val conf = new SerializableConfiguration(hadoopConf)
+    val srcState = new Path(src, "state").toString
+    val dstState = new Path(dstFs.makeQualified(dst), "state").toString
+
+    val copied = copyStores(spark, stores, s"${stores.size} stores of $source at batch $last", srcState, dstState,
+      version, srcConf, dstConf, verifyConf, conf)
+    dstFs.mkdirs(new Path(dst, "commits"))
+    commits.foreach { b =>
+      FileUtil.copy(srcFs, new Path(src, s"commits/$b"), dstFs, new Path(dst, s"commits/$b"), false, hadoopConf)
+    }
+    report(source, target, last, version, sourceProvider, targetProvider, copied)
+  }
+
+  /** The new checkpoint's files: the query's identity, Spark's state metadata and the offset log
+   *  first (the target provider reads the query id and the batch time); the commit log comes
+   *  last, once the state is copied. */
+  private def copyCheckpointFiles(srcFs: FileSystem, src: Path, dstFs: FileSystem, dst: Path, stores: Seq[StoreSpec],
+      offsets: Seq[Long], targetProvider: String, hadoopConf: Configuration): Unit = {
     dstFs.mkdirs(dst)
     FileUtil.copy(srcFs, new Path(src, "metadata"), dstFs, new Path(dst, "metadata"), false, hadoopConf)
     for (st <- if (srcFs.exists(new Path(src, "state"))) srcFs.listStatus(new Path(src, "state")).toSeq else Nil
@@ -182,27 +172,23 @@ object Migration {
       writeText(dstFs, new Path(dst, s"offsets/$b"), rewriteOffsets(readText(srcFs, new Path(src, s"offsets/$b")),
         targetProvider))
     }
+  }
 
-    val base = spark.sessionState.conf
-    val common = pinned + ("spark.sql.streaming.stateStore.commitValidation.enabled" -> "false")
-    val srcConf = storeConf(base, common + (ProviderKey -> sourceProvider))
-    val extra = scala.jdk.CollectionConverters.MapHasAsScala(targetConfs).asScala.toMap
-    // A RocksDB target uploads its snapshot within the commit when changelog checkpointing is off.
-    val dstConfs = common ++ extra + (ProviderKey -> targetProvider) +
-      ("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "false")
-    val dstConf = storeConf(base, dstConfs)
-    val verifyConf = storeConf(base, dstConfs + (ConfKeys.PREFIX + "ttl" -> "off"))
-    val conf = new SerializableConfiguration(hadoopConf)
-    val srcState = new Path(src, "state").toString
-    val dstState = new Path(dstFs.makeQualified(dst), "state").toString
-
+  /** One Spark task per store copies it; fails unless every store's counts agree. */
+  private def copyStores(spark: SparkSession, stores: Seq[StoreSpec], what: String, srcState: String,
+      dstState: String, version: Long, srcConf: StateStoreConf, dstConf: StateStoreConf, verifyConf: StateStoreConf,
+      conf: SerializableConfiguration): Seq[Copied] = {
     val copied = if (stores.isEmpty) Seq.empty[Copied] else {
       val sc = spark.sparkContext
-      sc.setJobDescription(s"ttlstate migrate: ${stores.size} stores of $source at batch $last")
+      sc.setJobDescription(s"ttlstate migrate: $what")
       try {
-        sc.parallelize(stores, stores.size).map { spec =>
+        // The counts come back as plain arrays: the driver may have loaded this tool from its
+        // own class loader (ttlstate migrate inside a running session), which the threads that
+        // deserialize task results do not see.
+        val counts = sc.parallelize(stores, stores.size).map { spec =>
           copyStore(spec, srcState, dstState, version, srcConf, dstConf, verifyConf, conf.value)
         }.collect().toSeq
+        stores.zip(counts).map { case (spec, c) => Copied(spec, c(0), c(1), c(2)) }
       } finally sc.setJobDescription(null)
     }
     val wrong = copied.filter(c => c.read != c.committed || c.read != c.readBack)
@@ -210,10 +196,11 @@ object Migration {
       fail("row counts differ after the copy (the target is incomplete; delete it): " + wrong.map(c =>
         s"${c.spec.label}: read ${c.read}, committed ${c.committed}, read back ${c.readBack}").mkString("; "))
     }
-    dstFs.mkdirs(new Path(dst, "commits"))
-    commits.foreach { b =>
-      FileUtil.copy(srcFs, new Path(src, s"commits/$b"), dstFs, new Path(dst, s"commits/$b"), false, hadoopConf)
-    }
+    copied
+  }
+
+  private def report(source: String, target: String, last: Long, version: Long, sourceProvider: String,
+      targetProvider: String, copied: Seq[Copied]): String = {
     val storesJson = copied.map { c =>
       s"""{"operator":${c.spec.operatorId},"partition":${c.spec.partitionId},"store":${Json.str(c.spec.storeName)},""" +
         s""""rows":${c.read}}"""
@@ -224,7 +211,7 @@ object Migration {
   }
 
   private def copyStore(spec: StoreSpec, srcState: String, dstState: String, version: Long, srcConf: StateStoreConf,
-      dstConf: StateStoreConf, verifyConf: StateStoreConf, hadoopConf: Configuration): Copied = {
+      dstConf: StateStoreConf, verifyConf: StateStoreConf, hadoopConf: Configuration): Array[Long] = {
     val keySchema = DataType.fromJson(spec.keySchemaJson).asInstanceOf[StructType]
     val valueSchema = DataType.fromJson(spec.valueSchemaJson).asInstanceOf[StructType]
     val encoder = if (spec.numColsPrefixKey > 0) PrefixKeyScanStateEncoderSpec(keySchema, spec.numColsPrefixKey)
@@ -269,6 +256,6 @@ object Migration {
     } catch {
       case e: Throwable => throw where(e)
     } finally check.close()
-    Copied(spec, read, committed, readBack)
+    Array(read, committed, readBack)
   }
 }

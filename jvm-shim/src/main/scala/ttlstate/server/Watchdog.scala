@@ -1,4 +1,4 @@
-package ttlstate.spark
+package ttlstate.server
 
 import java.nio.charset.StandardCharsets.US_ASCII
 import java.nio.file.{Files, Path, Paths}
@@ -6,12 +6,13 @@ import java.nio.file.{Files, Path, Paths}
 import scala.jdk.CollectionConverters._
 import scala.util.Try
 import scala.util.control.NonFatal
+import ttlstate.client.ServerConnection
 
 /** What /proc says about some processes: their CPU time (all threads) and each thread's state
  *  (R running, D in uninterruptible I/O, S sleeping, T stopped, Z zombie). It tells a slow state
  *  server (using CPU, or waiting for the disk) from a hung one (stopped, or idle while a request
  *  waits on it), without asking the server, which is exactly what cannot answer. */
-private[spark] final case class ProcSample(cpuTicks: Long, threadStates: Seq[Char]) {
+private[ttlstate] final case class ProcSample(cpuTicks: Long, threadStates: Seq[Char]) {
   def stopped: Boolean = threadStates.nonEmpty && threadStates.forall(s => s == 'T' || s == 't')
   def working: Boolean = threadStates.exists(s => s == 'R' || s == 'D')
   def describe: String =
@@ -19,7 +20,7 @@ private[spark] final case class ProcSample(cpuTicks: Long, threadStates: Seq[Cha
     else "its process used no CPU time and had no thread running or waiting for the disk"
 }
 
-private[spark] object ProcSample {
+private[ttlstate] object ProcSample {
   /** (state, utime + stime) of a /proc stat line. The command (field 2) is in parentheses and may
    *  hold anything, so fields are counted from the last ')': state is field 3, utime and stime
    *  fields 14 and 15. */
@@ -61,7 +62,7 @@ private[spark] object ProcSample {
  *  probe or a thread running or waiting for the disk. It is hung when a wait has gone on for the
  *  timeout since the last sign, and probes have seen it idle for at least half of that (so one
  *  late probe never decides alone). Used by one thread. */
-private[spark] final class Vigil(start: Long) {
+private[ttlstate] final class Vigil(start: Long) {
   private val Unset = Long.MinValue
   private var lastSign = start
   private var idleSince = Unset // first probe that found no sign since the last sign
@@ -91,7 +92,7 @@ private[spark] final class Vigil(start: Long) {
  *  the server when a worker stops answering (`Vigil`). The blocked task thread then fails with
  *  the reason (`RunningServer.killedBecause`), Spark retries the task, and the retry starts a new
  *  server. A slow but working worker is waited for, however long. */
-private[spark] final class Watchdog(server: RunningServer) extends Runnable {
+private[ttlstate] final class Watchdog(server: RunningServer) extends Runnable {
   private val vigils = scala.collection.mutable.Map[Int, Vigil]()
   private var framesSeen = Map.empty[ServerConnection, Long]
 
@@ -125,7 +126,7 @@ private[spark] final class Watchdog(server: RunningServer) extends Runnable {
   }
 }
 
-private[spark] object Watchdog {
+private[ttlstate] object Watchdog {
   /** A quarter of the shortest deadline, within [50 ms, 1 s]. */
   def tickNanos(timeouts: Seq[Long]): Long =
     math.min(1000000000L, math.max(50000000L, timeouts.minOption.getOrElse(Long.MaxValue) / 4))

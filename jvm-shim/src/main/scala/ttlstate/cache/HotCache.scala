@@ -1,6 +1,7 @@
-package ttlstate.spark
+package ttlstate.cache
 
 import java.util.concurrent.atomic.AtomicLong
+import ttlstate.conf.ConfValues
 
 /** The executor's cache of recently used state entries, kept across batches: encoded key ->
  *  (last-access timestamp, value bytes) per store, so a read of a hot key needs no round trip to
@@ -39,7 +40,7 @@ object HotCache {
 
   private val map = new java.util.LinkedHashMap[Key, Entry](1 << 12, 0.75f, true)
   private var bytes = 0L
-  @volatile private var limit = ConfKeys.DEFAULT_CACHE_MAX_BYTES
+  @volatile private var limit = ConfValues.DEFAULT_CACHE_MAX_BYTES
   private val owners = new AtomicLong(0)
 
   /** A new owner, one per provider instance. */

@@ -1,4 +1,4 @@
-package ttlstate.spark
+package ttlstate.client
 
 import java.io.{File, FileNotFoundException, IOException}
 import java.nio.file.{Files, StandardCopyOption}

@@ -1,0 +1,75 @@
+package ttlstate.cache
+
+import java.nio.{ByteBuffer, ByteOrder}
+
+import scala.util.Random
+
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The key filter's one promise is no false negatives, across its growth, its give-up and a
+ *  first layer filled from the bits the state server computes. */
+class KeyFilterSuite extends AnyFunSuite {
+  private def keys(n: Int, seed: Long): Seq[Array[Byte]] = {
+    val rnd = new Random(seed)
+    Seq.fill(n)(Array.fill(1 + rnd.nextInt(40))(rnd.nextInt(256).toByte))
+  }
+
+  test("every added key is found while the filter grows layer by layer") {
+    val f = KeyFilter.withCapacity(1, 1, 1, 100, 1000000)
+    val added = keys(5000, 1)
+    added.foreach(f.add)
+    assert(f.layerCount > 1)
+    assert(added.forall(f.mightContain))
+    f.close()
+  }
+
+  test("few absent keys are reported present (about the configured false positive rate)") {
+    val f = KeyFilter.withCapacity(1, 1, 1, 10000, 1000000)
+    keys(10000, 2).foreach(f.add)
+    val falsePositives = keys(10000, 3).count(f.mightContain)
+    assert(falsePositives < 300, s"$falsePositives false positives of 10000")
+    f.close()
+  }
+
+  test("past maxKeys it gives up, and then every key might be there") {
+    val f = KeyFilter.withCapacity(1, 1, 1, 16, 50, "test store")
+    keys(100, 4).foreach(f.add)
+    assert(!f.active)
+    assert(keys(10, 5).forall(f.mightContain))
+    assert(f.memoryBytes == 0)
+    f.close()
+  }
+
+  test("a first layer filled with the bits `add` would set holds those keys") {
+    val model = KeyFilter.withCapacity(1, 1, 1, 1000, 1000000)
+    val loaded = keys(500, 6)
+    loaded.foreach(model.add)
+    // The words of the model's only layer, as the server would send them (little-endian u64).
+    val bitsLog2 = model.firstLayerBitsLog2
+    val words = new Array[Long](1 << (bitsLog2 - 6))
+    val rebuilt = KeyFilter.withCapacity(2, 1, 1, 1000, 1000000)
+    assert(rebuilt.firstLayerBitsLog2 == bitsLog2)
+    for (k <- loaded) {
+      val (h1, h2) = KeyFilter.hashes(k)
+      for (i <- 0 until KeyFilter.Hashes) {
+        val bit = (h1.toLong + i * (h2 | 1).toLong) & ((1L << bitsLog2) - 1)
+        words((bit >>> 6).toInt) |= 1L << (bit & 63)
+      }
+    }
+    val bytes = ByteBuffer.allocate(words.length * 8).order(ByteOrder.LITTLE_ENDIAN)
+    bytes.asLongBuffer().put(words)
+    rebuilt.fillFirstLayer(bytes.array, loaded.size)
+    assert(rebuilt.size == loaded.size)
+    assert(loaded.forall(rebuilt.mightContain))
+    model.close()
+    rebuilt.close()
+  }
+
+  test("a closed filter returns its bytes to the executor's budget") {
+    val before = KeyFilter.usedBytes
+    val f = KeyFilter.withCapacity(1, 1, 1, 10000, 1000000)
+    assert(KeyFilter.usedBytes == before + f.memoryBytes)
+    f.close()
+    assert(KeyFilter.usedBytes == before)
+  }
+}

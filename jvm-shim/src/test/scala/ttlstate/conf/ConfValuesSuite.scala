@@ -1,0 +1,50 @@
+package ttlstate.conf
+
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The conf values the shim reads itself, parsed as python/ttlstate/config/parse.py does; what
+ *  is not a value is None (the server then fails the query with the message). */
+class ConfValuesSuite extends AnyFunSuite {
+  test("sizes in Spark's binary units, case-insensitive, a bare number being bytes") {
+    assert(ConfValues.sizeBytes("64m").contains(64L << 20))
+    assert(ConfValues.sizeBytes(" 1G ").contains(1L << 30))
+    assert(ConfValues.sizeBytes("2kb").contains(2048L))
+    assert(ConfValues.sizeBytes("65536").contains(65536L))
+    assert(ConfValues.sizeBytes("10 mb").contains(10L << 20))
+  }
+
+  test("what is not a size is None, an overflow too") {
+    Seq("", "m", "1.5g", "-1m", "10t", "12 parsecs", "99999999999999999999g", "9999999999999g")
+      .foreach(v => assert(ConfValues.sizeBytes(v).isEmpty, v))
+  }
+
+  test("durations need their unit") {
+    assert(ConfValues.durationMs("30s").contains(30000L))
+    assert(ConfValues.durationMs("5m").contains(300000L))
+    assert(ConfValues.durationMs("5min").contains(300000L))
+    assert(ConfValues.durationMs(" 2D ").contains(2L * 86400000L))
+    assert(ConfValues.durationMs("500ms").contains(500L))
+    Seq("5", "", "s", "1.5s", "5 weeks", "-1s", "999999999999s").foreach(v => assert(ConfValues.durationMs(v).isEmpty, v))
+  }
+
+  test("the defaults are the Python definitions' strings, parsed") {
+    assert(ConfValues.DEFAULT_CACHE_MAX_BYTES == ConfValues.sizeBytes(ConfKeys.CACHE_MAX_BYTES_DEFAULT).get)
+    assert(ConfValues.DEFAULT_REQUEST_TIMEOUT_MS >= ConfKeys.MIN_REQUEST_TIMEOUT_MS)
+    assert(ConfValues.DEFAULT_WRITE_BATCH_BYTES > 0 && ConfValues.DEFAULT_KEY_FILTER_MAX_KEYS > 0)
+    assert(ConfKeys.CACHE_MAX_BYTES == ConfKeys.PREFIX + "cache.maxBytes")
+  }
+
+  test("a provider's own confs: the values given, else the defaults") {
+    val given = ShimConfs.of(Map(ConfKeys.WRITE_BATCH_SIZE -> " 4096 ", ConfKeys.CACHE_MAX_BYTES -> "0",
+      ConfKeys.REAL_TIME_CLOCK_INTERVAL -> "100ms", ConfKeys.KEY_FILTER_MAX_KEYS -> "0",
+      ConfKeys.KEY_FILTER_MAX_BYTES -> "1g"))
+    assert(given == ShimConfs(4096, 0L, 100L, 0, 1L << 30))
+    val defaults = ShimConfs(ConfValues.DEFAULT_WRITE_BATCH_BYTES, ConfValues.DEFAULT_CACHE_MAX_BYTES, -1L,
+      ConfValues.DEFAULT_KEY_FILTER_MAX_KEYS, ConfValues.DEFAULT_KEY_FILTER_MAX_BYTES)
+    assert(ShimConfs.of(Map.empty) == defaults)
+    // Not values (or below the shim's own bounds): the defaults until the server refuses them.
+    assert(ShimConfs.of(Map(ConfKeys.WRITE_BATCH_SIZE -> "512", ConfKeys.CACHE_MAX_BYTES -> "lots",
+      ConfKeys.REAL_TIME_CLOCK_INTERVAL -> "5ms", ConfKeys.KEY_FILTER_MAX_KEYS -> "1e6")) == defaults)
+    assert(ShimConfs.of(Map(ConfKeys.REAL_TIME_CLOCK_INTERVAL -> "off")).clockIntervalMs == -1L)
+  }
+}

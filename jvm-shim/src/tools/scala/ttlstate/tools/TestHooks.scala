@@ -1,0 +1,80 @@
+package ttlstate.tools
+
+import java.io.{BufferedReader, BufferedWriter, InputStreamReader, OutputStreamWriter, PrintWriter}
+
+import org.apache.hadoop.conf.Configuration
+import ttlstate.cache.{Expiry, KeyFilter}
+import ttlstate.client.{Json, Protocol}
+import ttlstate.conf.{ConfKeys, ConfValues}
+import ttlstate.metadata.OperatorNames
+import ttlstate.server.ServerPython
+import ttlstate.spark.Metrics
+
+/** Command-line answers of the shim's pure rules, for the Python tests that compare them with
+ *  Python's and C++'s (`java -cp <shim jar>:<tools jar>:<spark jars> ttlstate.tools.<Hook>`).
+ *  They live in the tools jar, not in the executor's. */
+private object Lines {
+  /** Applies `answer` to every line of stdin, printing one line each. */
+  def map(answer: String => String): Unit = {
+    val in = new BufferedReader(new InputStreamReader(System.in))
+    val out = new PrintWriter(new BufferedWriter(new OutputStreamWriter(System.out)))
+    var line = in.readLine()
+    while (line != null) {
+      out.println(answer(line.trim))
+      line = in.readLine()
+    }
+    out.flush()
+  }
+}
+
+/** Prints the shim's protocol constants, conf keys and metric kinds as JSON. */
+object Constants {
+  def main(args: Array[String]): Unit = {
+    val protocol = Protocol.all.map { case (k, v) => s"${Json.str(k)}:$v" }.mkString("{", ",", "}")
+    val keys = ConfKeys.SUFFIXES.map(Json.str).mkString("[", ",", "]")
+    val metrics = Metrics.kinds.map { case (n, k) => s"${Json.str(n)}:${Json.str(k)}" }.mkString("{", ",", "}")
+    println(s"""{"protocol":$protocol,"confPrefix":${Json.str(ConfKeys.PREFIX)},"confSuffixes":$keys,"metrics":$metrics}""")
+  }
+}
+
+/** Reads lines "ts ttl now", prints 1 (expired) or 0 per line. */
+object ExpiryCases {
+  def main(args: Array[String]): Unit = Lines.map { line =>
+    val Array(ts, ttl, now) = line.split(" ").map(_.toLong)
+    if (Expiry.isExpired(ts, ttl, now)) "1" else "0"
+  }
+}
+
+/** Reads lines "size|<value>" or "duration|<value>", prints the bytes or milliseconds the shim
+ *  reads, or "-" when it is not one. */
+object ConfValueCases {
+  def main(args: Array[String]): Unit = Lines.map { line =>
+    val (kind, value) = line.splitAt(line.indexOf('|'))
+    val parsed = if (kind == "size") ConfValues.sizeBytes(value.drop(1)) else ConfValues.durationMs(value.drop(1))
+    parsed.fold("-")(_.toString)
+  }
+}
+
+/** Reads keys in hex, one per line, and prints their two key filter hashes. */
+object KeyHashes {
+  def main(args: Array[String]): Unit = Lines.map { hex =>
+    val (h1, h2) = KeyFilter.hashes(hex.grouped(2).map(b => Integer.parseInt(b, 16).toByte).toArray)
+    s"$h1 $h2"
+  }
+}
+
+/** `OperatorNamesJson <checkpoint>/state`: the operator names the shim reads, as JSON. */
+object OperatorNamesJson {
+  def main(args: Array[String]): Unit = println(OperatorNames.json(OperatorNames.read(args(0), new Configuration())))
+}
+
+/** `ServerPythonChoice PYTHON_CONF LOCAL_MODE_PYTHON_CONF PYSPARK_PYTHON local|cluster` ("-" = not
+ *  set) prints the interpreter the shim would start the state server with. */
+object ServerPythonChoice {
+  def main(args: Array[String]): Unit = {
+    def arg(i: Int) = Option(args(i)).filter(_ != "-")
+    val confs = Seq(ConfKeys.PYTHON -> arg(0), ConfKeys.LOCAL_MODE_PYTHON -> arg(1))
+      .collect { case (k, Some(v)) => k -> v }.toMap
+    println(ServerPython.choose(confs, arg(2), localMode = args(3) == "local"))
+  }
+}

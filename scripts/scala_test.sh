@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The shim's Scala unit tests (jvm-shim/src/test: key filter, hot cache, expiry, wire codec, conf
+# values, Spark's metadata files), with ScalaTest fetched by Maven from jvm-shim/test-deps/pom.xml
+# into a cache folder named after a hash of that pom (once; stamped when complete), compiled with
+# pyspark's scalac against the shim jar (again only when a test source or the jar changed), run
+# with ScalaTest's runner. Exits non-zero if a test fails; the last line says how many passed.
+# Usage: scripts/scala_test.sh PYTHON SHIM_JAR
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${1:-.venv/bin/python}
+SHIM=${2:-python/ttlstate/jars/ttlstate-shim.jar}
+JARS=$("$PY" -c "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))")
+
+parent=${TTLSTATE_SCALA_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ttlstate-scala-test}
+deps="$parent/$(sha256sum jvm-shim/test-deps/pom.xml | cut -c1-12)"
+if [[ ! -f "$deps/.complete" ]]; then
+  scripts/ensure_maven.sh
+  tmp="$deps.tmp.$$"
+  rm -rf "$tmp"
+  trap 'rm -rf "$tmp"' EXIT
+  echo "scala_test: fetching ScalaTest" >&2
+  mvn -q -B -Dstyle.color=never -f jvm-shim/test-deps/pom.xml dependency:copy-dependencies \
+    -DoutputDirectory="$tmp" >&2
+  rm -rf "$deps"
+  mv "$tmp" "$deps"
+  touch "$deps/.complete"
+fi
+
+classes=jvm-shim/target/test-classes
+mapfile -t srcs < <(find jvm-shim/src/test/scala -name '*.scala' | sort)
+inputs=$(cat "${srcs[@]}" "$SHIM" "$deps"/*.jar | sha256sum | cut -c1-16)
+if [[ "$(cat "$classes/.inputs" 2>/dev/null)" != "$inputs" ]]; then
+  echo "ttlstate: compiling ${#srcs[@]} Scala test files" >&2
+  rm -rf "$classes"
+  mkdir -p "$classes"
+  scala_cp=$(ls "$JARS"/scala-compiler-*.jar "$JARS"/scala-library-*.jar "$JARS"/scala-reflect-*.jar | tr '\n' ':')
+  java -Xss8m -cp "$scala_cp" scala.tools.nsc.Main -release 17 -deprecation -feature \
+    -classpath "$SHIM:$deps/*:$JARS/*" -d "$classes" "${srcs[@]}"
+  echo "$inputs" > "$classes/.inputs"
+fi
+
+out=$(mktemp)
+status=0
+java -cp "$classes:$SHIM:$deps/*:$JARS/*" org.scalatest.tools.Runner -R "$classes" -oW >"$out" 2>&1 || status=$?
+cat "$out"
+summary=$(grep -E "^Tests: succeeded" "$out" | tail -1 || true)
+rm -f "$out"
+if [[ $status -ne 0 || -z "$summary" || "$summary" != *"failed 0, canceled 0"* ]]; then
+  echo "ttlstate: Scala unit tests FAILED (${summary:-no summary})" >&2
+  exit 1
+fi
+echo "ttlstate: Scala unit tests passed: ${summary#Tests: }"
