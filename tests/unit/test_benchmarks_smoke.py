@@ -62,6 +62,7 @@ def test_summary_ratios_targets_and_baseline() -> None:
     s = {row["variant"]: row for row in _fake_result()["summary"]}  # type: ignore[attr-defined]
     assert s["ttlstate"]["median_batch_ms"] == 300
     assert s["ttlstate"]["ratio_to_rocksdb"]["median_batch_ms"] == 0.75
+    assert s["ttlstate"]["ratio_to_rocksdb"]["total_to_rocksdb_jvm_peak_rss"] == 1.6  # 800 / 500
     assert s["ttlstate"]["meets_target"] == {"median_batch_ms": True, "restore_ms": True}
     assert s["ttlstate"]["ratio_to_baseline"]["restore_ms"] == 0.25
     assert s["ttlstate"]["restore_state_rows_ok"] is True
@@ -103,6 +104,28 @@ def test_side_by_side_rounds_are_combined_by_median() -> None:
     [row] = spark_side_by_side.combine_rounds(rows)
     assert row["seconds"] == 2.0 and row["rows_per_s"] == 50.0 and "round" not in row
     assert row["rows_per_s_per_round"] == [100.0, 25.0, 50.0]
+
+
+def test_cold_uniform_preset_sizes_format_providers_and_quick() -> None:
+    full = spark_side_by_side.parse_args(["--preset", "cold-uniform"])
+    assert (full.rows, full.keys, full.batches, full.input) == (4_000_000, 4_000_000, 8, "parquet")
+    assert full.providers == "hdfs,rocksdb,ttlstate-ttl-on"
+    quick = spark_side_by_side.parse_args(["--preset", "cold-uniform", "--quick", "--providers", "rocksdb"])
+    assert (quick.rows, quick.keys, quick.providers) == (80_000, 80_000, "rocksdb")
+    plain = spark_side_by_side.parse_args(["--quick"])
+    assert (plain.rows, plain.input, plain.providers) == (50_000, "json", ",".join(spark_side_by_side.VARIANTS))
+
+
+def test_side_by_side_parquet_input_has_every_row_in_batch_order(tmp_path: object) -> None:
+    import pyarrow.parquet as pq
+
+    spark_side_by_side.write_input(str(tmp_path), 1000, 50, 4, fmt="parquet")
+    files = sorted(os.listdir(str(tmp_path)))
+    assert files == [f"part-{b:03d}.parquet" for b in range(4)]
+    tables = [pq.read_table(os.path.join(str(tmp_path), f)) for f in files]
+    assert [t.num_rows for t in tables] == [250] * 4
+    keys = {k for t in tables for k in t.column("key").to_pylist()}
+    assert 1 < len(keys) <= 50 and all(k.startswith("k") for k in keys)
 
 
 def test_rss_poller_sees_a_server_process_behind_a_launcher() -> None:
