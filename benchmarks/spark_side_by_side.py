@@ -102,7 +102,8 @@ def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: f
     here = os.path.join(work, f"{v.name.replace('@', '-at-')}-r{round_no}")
     os.makedirs(here)
     params = {"provider_class": v.provider_class, "confs": dict(v.confs), "ttlstate": v.is_ttlstate,
-              "workloads": list(WORKLOADS), "input_dir": input_dir, "input_format": fmt, "warm_dir": warm_dir, "work": here,
+              "workloads": list(WORKLOADS), "input_dir": input_dir, "input_format": fmt,
+              "warm_dir": warm_dir, "work": here,
               "spark_confs": {"spark.sql.shuffle.partitions": "4"}}
     out, rss = run_child("benchmarks.side_by_side_child", params, v.env(), here + ".log", timeout)
     jars = [j for j in out["spark_jars"].split(",") if "ttlstate" in j]

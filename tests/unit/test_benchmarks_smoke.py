@@ -113,7 +113,8 @@ def test_cold_uniform_preset_sizes_format_providers_and_quick() -> None:
     quick = spark_side_by_side.parse_args(["--preset", "cold-uniform", "--quick", "--providers", "rocksdb"])
     assert (quick.rows, quick.keys, quick.providers) == (80_000, 80_000, "rocksdb")
     plain = spark_side_by_side.parse_args(["--quick"])
-    assert (plain.rows, plain.input, plain.providers) == (50_000, "json", ",".join(spark_side_by_side.VARIANTS))
+    assert (plain.rows, plain.input) == (50_000, "json")
+    assert plain.providers == ",".join(spark_side_by_side.VARIANTS)
 
 
 def test_side_by_side_parquet_input_has_every_row_in_batch_order(tmp_path: object) -> None:
