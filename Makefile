@@ -6,7 +6,7 @@ STAMPS := .stamps
 JAR := python/ttlstate/jars/ttlstate-shim.jar
 SCALA_SRC := $(shell find jvm-shim/src -name '*.scala' 2>/dev/null)
 NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
-DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
+DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib protobuf \
             pybind11 mkdocs
 
 .PHONY: setup run test test-long test-integration bench bench-quick lint jar native wheel docs docs-gen clean

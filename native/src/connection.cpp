@@ -212,7 +212,10 @@ bool Connection::Dispatch(uint8_t code, std::string_view payload) {
     FinishResponse(p::kRespOk);
     return true;
   }
-  if (code != p::kOpGet && code != p::kOpMultiGet && code != p::kOpIter && code != p::kOpKeys) return false;
+  if (code != p::kOpGet && code != p::kOpMultiGet && code != p::kOpGetEntries && code != p::kOpIter &&
+      code != p::kOpKeys) {
+    return false;
+  }
   const auto txn = BoundTxn(r.U32());
   if (!txn) return false;
   BeginResponse();
@@ -229,6 +232,15 @@ bool Connection::Dispatch(uint8_t code, std::string_view payload) {
     const auto values = txn->MultiGet(keys);
     PutU32(&out_, n);
     for (const auto& v : values) PutBytes(&out_, v ? &*v : nullptr);
+  } else if (code == p::kOpGetEntries) {  // n OP_GETs in one round trip
+    const uint32_t n = r.U32();
+    PutU32(&out_, n);
+    for (uint32_t i = 0; i < n; ++i) {
+      int64_t ts = 0;
+      const auto value = txn->GetEntry(r.Bytes(), &ts);
+      PutBytes(&out_, value ? &*value : nullptr);
+      PutU64(&out_, static_cast<uint64_t>(ts));
+    }
   } else {
     std::unique_ptr<Scan> scan;
     if (code == p::kOpKeys) {

@@ -18,6 +18,7 @@ constexpr uint8_t kOpIterNext = 9;
 constexpr uint8_t kOpIterClose = 10;
 constexpr uint8_t kOpClose = 17;
 constexpr uint8_t kOpKeys = 18;
+constexpr uint8_t kOpGetEntries = 23;
 
 constexpr uint8_t kRespOk = 64;
 constexpr uint8_t kRespError = 65;

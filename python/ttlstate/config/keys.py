@@ -215,6 +215,13 @@ OPERATOR_NAME_TTL = ConfKey("operator.<operatorName>.ttl", "(the global ttl)",
                             "several operators of one query have fails the query (use their ids). "
                             "Overrides `ttl`.",
                             option="operator_ttl")
+PREFETCH_CHUNK_ROWS = ConfKey("prefetch.chunkRows", "1024", "an integer >= 0 (0 = off)",
+                              "A deduplication or aggregation on ttlstate reads ahead this many of "
+                              "its input rows and fetches the state of their keys in one call to the "
+                              "state server (keys the executor's cache or key filter answers are "
+                              "left out), instead of one call per cold key as Spark reads them. "
+                              "Read when the query plans a batch.",
+                              option="prefetch_chunk_rows")
 
 ALL_KEYS: tuple[ConfKey, ...] = (
     TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, CLOCK_MAX_GAP, READER_INCLUDE_EXPIRED,
@@ -223,7 +230,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON,
     LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES, MEMORY_MAX_BYTES,
     MEMORY_WRITE_BUFFER_RATIO, CACHE_MAX_BYTES, REQUEST_TIMEOUT, OPERATOR_TTL, OPERATOR_NAME_TTL,
-    REAL_TIME_CLOCK_INTERVAL,
+    REAL_TIME_CLOCK_INTERVAL, PREFETCH_CHUNK_ROWS,
 )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 9
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -85,6 +85,10 @@ OP_KEY_FILTER_BITS = 21  # u32 h, u8 bits log2, u8 probes                -> OK b
 OP_SET_TIME = 22      # u32 h, i64 now ms                                -> OK i64 now (the time TTL uses)
 #   Real-time Mode (`realTime.clockInterval`): moves the loaded version's "now" forward (never
 #   back) while its long batch runs; the shim sends its wall clock, never below the batch time
+OP_GET_ENTRIES = 23   # u32 h, u32 n, n x bytes key                      -> OK u32 n, n x (bytes value,
+#                                                                          i64 its last-access time)
+#   what n OP_GETs would answer (and do: TTL, expiry, refresh), in one round trip: the shim's
+#   prefetch of the state keys of a chunk of input rows
 
 LOAD_READ_ONLY = 1
 LOAD_EMPTY = 2

@@ -389,6 +389,13 @@ class Connection(socketserver.StreamRequestHandler):
         if code == P.OP_GET:
             value, ts = self._store(handle).get_entry(r.bytes())
             return P.Writer().bytes(value).i64(ts).payload()
+        if code == P.OP_GET_ENTRIES:
+            store = self._store(handle)
+            entries = [store.get_entry(r.bytes()) for _ in range(r.u32())]
+            w = P.Writer().u32(len(entries))
+            for value, ts in entries:
+                w.bytes(value).i64(ts)
+            return w.payload()
         if code == P.OP_MULTI_GET:
             keys = [r.bytes() for _ in range(r.u32())]
             values = self._store(handle).multi_get(keys)

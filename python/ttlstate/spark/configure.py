@@ -158,7 +158,7 @@ def configure(builder: Any, **options: Any) -> Any:
     periodic_compaction, compact_every, engine, snapshot_interval, python, local_mode_python,
     workers, write_batch_bytes, key_filter_max_keys, key_filter_max_bytes, memory_max_bytes,
     memory_write_buffer_ratio, cache_max_bytes, request_timeout, real_time_clock_interval
-    (Real-time Mode: "1s"), and
+    (Real-time Mode: "1s"), prefetch_chunk_rows, and
     operator_ttl (a dict of operator id or name, as progress shows it, to a TTL or "off":
     {"dedupe": "10m", 2: "off"}).
 

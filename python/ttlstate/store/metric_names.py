@@ -78,12 +78,16 @@ CACHE_MISSES = MetricName("executorCacheMissCount", "sum",
                           "reads the executor's cross-batch cache could not answer", "none")
 CACHE_BYTES = MetricName("executorCacheBytes", "size",
                          "bytes the store's entries take in the executor's cross-batch cache", "none")
+PREFETCHED_KEYS = MetricName("prefetchedKeyCount", "sum",
+                             "state keys read ahead for a chunk of input rows in one call to the store "
+                             "(`prefetch.chunkRows`), so that their reads need no call of their own",
+                             "none")
 
 ALL_METRICS: tuple[MetricName, ...] = (
     TTL_EXPIRED_ON_READ, TTL_REMOVED_BY_FILTER, TTL_REMOVED_INCREMENTAL, TTL_DROPPED_FROM_SNAPSHOT,
     STORE_CALL_COUNT, STORE_CALL_TIME_MS, BLOOM_FILTER_SKIPPED_READS, ROCKSDB_SST_FILE_SIZE,
     COMMIT_TIME_MS, SNAPSHOT_TIME_MS, LOAD_LATENCY_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES,
-    CACHE_BYTES, STATE_BYTES, TTL_EXPIRED_TOTAL, NUM_REMOVED_STATE_ROWS,
+    CACHE_BYTES, STATE_BYTES, TTL_EXPIRED_TOTAL, NUM_REMOVED_STATE_ROWS, PREFETCHED_KEYS,
 )
 
 # Former names, for readers of old progress logs and dashboards (docs/metrics.md).

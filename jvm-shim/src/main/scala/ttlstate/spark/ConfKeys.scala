@@ -12,7 +12,7 @@ object ConfKeys {
     "cleanup.compactionFilter.compactEvery", "engine", "snapshotInterval", "python", "localModePython",
     "workers", "writeBatchBytes", "keyFilter.maxKeys", "keyFilter.maxBytes", "memory.maxBytes", "memory.writeBufferRatio",
     "cache.maxBytes", "requestTimeout", "operator.<operatorId>.ttl", "operator.<operatorName>.ttl",
-    "realTime.clockInterval")
+    "realTime.clockInterval", "prefetch.chunkRows")
 
   val PYTHON: String = PREFIX + "python"
   val LOCAL_MODE_PYTHON: String = PREFIX + "localModePython"
@@ -40,6 +40,9 @@ object ConfKeys {
       scala.util.Try(math.multiplyExact(n.toLong, mult)).toOption
     case _ => None
   }
+
+  val PREFETCH_CHUNK_ROWS: String = PREFIX + "prefetch.chunkRows"
+  val DEFAULT_PREFETCH_CHUNK_ROWS = 1024
 
   val REAL_TIME_CLOCK_INTERVAL: String = PREFIX + "realTime.clockInterval"
   val MIN_REAL_TIME_CLOCK_INTERVAL_MS = 10L // as python/ttlstate/config/store_config.py

@@ -19,6 +19,7 @@ object Metrics {
   val CACHE_HITS = "executorCacheHitCount"
   val CACHE_MISSES = "executorCacheMissCount"
   val CACHE_BYTES = "executorCacheBytes"
+  val PREFETCHED_KEYS = "prefetchedKeyCount"
 
   private val defs: Seq[(String, String, String)] = Seq(
     (TTL_EXPIRED_ON_READ, "sum", "entries hidden or dropped as expired on read"),
@@ -43,7 +44,8 @@ object Metrics {
     ("stateBytes", "size",
       "the live state's size in RocksDB: live SST files plus memtables (the state's bytes on disk once flushed)"),
     (TTL_EXPIRED_TOTAL, "sum", "entries that left the state by TTL in this batch, all ways together"),
-    (NUM_REMOVED_STATE_ROWS, "sum", "number of removed state rows"))
+    (NUM_REMOVED_STATE_ROWS, "sum", "number of removed state rows"),
+    (PREFETCHED_KEYS, "sum", "state keys read ahead for a chunk of input rows in one call to the store"))
 
   val all: Seq[StateStoreCustomMetric] = defs.map {
     case (name, "sum", desc) => StateStoreCustomSumMetric(name, desc)

@@ -3,7 +3,7 @@ package ttlstate.spark
 /** Wire protocol constants, mirrored from python/ttlstate/server/protocol.py (the spec lives
  *  there). tests/unit/test_cross_language.py checks every value against Python's. */
 object Protocol {
-  val PROTOCOL_VERSION = 8
+  val PROTOCOL_VERSION = 9
   val MAGIC = 0x54544C53
   val MAX_FRAME: Int = 1 << 30
 
@@ -29,6 +29,7 @@ object Protocol {
   val OP_CHANGES = 20
   val OP_KEY_FILTER_BITS = 21
   val OP_SET_TIME = 22
+  val OP_GET_ENTRIES = 23
 
   val LOAD_READ_ONLY = 1
   val LOAD_EMPTY = 2
@@ -76,6 +77,7 @@ object Protocol {
     "OP_METRICS" -> OP_METRICS, "OP_SNAPSHOT" -> OP_SNAPSHOT, "OP_CLEANUP" -> OP_CLEANUP,
     "OP_CLOSE" -> OP_CLOSE, "OP_KEYS" -> OP_KEYS, "OP_SNAPSHOT_NOW" -> OP_SNAPSHOT_NOW,
     "OP_CHANGES" -> OP_CHANGES, "OP_KEY_FILTER_BITS" -> OP_KEY_FILTER_BITS, "OP_SET_TIME" -> OP_SET_TIME,
+    "OP_GET_ENTRIES" -> OP_GET_ENTRIES,
     "LOAD_READ_ONLY" -> LOAD_READ_ONLY, "LOAD_EMPTY" -> LOAD_EMPTY,
     "LOAD_FROM_SNAPSHOT" -> LOAD_FROM_SNAPSHOT, "LOAD_KEY_HASHES" -> LOAD_KEY_HASHES,
     "LOAD_CHECKPOINT_ID" -> LOAD_CHECKPOINT_ID, "RESP_OK" -> RESP_OK, "RESP_ERROR" -> RESP_ERROR,

@@ -13,7 +13,8 @@ import org.apache.spark.sql.catalyst.streaming.WriteToStream
 import org.slf4j.LoggerFactory
 
 /** `spark.sql.extensions=ttlstate.spark.TtlStateExtensions` (set by `ttlstate.configure`, or in
- *  spark-defaults.conf / `--conf`): ttlstate's checks run when a streaming query starts.
+ *  spark-defaults.conf / `--conf`): ttlstate's checks run when a streaming query starts, and its
+ *  state read-ahead (`PrefetchRule`) joins the physical planning of every streaming batch.
  *
  *  The hook is a check rule of the analyzer. `DataStreamWriter.start()` analyzes the query's
  *  `WriteToStream` plan, with its resolved checkpoint location, on the calling thread before the
@@ -21,11 +22,13 @@ import org.slf4j.LoggerFactory
  *  (a StreamingQueryListener's onQueryStarted cannot fail a query: Spark logs and swallows what a
  *  listener throws). */
 class TtlStateExtensions extends (SparkSessionExtensions => Unit) {
-  override def apply(extensions: SparkSessionExtensions): Unit =
+  override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectCheckRule(session => (plan: LogicalPlan) => plan match {
       case w: WriteToStream => StartChecks.onStart(session, w.resolvedCheckpointLocation, Some(w.inputQuery))
       case _ =>
     })
+    extensions.injectColumnar(session => PrefetchRule(session)) // state read-ahead (Prefetch.scala)
+  }
 }
 
 object StartChecks {

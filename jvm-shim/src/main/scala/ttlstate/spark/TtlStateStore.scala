@@ -219,6 +219,35 @@ final class TtlStateStore(
     valueRow(value)
   }
 
+  /** Reads ahead for `get`s to come (`Prefetch`): the keys of `keys` a `get` would have to
+   *  ask the server for, in one round trip, remembered as that `get` would remember them. Keys
+   *  this task already knows (a pending write must win), keys the cache holds and keys the key
+   *  filter rules out are not asked for. A no-op when reads are not cacheable or `known` is full. */
+  private[spark] def prefetch(keys: Iterator[UnsafeRow]): Unit =
+      if (isOpen && provider.readsCacheable && knownBytes < KnownLimit) {
+    advanceClock()
+    val wanted = new java.util.LinkedHashSet[StoreKey]()
+    keys.foreach { key =>
+      val sk = new StoreKey(codec.encode(key))
+      if (!known.containsKey(sk) && (keyFilter == null || keyFilter.mightContain(sk.bytes)) &&
+          !(usableCache && HotCache.get(cache.owner, cacheEpoch, sk) != null)) {
+        wanted.add(sk.stable()) // the key's projection may reuse its buffer for the next row
+      }
+    }
+    if (!wanted.isEmpty) {
+      val w = request(Protocol.OP_GET_ENTRIES).u32(wanted.size)
+      wanted.forEach(k => w.bytes(k.bytes))
+      val r = call("prefetch", w.frame(Protocol.OP_GET_ENTRIES))
+      val it = wanted.iterator()
+      (0 until r.u32()).foreach { _ =>
+        val value = r.bytesOrNull()
+        remember(it.next(), value, r.i64())
+      }
+      prefetchedKeys += wanted.size
+    }
+  }
+  private var prefetchedKeys = 0L
+
   override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
     requireOpen()
     checkCf(colFamilyName)
@@ -381,6 +410,7 @@ final class TtlStateStore(
         case Metrics.BLOOM_FILTER_SKIPPED_READS => readsSkipped
         case Metrics.CACHE_HITS => cacheHits
         case Metrics.CACHE_MISSES => cacheMisses
+        case Metrics.PREFETCHED_KEYS => prefetchedKeys
         case Metrics.CACHE_BYTES => if (cache == null) 0L else HotCache.ownerBytes(cache.owner)
         case Metrics.TTL_EXPIRED_ON_READ | Metrics.TTL_EXPIRED_TOTAL | Metrics.NUM_REMOVED_STATE_ROWS =>
           reported.getOrElse(m.name, 0L) + expiredInCacheReadOnly
