@@ -147,11 +147,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--deadline", type=float, default=600, help="seconds a variant's query may run")
     ap.add_argument("--driver-memory", default="1g", help="spark.driver.memory of every variant")
-    ap.add_argument("--quick", action="store_true", help="6 batches of 6k rows, deadline 120 s")
+    ap.add_argument("--quick", action="store_true", help="6 batches of 6k rows, deadline 300 s")
     ap.add_argument("--json", help="write the result here (and the plot beside it, .png)")
     args = ap.parse_args(argv)
     if args.quick:
-        args.batches, args.rows, args.deadline = 6, 6_000, min(args.deadline, 120)
+        args.batches, args.rows, args.deadline = 6, 6_000, min(args.deadline, 300)
     args.ttl_ms = ttl_ms(args.ttl)
     return args
 

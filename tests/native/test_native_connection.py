@@ -85,12 +85,15 @@ def test_hot_requests_never_reach_python(served) -> None:  # noqa: ANN001
     assert (code, r.bytes_or_none()) == (P.RESP_OK, b"A")
     code, r = peer.call(P.OP_MULTI_GET, P.Writer().u32(H).u32(3).bytes(b"a").bytes(b"b").bytes(b"zz"))
     assert code == P.RESP_OK and [r.bytes_or_none() for _ in range(r.u32())] == [b"A", None, None]
+    code, r = peer.call(P.OP_GET_ENTRIES, P.Writer().u32(H).u32(2).bytes(b"c").bytes(b"b"))
+    entries = [(r.bytes_or_none(), r.i64()) for _ in range(r.u32())]
+    assert code == P.RESP_OK and entries == [(b"C", 1000), (None, 0)]
     code, r = peer.call(P.OP_ITER, P.Writer().u32(H).bytes(None))
     assert code == P.RESP_OK
     _iter_id, done, n = r.u32(), r.u8(), r.u32()
     assert done == 1 and [(r.bytes(), r.bytes()) for _ in range(n)] == [(b"a", b"A"), (b"c", b"C")]
     assert forwarded == [P.OP_LOAD], "a per-entry request of a bound store went through Python"
-    assert conn.native_requests >= 4  # counted after the reply is sent
+    assert conn.native_requests >= 5  # counted after the reply is sent
 
 
 def test_unbound_handles_and_control_frames_go_to_python_in_order(served) -> None:  # noqa: ANN001

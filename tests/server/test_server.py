@@ -96,6 +96,27 @@ def test_checkpoint_ids_over_the_wire(server, confs) -> None:  # noqa: ANN001
         assert (done, [(r.bytes(), r.bytes_or_none() is not None) for _ in range(n)]) == (1, [(key, True)])
 
 
+def test_get_entries_answers_as_that_many_gets(server, confs) -> None:  # noqa: ANN001
+    """OP_GET_ENTRIES, the shim's prefetch: each key's value and last-access time as OP_GET
+    gives them, pending writes, removes and expiry included, in one round trip."""
+    _proc, sockets, tmp = server
+    c = Client(sockets[0])
+    c.hello()
+    h = c.open("ge", confs, INFO, os.path.join(tmp, "ck"))
+    c.load(h, 0, 1000)
+    c.writes(h, [(b"old", b"0")])
+    c.commit(h)
+    c.load(h, 1, 1050)
+    c.writes(h, [(b"a", b"1"), (b"b", b"2"), (b"b", None)])
+    assert c.get_entries(h, [b"a", b"b", b"old", b"zz", b"a"]) == [
+        (b"1", 1050), (None, 0), (b"0", 1000), (None, 0), (b"1", 1050)]
+    assert c.get_entries(h, []) == []
+    c.commit(h)
+    c.load(h, 2, 1101)  # "old" was written at 1000 with ttl 100ms: expired now
+    assert c.get_entries(h, [b"old", b"a"]) == [c.get_entry(h, b"old"), c.get_entry(h, b"a")]
+    assert c.get_entries(h, [b"old"]) == [(None, 0)]
+
+
 def test_set_time_moves_the_loaded_versions_now_forward_only(server, confs) -> None:  # noqa: ANN001
     """OP_SET_TIME, as the shim sends it in Real-time Mode: TTL expires inside one version."""
     _proc, sockets, tmp = server
