@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, SortOrd
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarRule, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.datasources.v2.RealTimeStreamScanExec
 import org.apache.spark.sql.execution.streaming.operators.stateful.{StateStoreRestoreExec, StreamingDeduplicateExec}
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 
@@ -91,12 +92,14 @@ private final class ReadAhead(rows: Iterator[InternalRow], key: UnsafeProjection
 /** Puts a `PrefetchExec` under every deduplication and aggregation restore of a streaming query
  *  on ttlstate, once its state info is set (Spark's streaming planning runs this after its own
  *  `state` rule). Installed by `TtlStateExtensions` as a columnar rule: the one physical-plan
- *  hook an extension has that streaming batches run. */
+ *  hook an extension has that streaming batches run. Never in Real-time Mode: there a row must
+ *  flow on as soon as it arrives, not wait for a chunk to fill. */
 final case class PrefetchRule(session: SparkSession) extends ColumnarRule {
   override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
     override def apply(plan: SparkPlan): SparkPlan = {
       lazy val chunk = Prefetch.chunkRows(session)
-      if (session.conf.get(Migration.ProviderKey, "") != StartChecks.ProviderClass || chunk <= 0) plan
+      if (session.conf.get(Migration.ProviderKey, "") != StartChecks.ProviderClass || chunk <= 0 ||
+          plan.exists(_.isInstanceOf[RealTimeStreamScanExec])) plan
       else plan.transformUp {
         case d: StreamingDeduplicateExec if d.stateInfo.isDefined && !d.child.isInstanceOf[PrefetchExec] =>
           d.withNewChildren(Seq(PrefetchExec(d.keyExpressions, d.stateInfo.get.operatorId, chunk, d.child)))
