@@ -166,3 +166,43 @@ def test_realtime_latency_summary_is_nearest_rank_in_ms() -> None:
     s = realtime_latency.summarize([i * 1_000_000 for i in range(1, 101)])  # 1..100 ms
     assert s == {"n": 100, "p50_ms": 50.0, "p99_ms": 99.0, "max_ms": 100.0}
     assert realtime_latency.summarize([]) == {"n": 0}
+
+
+def test_churn_input_keeps_each_key_for_three_batches(tmp_path: object) -> None:
+    import pyarrow.parquet as pq
+    from benchmarks import churn
+
+    counts = churn.write_inputs(str(tmp_path), 5, 30)
+    assert counts == [10, 20, 30, 30, 30]
+    files = [os.path.join(str(tmp_path), f"part-{b:03d}.parquet") for b in range(5)]
+    batches = [set(pq.read_table(f).column("key").to_pylist()) for f in files]
+    assert all(len(keys) == n for keys, n in zip(batches, counts, strict=True))  # each key once per batch
+    assert batches[0] < batches[1] < batches[2] and "c0-0" not in batches[3] and "c1-0" in batches[3]
+
+
+def test_churn_summary_bound_ratios_and_a_variant_that_did_not_finish(tmp_path: object) -> None:
+    from benchmarks import churn
+    from benchmarks.churn_plot import plot
+
+    def run(name: str, finished: bool, rate: float, state: list[int]) -> dict[str, object]:
+        batches = [{"batch_id": i, "input_rows": 30, "batch_ms": 1000, "state_rows": s, "rows_removed": 0}
+                   for i, s in enumerate(state)]
+        return {"variant": name, "round": 0, "finished": finished, "rows_per_s": rate, "batches": batches,
+                "jvm_peak_rss_mb": 1.0, "server_peak_rss_mb": 0.0}
+
+    runs = [run("ttlstate", True, 300.0, [10, 30, 40, 40]), run("tws-scala", True, 100.0, [10, 30, 50, 60]),
+            run("apply-in-pandas", False, 1.0, [10])]
+    names = ["ttlstate", "tws-scala", "apply-in-pandas"]
+    summary = churn.summarize(runs, names, cohort=10, ttl_ms=1500, batches=4, deadline=60)
+    rows = {r["variant"]: r for r in summary}
+    assert rows["ttlstate"]["ratio_to_tws-scala"] == 3.0 and rows["ttlstate"]["max_state_rows"] == 40
+    assert rows["ttlstate"]["ttl_bound_rows"] == 40  # 3 active cohorts + 1 ended within the TTL
+    assert rows["apply-in-pandas"]["did_not_finish"] == "did not finish 4 batches in 60 s (1 done)"
+    assert churn.ttl_ms("3s") == 3000 and churn.ttl_ms("250ms") == 250
+    with pytest.raises(SystemExit, match="--ttl '3'"):
+        churn.ttl_ms("3")
+    result = {"params": {"batches": 4, "rows_per_batch": 30, "ttl": "1500ms"}, "runs": runs,
+              "summary": list(rows.values())}
+    path = os.path.join(str(tmp_path), "churn.png")
+    plot(result, path)
+    assert os.path.getsize(path) > 10_000
