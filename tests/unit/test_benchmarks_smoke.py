@@ -187,8 +187,8 @@ def test_churn_summary_bound_ratios_and_a_variant_that_did_not_finish(tmp_path: 
     def run(name: str, finished: bool, rate: float, state: list[int]) -> dict[str, object]:
         batches = [{"batch_id": i, "input_rows": 30, "batch_ms": 1000, "state_rows": s, "rows_removed": 0}
                    for i, s in enumerate(state)]
-        return {"variant": name, "round": 0, "finished": finished, "rows_per_s": rate, "batches": batches,
-                "jvm_peak_rss_mb": 1.0, "server_peak_rss_mb": 0.0}
+        return {"variant": name, "round": 0, "all_rows_read": finished, "rows_per_s": rate,
+                "batches": batches, "jvm_peak_rss_mb": 1.0, "server_peak_rss_mb": 0.0}
 
     runs = [run("ttlstate", True, 300.0, [10, 30, 40, 40]), run("tws-scala", True, 100.0, [10, 30, 50, 60]),
             run("apply-in-pandas", False, 1.0, [10])]
@@ -198,6 +198,11 @@ def test_churn_summary_bound_ratios_and_a_variant_that_did_not_finish(tmp_path: 
     assert rows["ttlstate"]["ratio_to_tws-scala"] == 3.0 and rows["ttlstate"]["max_state_rows"] == 40
     assert rows["ttlstate"]["ttl_bound_rows"] == 40  # 3 active cohorts + 1 ended within the TTL
     assert rows["apply-in-pandas"]["did_not_finish"] == "did not finish 4 batches in 60 s (1 done)"
+    complete = {"batches": [{"input_rows": 30, "batch_ms": 500}, {"input_rows": 30, "batch_ms": 1500}]}
+    churn.complete(complete, total_rows=60)
+    assert complete["rows_per_s"] == 30.0 and complete["all_rows_read"] is True
+    churn.complete(complete, total_rows=90)
+    assert complete["all_rows_read"] is False
     assert churn.ttl_ms("3s") == 3000 and churn.ttl_ms("250ms") == 250
     with pytest.raises(SystemExit, match="--ttl '3'"):
         churn.ttl_ms("3")
