@@ -24,6 +24,7 @@ TTL_KEY = TTL_PREFIX + "ttl"
 SNAPSHOT_INTERVAL_KEY = TTL_PREFIX + "snapshotInterval"
 KEY_FILTER_KEY = TTL_PREFIX + "keyFilter.maxKeys"
 CACHE_KEY = TTL_PREFIX + "cache.maxBytes"
+PREFETCH_KEY = TTL_PREFIX + "prefetch.chunkRows"
 CHANGELOG_KEY = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
 

@@ -23,6 +23,7 @@ def test_variant_conf_names_are_the_packages() -> None:
     assert variants.SNAPSHOT_INTERVAL_KEY == K.SNAPSHOT_INTERVAL.key
     assert variants.KEY_FILTER_KEY == K.KEY_FILTER_MAX_KEYS.key
     assert variants.CACHE_KEY == K.CACHE_MAX_BYTES.key
+    assert variants.PREFETCH_KEY == K.PREFETCH_CHUNK_ROWS.key
 
 
 def test_new_keys_are_distinct_across_batches_and_deterministic() -> None:
