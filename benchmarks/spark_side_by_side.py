@@ -41,8 +41,8 @@ from benchmarks.subproc import run_child
 from benchmarks.variants import (
     CACHE_KEY,
     HDFS,
-    PREFETCH_KEY,
     KEY_FILTER_KEY,
+    PREFETCH_KEY,
     ROCKSDB,
     TTL_KEY,
     TTLSTATE,
