@@ -215,12 +215,14 @@ OPERATOR_NAME_TTL = ConfKey("operator.<operatorName>.ttl", "(the global ttl)",
                             "several operators of one query have fails the query (use their ids). "
                             "Overrides `ttl`.",
                             option="operator_ttl")
-PREFETCH_CHUNK_ROWS = ConfKey("prefetch.chunkRows", "1024", "an integer >= 0 (0 = off)",
+PREFETCH_CHUNK_ROWS = ConfKey("prefetch.chunkRows", "0", "an integer >= 0 (0 = off), e.g. 1024",
                               "A deduplication or aggregation on ttlstate reads ahead this many of "
                               "its input rows and fetches the state of their keys in one call to the "
                               "state server (keys the executor's cache or key filter answers are "
                               "left out), instead of one call per cold key as Spark reads them. "
-                              "Read when the query plans a batch.",
+                              "Off by default: measured on one machine, the JVM work it adds cost "
+                              "as much as the round trips it saved (docs/performance.md). Read "
+                              "when the query plans a batch.",
                               option="prefetch_chunk_rows")
 
 ALL_KEYS: tuple[ConfKey, ...] = (

@@ -42,7 +42,7 @@ object ConfKeys {
   }
 
   val PREFETCH_CHUNK_ROWS: String = PREFIX + "prefetch.chunkRows"
-  val DEFAULT_PREFETCH_CHUNK_ROWS = 1024
+  val DEFAULT_PREFETCH_CHUNK_ROWS = 0
 
   val REAL_TIME_CLOCK_INTERVAL: String = PREFIX + "realTime.clockInterval"
   val MIN_REAL_TIME_CLOCK_INTERVAL_MS = 10L // as python/ttlstate/config/store_config.py
