@@ -12,7 +12,7 @@ CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/p
                python/ttlstate/config/keys.py python/ttlstate/config/parse.py \
                python/ttlstate/config/store_config.py python/ttlstate/store/metric_names.py \
                python/ttlstate/ttl/ttl_value.py
-DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib \
+DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib protobuf \
             mkdocs pybind11  # pybind11: only to build commits before the C ABI (benchmarks/baseline.py)
 
 .PHONY: setup run test test-scala test-long test-integration bench bench-quick lint jar native wheel docs docs-gen clean

@@ -5,6 +5,10 @@
 (`cache.maxBytes=0`), `ttlstate-ttl-on-small-cache` with a 4 MiB cache (a tenth of the default
 workload's working set): the before/after of those optimisations, measured in the same run.
 `--distribution zipf` draws keys from a Zipf distribution (s = 1.1) instead of uniformly.
+`--input parquet` writes the batches as Parquet files instead of JSON. `--preset cold-uniform`
+is large, cold state where no executor cache can help: 8 batches of 500k rows drawn uniformly
+from 4M keys (about 2.5M distinct), Parquet input, Spark's HDFS and RocksDB providers and
+ttlstate with TTL on (`--quick`: a fiftieth of it).
 With `--baseline REF`, `ttlstate-ttl-on@<sha>` is the same configuration run by an older
 checkout (see `benchmarks/baseline.py`), and `ratio_to_baseline` compares the two.
 
@@ -63,10 +67,17 @@ VARIANTS: dict[str, Variant] = {
                                            {TTL_KEY: "1h", CACHE_KEY: "4m"}),
 }
 WORKLOADS = ("aggregation", "dropDuplicates")
+# Named workload sizes: rows, keys, batches, input format and default providers.
+PRESETS: dict[str, dict[str, Any]] = {
+    "cold-uniform": {"rows": 4_000_000, "keys": 4_000_000, "batches": 8, "input": "parquet",
+                     "distribution": "uniform", "providers": "hdfs,rocksdb,ttlstate-ttl-on"},
+}
+QUICK_FACTOR = 50  # --quick with a preset: rows and keys divided by this
 
 
 def write_input(directory: str, rows: int, keys: int, batches: int, seed: int = 7,
-                distribution: str = "uniform") -> None:
+                distribution: str = "uniform", fmt: str = "json") -> None:
+    """`batches` files of `rows / batches` rows (`key`, `v`), in the order they are read."""
     rnd = random.Random(seed)
     os.makedirs(directory, exist_ok=True)
     per = rows // batches
@@ -76,19 +87,30 @@ def write_input(directory: str, rows: int, keys: int, batches: int, seed: int = 
     else:
         draw = lambda: rnd.randrange(keys)  # noqa: E731
     for b in range(batches):
-        with open(os.path.join(directory, f"part-{b:03d}.json"), "w") as f:
-            f.writelines(f'{{"key":"k{draw()}","v":{i}}}\n' for i in range(per))
+        path = os.path.join(directory, f"part-{b:03d}.{fmt}")
+        if fmt == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.table({"key": [f"k{draw()}" for _ in range(per)], "v": list(range(per))},
+                             schema=pa.schema([("key", pa.string()), ("v", pa.int64())]))
+            pq.write_table(table, path)
+        else:
+            with open(path, "w") as f:
+                f.writelines(f'{{"key":"k{draw()}","v":{i}}}\n' for i in range(per))
 
 
 def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: float,
-                round_no: int = 0, ck_root: str | None = None) -> list[dict[str, Any]]:
+                round_no: int = 0, ck_root: str | None = None,
+                fmt: str = "json") -> list[dict[str, Any]]:
     """Both workloads of one variant in a fresh child process; one row per workload. The
     checkpoints go under ck_root (default: `work`)."""
     name = f"{v.name.replace('@', '-at-')}-r{round_no}"
     here = os.path.join(work, name)
     os.makedirs(here)
     params = {"provider_class": v.provider_class, "confs": dict(v.confs), "ttlstate": v.is_ttlstate,
-              "workloads": list(WORKLOADS), "input_dir": input_dir, "warm_dir": warm_dir,
+              "workloads": list(WORKLOADS), "input_dir": input_dir, "input_format": fmt,
+              "warm_dir": warm_dir,
               "ck_root": here if ck_root is None else join(ck_root, name),
               "spark_confs": {"spark.sql.shuffle.partitions": "4"}}
     out, rss = run_child("benchmarks.side_by_side_child", params, v.env(), here + ".log", timeout)
@@ -142,7 +164,22 @@ def add_ratios(results: list[dict[str, object]]) -> None:
             r["baseline"] = twin
 
 
-def main(argv: list[str] | None = None) -> list[dict[str, object]]:
+def apply_preset(args: argparse.Namespace) -> argparse.Namespace:
+    """The preset's sizes, format and providers (an explicit --providers wins), then --quick."""
+    preset = PRESETS.get(args.preset or "")
+    if preset is not None:
+        args.rows, args.keys, args.batches = preset["rows"], preset["keys"], preset["batches"]
+        args.input, args.distribution = preset["input"], preset["distribution"]
+        args.providers = args.providers or preset["providers"]
+        if args.quick:
+            args.rows, args.keys = args.rows // QUICK_FACTOR, args.keys // QUICK_FACTOR
+    elif args.quick:
+        args.rows, args.keys = 50_000, 10_000
+    args.providers = args.providers or ",".join(VARIANTS)
+    return args
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--keys", type=int, default=200_000)
@@ -151,8 +188,13 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     ap.add_argument("--checkpoint-fs", choices=FILESYSTEMS, default="local",
                     help="where the checkpoints live: the local disk, or a MiniDFSCluster started for the "
                          "run (its jars come from scripts/integration_deps.sh, fetched with Maven once)")
-    ap.add_argument("--quick", action="store_true", help="50k rows, 10k keys")
-    ap.add_argument("--providers", default=",".join(VARIANTS))
+    ap.add_argument("--input", choices=("json", "parquet"), default="json", help="input file format")
+    ap.add_argument("--preset", choices=sorted(PRESETS),
+                    help="a named workload; overrides --rows, --keys, --batches, --input, --distribution "
+                         "and the default --providers")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"50k rows, 10k keys (with --preset: its sizes / {QUICK_FACTOR})")
+    ap.add_argument("--providers")
     ap.add_argument("--baseline", metavar="REF", help="also run ttlstate from this older commit")
     ap.add_argument("--baseline-variants", default="ttlstate-ttl-on",
                     help="which ttlstate variants get a baseline twin")
@@ -160,21 +202,25 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
                     help="run every variant this many times, in alternating order; medians")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per variant")
     ap.add_argument("--json", help="write results here")
-    args = ap.parse_args(argv)
-    if args.quick:
-        args.rows, args.keys = 50_000, 10_000
+    return apply_preset(ap.parse_args(argv))
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, object]]:
+    args = parse_args(argv)
     baseline = prepare(args.baseline) if args.baseline else None
     variants = with_baseline(pick(VARIANTS, args.providers), baseline, args.baseline_variants)
     work = tempfile.mkdtemp(prefix="ttlstate-sbs-")
     runs: list[dict[str, Any]] = []
     try:
         input_dir, warm_dir = os.path.join(work, "input"), os.path.join(work, "warmup")
-        write_input(input_dir, args.rows, args.keys, args.batches, distribution=args.distribution)
-        write_input(warm_dir, 5_000, 1_000, 1)
+        write_input(input_dir, args.rows, args.keys, args.batches, distribution=args.distribution,
+                    fmt=args.input)
+        write_input(warm_dir, 5_000, 1_000, 1, fmt=args.input)
         with checkpoint_root(args.checkpoint_fs, work) as ck_root:
             for round_no in range(args.rounds):
                 for v in variants if round_no % 2 == 0 else list(reversed(variants)):
-                    runs += run_variant(v, input_dir, warm_dir, work, args.timeout, round_no, ck_root)
+                    runs += run_variant(v, input_dir, warm_dir, work, args.timeout, round_no, ck_root,
+                                        args.input)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results = combine_rounds(runs)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compiles the Scala shim against the installed pyspark's jars with the Scala compiler that
-# pyspark itself ships (Maven Central is not needed), and writes two jars into the package:
+# Compiles the Scala shim against the installed pyspark's jars (scripts/scalac.sh: the Scala
+# compiler pyspark itself ships), and writes two jars into the package:
 # the executor jar (jvm-shim/src/main and the code ttlstate.codegen generates from the Python
 # definitions: what Spark loads) and the tools jar (jvm-shim/src/tools:
 # `ttlstate migrate` and the tests' command-line hooks), compiled against the first.
@@ -8,26 +8,16 @@ set -euo pipefail
 PY=${1:-.venv/bin/python}
 OUT=${2:-python/ttlstate/jars/ttlstate-shim.jar}
 TOOLS_OUT=${3:-$(dirname "$OUT")/ttlstate-tools.jar}
-JARS=$("$PY" -c "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))")
-scala_cp=$(ls "$JARS"/scala-compiler-*.jar "$JARS"/scala-library-*.jar "$JARS"/scala-reflect-*.jar | tr '\n' ':')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/shim" "$work/tools"
-
-scalac() {  # scalac <classpath> <output dir> <sources...>
-  local cp=$1 out=$2
-  shift 2
-  java -Xss8m -cp "$scala_cp" scala.tools.nsc.Main -release 17 -deprecation -feature \
-    -classpath "$cp" -d "$out" "$@"
-}
 
 # The constants Python defines once (protocol, conf keys, metric names), as Scala objects.
 PYTHONPATH=python "$PY" -m ttlstate.codegen scala "$work/generated" >/dev/null
 mapfile -t srcs < <(find jvm-shim/src/main/scala "$work/generated" -name '*.scala' | sort)
 echo "ttlstate: compiling ${#srcs[@]} Scala files against pyspark $("$PY" -c "import pyspark; print(pyspark.__version__)")"
-scalac "$JARS/*" "$work/shim" "${srcs[@]}"
+scripts/scalac.sh "$PY" "$work/shim" "" "${srcs[@]}"
 mapfile -t tools < <(find jvm-shim/src/tools/scala -name '*.scala' | sort)
-scalac "$work/shim:$JARS/*" "$work/tools" "${tools[@]}"
+scripts/scalac.sh "$PY" "$work/tools" "$work/shim" "${tools[@]}"
 
 mkdir -p "$(dirname "$OUT")" "$(dirname "$TOOLS_OUT")"
 rm -f "$OUT" "$TOOLS_OUT"

@@ -33,9 +33,7 @@ if [[ "$(cat "$classes/.inputs" 2>/dev/null)" != "$inputs" ]]; then
   echo "ttlstate: compiling ${#srcs[@]} Scala test files" >&2
   rm -rf "$classes"
   mkdir -p "$classes"
-  scala_cp=$(ls "$JARS"/scala-compiler-*.jar "$JARS"/scala-library-*.jar "$JARS"/scala-reflect-*.jar | tr '\n' ':')
-  java -Xss8m -cp "$scala_cp" scala.tools.nsc.Main -release 17 -deprecation -feature \
-    -classpath "$SHIM:$deps/*:$JARS/*" -d "$classes" "${srcs[@]}"
+  scripts/scalac.sh "$PY" "$classes" "$SHIM:$deps/*" "${srcs[@]}"
   echo "$inputs" > "$classes/.inputs"
 fi
 

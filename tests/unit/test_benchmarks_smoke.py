@@ -63,6 +63,7 @@ def test_summary_ratios_targets_and_baseline() -> None:
     s = {row["variant"]: row for row in _fake_result()["summary"]}  # type: ignore[attr-defined]
     assert s["ttlstate"]["median_batch_ms"] == 300
     assert s["ttlstate"]["ratio_to_rocksdb"]["median_batch_ms"] == 0.75
+    assert s["ttlstate"]["ratio_to_rocksdb"]["total_to_rocksdb_jvm_peak_rss"] == 1.6  # 800 / 500
     assert s["ttlstate"]["meets_target"] == {"median_batch_ms": True, "restore_ms": True}
     assert s["ttlstate"]["ratio_to_baseline"]["restore_ms"] == 0.25
     assert s["ttlstate"]["restore_state_rows_ok"] is True
@@ -106,6 +107,29 @@ def test_side_by_side_rounds_are_combined_by_median() -> None:
     assert row["rows_per_s_per_round"] == [100.0, 25.0, 50.0]
 
 
+def test_cold_uniform_preset_sizes_format_providers_and_quick() -> None:
+    full = spark_side_by_side.parse_args(["--preset", "cold-uniform"])
+    assert (full.rows, full.keys, full.batches, full.input) == (4_000_000, 4_000_000, 8, "parquet")
+    assert full.providers == "hdfs,rocksdb,ttlstate-ttl-on"
+    quick = spark_side_by_side.parse_args(["--preset", "cold-uniform", "--quick", "--providers", "rocksdb"])
+    assert (quick.rows, quick.keys, quick.providers) == (80_000, 80_000, "rocksdb")
+    plain = spark_side_by_side.parse_args(["--quick"])
+    assert (plain.rows, plain.input) == (50_000, "json")
+    assert plain.providers == ",".join(spark_side_by_side.VARIANTS)
+
+
+def test_side_by_side_parquet_input_has_every_row_in_batch_order(tmp_path: object) -> None:
+    import pyarrow.parquet as pq
+
+    spark_side_by_side.write_input(str(tmp_path), 1000, 50, 4, fmt="parquet")
+    files = sorted(os.listdir(str(tmp_path)))
+    assert files == [f"part-{b:03d}.parquet" for b in range(4)]
+    tables = [pq.read_table(os.path.join(str(tmp_path), f)) for f in files]
+    assert [t.num_rows for t in tables] == [250] * 4
+    keys = {k for t in tables for k in t.column("key").to_pylist()}
+    assert 1 < len(keys) <= 50 and all(k.startswith("k") for k in keys)
+
+
 def test_rss_poller_sees_a_server_process_behind_a_launcher() -> None:
     code = "import time; time.sleep(1.5)"  # exits by itself; bash waits for it
     proc = subprocess.Popen(["bash", "-c", f"'{sys.executable}' -c '{code}' ttlstate.server & wait"])
@@ -143,3 +167,48 @@ def test_realtime_latency_summary_is_nearest_rank_in_ms() -> None:
     s = realtime_latency.summarize([i * 1_000_000 for i in range(1, 101)])  # 1..100 ms
     assert s == {"n": 100, "p50_ms": 50.0, "p99_ms": 99.0, "max_ms": 100.0}
     assert realtime_latency.summarize([]) == {"n": 0}
+
+
+def test_churn_input_keeps_each_key_for_three_batches(tmp_path: object) -> None:
+    import pyarrow.parquet as pq
+    from benchmarks import churn
+
+    counts = churn.write_inputs(str(tmp_path), 5, 30)
+    assert counts == [10, 20, 30, 30, 30]
+    files = [os.path.join(str(tmp_path), f"part-{b:03d}.parquet") for b in range(5)]
+    batches = [set(pq.read_table(f).column("key").to_pylist()) for f in files]
+    assert all(len(keys) == n for keys, n in zip(batches, counts, strict=True))  # each key once per batch
+    assert batches[0] < batches[1] < batches[2] and "c0-0" not in batches[3] and "c1-0" in batches[3]
+
+
+def test_churn_summary_bound_ratios_and_a_variant_that_did_not_finish(tmp_path: object) -> None:
+    from benchmarks import churn
+    from benchmarks.churn_plot import plot
+
+    def run(name: str, finished: bool, rate: float, state: list[int]) -> dict[str, object]:
+        batches = [{"batch_id": i, "input_rows": 30, "batch_ms": 1000, "state_rows": s, "rows_removed": 0}
+                   for i, s in enumerate(state)]
+        return {"variant": name, "round": 0, "all_rows_read": finished, "rows_per_s": rate,
+                "batches": batches, "jvm_peak_rss_mb": 1.0, "server_peak_rss_mb": 0.0}
+
+    runs = [run("ttlstate", True, 300.0, [10, 30, 40, 40]), run("tws-scala", True, 100.0, [10, 30, 50, 60]),
+            run("apply-in-pandas", False, 1.0, [10])]
+    names = ["ttlstate", "tws-scala", "apply-in-pandas"]
+    summary = churn.summarize(runs, names, cohort=10, ttl_ms=1500, batches=4, deadline=60)
+    rows = {r["variant"]: r for r in summary}
+    assert rows["ttlstate"]["ratio_to_tws-scala"] == 3.0 and rows["ttlstate"]["max_state_rows"] == 40
+    assert rows["ttlstate"]["ttl_bound_rows"] == 40  # 3 active cohorts + 1 ended within the TTL
+    assert rows["apply-in-pandas"]["did_not_finish"] == "did not finish 4 batches in 60 s (1 done)"
+    complete = {"batches": [{"input_rows": 30, "batch_ms": 500}, {"input_rows": 30, "batch_ms": 1500}]}
+    churn.complete(complete, total_rows=60)
+    assert complete["rows_per_s"] == 30.0 and complete["all_rows_read"] is True
+    churn.complete(complete, total_rows=90)
+    assert complete["all_rows_read"] is False
+    assert churn.ttl_ms("3s") == 3000 and churn.ttl_ms("250ms") == 250
+    with pytest.raises(SystemExit, match="--ttl '3'"):
+        churn.ttl_ms("3")
+    result = {"params": {"batches": 4, "rows_per_batch": 30, "ttl": "1500ms"}, "runs": runs,
+              "summary": list(rows.values())}
+    path = os.path.join(str(tmp_path), "churn.png")
+    plot(result, path)
+    assert os.path.getsize(path) > 10_000

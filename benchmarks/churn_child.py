@@ -1,0 +1,113 @@
+"""One variant of the churn benchmark in its own JVM (started by `benchmarks.churn`).
+
+Every variant counts rows per key over the same Parquet files, one file per trigger
+(`availableNow`), with a state that forgets a key `ttl_ms` of processing time after its last
+update, each with its own mechanism (`query`):
+- `count`: `groupBy(key).count()` in update mode; with ttlstate its TTL expires the counts,
+  with Spark's RocksDB provider nothing does (the unbounded reference);
+- `tws-scala`: `transformWithState` in Scala, a `ValueState` with `TTLConfig`
+  (`benchmarks/scala/ChurnTtlCount.scala`);
+- `tws-pandas`: `transformWithStateInPandas`, a `ValueState` with `ttlDurationMs`;
+- `apply-in-pandas`: `applyInPandasWithState` with a processing-time timeout.
+The query gets `deadline_s` seconds; a slower one is stopped and reported unfinished with the
+batches it did.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from benchmarks.sparkjob import child_main, imported_ttlstate, progresses, session
+
+OUTPUT = "key STRING, count LONG"
+
+
+def _tws_pandas(src: Any, ttl_ms: int) -> Any:
+    import pandas as pd
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class TtlCount(StatefulProcessor):  # type: ignore[misc]
+        def init(self, handle: Any) -> None:
+            self.count = handle.getValueState("count", "count LONG", ttlDurationMs=ttl_ms)
+
+        def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+            n = (self.count.get()[0] if self.count.exists() else 0) + sum(len(pdf) for pdf in rows)
+            self.count.update((n,))
+            yield pd.DataFrame({"key": [key[0]], "count": [n]})
+
+        def close(self) -> None:
+            pass
+
+    return src.groupBy("key").transformWithStateInPandas(TtlCount(), OUTPUT, "update", "ProcessingTime")
+
+
+def _apply_in_pandas(src: Any, ttl_ms: int) -> Any:
+    import pandas as pd
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    def count(key: Any, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
+        if state.hasTimedOut:
+            state.remove()
+            return
+        n = (state.get[0] if state.exists else 0) + sum(len(pdf) for pdf in pdfs)
+        state.update((n,))
+        state.setTimeoutDuration(ttl_ms)
+        yield pd.DataFrame({"key": [key[0]], "count": [n]})
+
+    return src.groupBy("key").applyInPandasWithState(count, OUTPUT, "count LONG", "update",
+                                                     GroupStateTimeout.ProcessingTimeTimeout)
+
+
+def start(spark: Any, params: dict[str, Any]) -> Any:
+    """The variant's query, started."""
+    query, ttl_ms = params["query"], int(params["ttl_ms"])
+    if query == "tws-scala":
+        from pyspark.sql.streaming.query import StreamingQuery
+
+        jq = spark._jvm.ttlstate.bench.ChurnTws.start(spark._jsparkSession, params["input_dir"],
+                                                      params["checkpoint"], ttl_ms)
+        return StreamingQuery(jq)
+    src = spark.readStream.schema("key STRING").option("maxFilesPerTrigger", 1).parquet(params["input_dir"])
+    if query == "count":
+        df = src.groupBy("key").count()
+    elif query == "tws-pandas":
+        df = _tws_pandas(src, ttl_ms)
+    elif query == "apply-in-pandas":
+        df = _apply_in_pandas(src, ttl_ms)
+    else:
+        raise ValueError(f"unknown churn query {query!r}: count, tws-scala, tws-pandas, apply-in-pandas")
+    return (df.writeStream.format("noop").outputMode("update")
+            .option("checkpointLocation", params["checkpoint"]).trigger(availableNow=True).start())
+
+
+def batch_row(progress: dict[str, Any]) -> dict[str, Any]:
+    """A batch's input rows, duration and state rows (summed over its stateful operators)."""
+    ops = progress.get("stateOperators") or []
+    return {"batch_id": progress["batchId"], "input_rows": progress["numInputRows"],
+            "batch_ms": progress.get("durationMs", {}).get("triggerExecution"),
+            "state_rows": sum(int(op.get("numRowsTotal", 0)) for op in ops),
+            "rows_removed": sum(int(op.get("numRowsRemoved", 0)) for op in ops)}
+
+
+def run(params: dict[str, Any]) -> dict[str, Any]:
+    spark = session("ttlstate-churn", params["provider_class"], params["confs"], bool(params["ttlstate"]),
+                    params["spark_confs"])
+    try:
+        started = time.perf_counter()
+        q = start(spark, params)
+        finished = bool(q.awaitTermination(float(params["deadline_s"])))
+        elapsed = time.perf_counter() - started
+        if not finished:
+            q.stop()
+        rows = [batch_row(p) for p in progresses(q)]
+    finally:
+        spark.stop()
+    return {"finished": finished, "seconds": round(elapsed, 3), "batches": rows,
+            "ttlstate_file": imported_ttlstate() if params["ttlstate"] else None}
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(run))
