@@ -38,7 +38,8 @@ def usage() -> str:
              "", "workloads:"]
     lines += [f"  {name:<{width}}  {doc}" for name, doc in names.items()]
     lines += ["", "harness: python -m benchmarks.harness.run_all [--quick] (make bench, make bench-quick),",
-              "         python -m benchmarks.harness.headline_plot, python -m benchmarks.harness.baseline REF"]
+              "         python -m benchmarks.harness.headline_plot,",
+              "         python -m benchmarks.harness.baseline REF"]
     return "\n".join(lines)
 
 

@@ -175,8 +175,9 @@ def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_
     for f in files:
         _place(f, input_dir)
     print(f"growth: {v.name} (round {round_no}): {len(files)} batches", flush=True)
-    grown, grow_rss = run_child("benchmarks.workloads.growth_child", _child_params(v, args, "grow", input_dir, ck),
-                                v.env(), os.path.join(work, "logs", f"{os.path.basename(here)}-grow.log"),
+    grown, grow_rss = run_child("benchmarks.workloads.growth_child",
+                                _child_params(v, args, "grow", input_dir, ck), v.env(),
+                                os.path.join(work, "logs", f"{os.path.basename(here)}-grow.log"),
                                 args.timeout)
     # on local disk with Hadoop's .crc files, as before; elsewhere as the child listed it
     ck_bytes = dir_bytes(os.path.join(ck, "state")) if ck_root == work else grown["checkpoint_state_bytes"]
@@ -307,7 +308,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--json", help="write the results here (and the plot beside it, .png)")
     ap.add_argument("--plot", help="write the plot here (default: beside --json)")
     ap.add_argument("--keep", action="store_true",
-                    help="keep inputs and checkpoints (python -m benchmarks restore_rerun re-runs their restores)")
+                    help="keep inputs and checkpoints (`python -m benchmarks restore_rerun` re-runs their "
+                    "restores)")
     args = ap.parse_args(argv)
     if args.quick:
         args.batches, args.keys_per_batch, args.settle, args.rounds = 3, 20_000, 2.0, 1

@@ -44,6 +44,7 @@ import ttlstate
 from benchmarks.harness.output import save
 from ttlstate.config import keys as K
 
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDERS = {"rocksdb": ROCKSDB, "ttlstate": K.PROVIDER_CLASS}
 AGG_KEYS = 1000
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     rates = [50] if args.quick else [int(r) for r in args.rates.split(",")]
     seconds, warmup = (4.0, 2.0) if args.quick else (args.seconds, args.warmup)
     out = args.out or (None if args.quick else os.path.join(
-        os.path.dirname(os.path.dirname(__file__)), "results", f"{datetime.date.today().isoformat()}-realtime-latency.json"))
+        RESULTS, f"{datetime.date.today().isoformat()}-realtime-latency.json"))
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     builder = (SparkSession.builder.master("local[4]").appName("ttlstate-realtime-latency")

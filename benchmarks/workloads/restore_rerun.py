@@ -32,9 +32,9 @@ import time
 from typing import Any
 
 from benchmarks.harness.baseline import prepare
-from benchmarks.workloads.growth import LOAD_METRIC, VARIANTS, _child_params, _kind
 from benchmarks.harness.subproc import run_child
 from benchmarks.harness.variants import Variant, ratio
+from benchmarks.workloads.growth import LOAD_METRIC, VARIANTS, _child_params, _kind
 
 
 def _last_batch(ck: str) -> int:

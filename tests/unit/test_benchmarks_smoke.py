@@ -10,9 +10,9 @@ import time
 
 import pytest
 from benchmarks.harness import report, variants
-from benchmarks.workloads import growth, spark_side_by_side
 from benchmarks.harness.baseline import Baseline, environment
 from benchmarks.harness.subproc import RssPoller
+from benchmarks.workloads import growth, spark_side_by_side
 
 from ttlstate.config import keys as K
 
