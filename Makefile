@@ -13,7 +13,7 @@ CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/p
                python/ttlstate/config/store_config.py python/ttlstate/store/metric_names.py \
                python/ttlstate/ttl/ttl_value.py
 DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib protobuf \
-            mkdocs pybind11  # pybind11: only to build commits before the C ABI (benchmarks/baseline.py)
+            mkdocs pybind11  # pybind11: only to build commits before the C ABI (benchmarks/harness/baseline.py)
 
 .PHONY: setup run test test-scala test-long test-integration bench bench-quick lint jar native wheel docs docs-gen clean
 
@@ -71,15 +71,15 @@ test-long: setup
 	$(PY) -m pytest -m "long and not integration" tests
 
 # BASELINE=<ref> also runs ttlstate as of that commit in the Spark benchmarks, in the same run
-# (benchmarks/baseline.py checks it out and builds it under ~/.cache/ttlstate-bench).
+# (benchmarks/harness/baseline.py checks it out and builds it under ~/.cache/ttlstate-bench).
 BASELINE ?=
 BENCH_ARGS := $(if $(BASELINE),--baseline $(BASELINE))
 
 bench: setup
-	$(PY) -m benchmarks.run_all $(BENCH_ARGS)
+	$(PY) -m benchmarks.harness.run_all $(BENCH_ARGS)
 
 bench-quick: setup
-	$(PY) -m benchmarks.run_all --quick $(BENCH_ARGS)
+	$(PY) -m benchmarks.harness.run_all --quick $(BENCH_ARGS)
 
 # The portable wheel for executors (scripts/build_wheel.sh): py3-none-manylinux_2_28_x86_64, one
 # wheel for every CPython 3 pyspark supports. Its native library has a C ABI (no Python ABI), is

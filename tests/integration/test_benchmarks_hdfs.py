@@ -5,7 +5,7 @@ wrote there. Numbers are not checked (the benchmarks measure), only that they ar
 from __future__ import annotations
 
 import pytest
-from benchmarks import growth, spark_side_by_side
+from benchmarks.workloads import growth, spark_side_by_side
 
 pytestmark = pytest.mark.integration
 

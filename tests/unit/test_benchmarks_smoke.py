@@ -9,9 +9,10 @@ import sys
 import time
 
 import pytest
-from benchmarks import growth, report, spark_side_by_side, variants
-from benchmarks.baseline import Baseline, environment
-from benchmarks.subproc import RssPoller
+from benchmarks.harness import report, variants
+from benchmarks.harness.baseline import Baseline, environment
+from benchmarks.harness.subproc import RssPoller
+from benchmarks.workloads import growth, spark_side_by_side
 
 from ttlstate.config import keys as K
 
@@ -80,7 +81,7 @@ def test_rounds_are_combined_by_median_and_listed() -> None:
 
 
 def test_plot_and_report_render(tmp_path: object) -> None:
-    from benchmarks.growth_plot import plot
+    from benchmarks.workloads.growth_plot import plot
 
     result = _fake_result()
     path = os.path.join(str(tmp_path), "growth.png")
@@ -162,7 +163,7 @@ def test_a_baseline_variant_that_ran_the_current_code_is_refused() -> None:
 
 
 def test_realtime_latency_summary_is_nearest_rank_in_ms() -> None:
-    from benchmarks import realtime_latency
+    from benchmarks.workloads import realtime_latency
 
     s = realtime_latency.summarize([i * 1_000_000 for i in range(1, 101)])  # 1..100 ms
     assert s == {"n": 100, "p50_ms": 50.0, "p99_ms": 99.0, "max_ms": 100.0}
@@ -171,7 +172,7 @@ def test_realtime_latency_summary_is_nearest_rank_in_ms() -> None:
 
 def test_churn_input_keeps_each_key_for_three_batches(tmp_path: object) -> None:
     import pyarrow.parquet as pq
-    from benchmarks import churn
+    from benchmarks.workloads import churn
 
     counts = churn.write_inputs(str(tmp_path), 5, 30)
     assert counts == [10, 20, 30, 30, 30]
@@ -182,8 +183,8 @@ def test_churn_input_keeps_each_key_for_three_batches(tmp_path: object) -> None:
 
 
 def test_churn_summary_bound_ratios_and_a_variant_that_did_not_finish(tmp_path: object) -> None:
-    from benchmarks import churn
-    from benchmarks.churn_plot import plot
+    from benchmarks.workloads import churn
+    from benchmarks.workloads.churn_plot import plot
 
     def run(name: str, finished: bool, rate: float, state: list[int]) -> dict[str, object]:
         batches = [{"batch_id": i, "input_rows": 30, "batch_ms": 1000, "state_rows": s, "rows_removed": 0}

@@ -1,9 +1,9 @@
-"""benchmarks.checkpoint_fs without a JVM: which batch a checkpoint file's bytes count for."""
+"""benchmarks.harness.checkpoint_fs without a JVM: which batch a checkpoint file's bytes count for."""
 
 from __future__ import annotations
 
 import pytest
-from benchmarks.checkpoint_fs import (
+from benchmarks.harness.checkpoint_fs import (
     bytes_per_batch,
     bytes_per_batch_by_kind,
     checkpoint_root,

@@ -83,7 +83,7 @@ def test_site_builds_strict(tmp_path: Path) -> None:
 def test_headline_figures_are_the_result_files() -> None:
     """The README's and the performance page's headline numbers are those of the result files the
     headline plot is drawn from (the numbers are documented, not asserted as a target)."""
-    from benchmarks.headline_plot import DEFAULTS, figures
+    from benchmarks.harness.headline_plot import DEFAULTS, figures
 
     figs = figures(DEFAULTS)
     expected = []
@@ -100,7 +100,7 @@ def test_headline_figures_are_the_result_files() -> None:
 
 
 def test_headline_plot_draws(tmp_path: Path) -> None:
-    from benchmarks.headline_plot import DEFAULTS, plot
+    from benchmarks.harness.headline_plot import DEFAULTS, plot
 
     out = tmp_path / "headline.png"
     plot(DEFAULTS, out)

@@ -5,7 +5,7 @@ alternating order) and the median batch while the state grows (`growth`), Spark'
 provider against ttlstate with TTL on. The README and docs/performance.md show it, with the
 same numbers in their text:
 
-    python -m benchmarks.headline_plot            # the defaults below -> docs/img/headline.png
+    python -m benchmarks.harness.headline_plot            # the defaults below -> docs/img/headline.png
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 DEFAULTS = {
     "side_by_side": RESULTS / "2026-11-24-side-by-side.json",
     "restore_3m": RESULTS / "2026-11-24-restore-rerun-3m.json",
@@ -23,7 +23,7 @@ DEFAULTS = {
     "growth_3m": RESULTS / "2026-11-24-growth-restore.json",
     "growth_6m": RESULTS / "2026-11-24-growth-restore-6m.json",
 }
-OUT = Path(__file__).resolve().parents[1] / "docs" / "img" / "headline.png"
+OUT = Path(__file__).resolve().parents[2] / "docs" / "img" / "headline.png"
 SPARK, TTLSTATE = "Spark RocksDB", "ttlstate (TTL on)"
 
 

@@ -12,11 +12,11 @@ directory, so its duration is the restore time.
 Variants: `rocksdb` (Spark's RocksDB provider, defaults), `rocksdb-changelog` (the same with
 changelog checkpointing), `ttlstate` (TTL 1h, so nothing expires, `snapshotInterval` 2), and
 with `--baseline REF` `ttlstate@<sha>`: the same ttlstate settings run by an older checkout in
-the same invocation (see `benchmarks/baseline.py`), because only same-run ratios mean
+the same invocation (see `benchmarks/harness/baseline.py`), because only same-run ratios mean
 something on this machine.
 
 `--checkpoint-fs hdfs` keeps the checkpoints on a real HDFS (a MiniDFSCluster in its own JVM,
-two DataNodes, replication 2; `benchmarks/checkpoint_fs.py`) instead of the local disk; the
+two DataNodes, replication 2; `benchmarks/harness/checkpoint_fs.py`) instead of the local disk; the
 input stays local.
 
 Reported per batch: batch (triggerExecution) time, addBatch, the state operator's commit time
@@ -41,11 +41,11 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.baseline import prepare
-from benchmarks.checkpoint_fs import FILESYSTEMS, checkpoint_root, join
-from benchmarks.machine import describe
-from benchmarks.subproc import run_child
-from benchmarks.variants import (
+from benchmarks.harness.baseline import prepare
+from benchmarks.harness.checkpoint_fs import FILESYSTEMS, checkpoint_root, join
+from benchmarks.harness.machine import describe
+from benchmarks.harness.subproc import run_child
+from benchmarks.harness.variants import (
     CHANGELOG_KEY,
     KEY_FILTER_KEY,
     ROCKSDB,
@@ -175,14 +175,15 @@ def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_
     for f in files:
         _place(f, input_dir)
     print(f"growth: {v.name} (round {round_no}): {len(files)} batches", flush=True)
-    grown, grow_rss = run_child("benchmarks.growth_child", _child_params(v, args, "grow", input_dir, ck),
-                                v.env(), os.path.join(work, "logs", f"{os.path.basename(here)}-grow.log"),
+    grown, grow_rss = run_child("benchmarks.workloads.growth_child",
+                                _child_params(v, args, "grow", input_dir, ck), v.env(),
+                                os.path.join(work, "logs", f"{os.path.basename(here)}-grow.log"),
                                 args.timeout)
     # on local disk with Hadoop's .crc files, as before; elsewhere as the child listed it
     ck_bytes = dir_bytes(os.path.join(ck, "state")) if ck_root == work else grown["checkpoint_state_bytes"]
     _place(restore_file, input_dir)
     restored, restore_rss = run_child(
-        "benchmarks.growth_child", _child_params(v, args, "restore", input_dir, ck), v.env(),
+        "benchmarks.workloads.growth_child", _child_params(v, args, "restore", input_dir, ck), v.env(),
         os.path.join(work, "logs", f"{os.path.basename(here)}-restore.log"), args.timeout)
     run = {"variant": v.name, "round": round_no, "checkpoint": ck, "ttlstate_file": grown["ttlstate_file"],
            "shim_jars": _shim_jars(grown) + _shim_jars(restored),
@@ -307,7 +308,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--json", help="write the results here (and the plot beside it, .png)")
     ap.add_argument("--plot", help="write the plot here (default: beside --json)")
     ap.add_argument("--keep", action="store_true",
-                    help="keep inputs and checkpoints (benchmarks.restore_rerun re-runs their restores)")
+                    help="keep inputs and checkpoints (`python -m benchmarks restore_rerun` re-runs their "
+                    "restores)")
     args = ap.parse_args(argv)
     if args.quick:
         args.batches, args.keys_per_batch, args.settle, args.rounds = 3, 20_000, 2.0, 1
@@ -356,7 +358,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-        else:  # e.g. for `python -m benchmarks.restore_rerun`
+        else:  # e.g. for `python -m benchmarks restore_rerun`
             print(f"growth: inputs and checkpoints kept in {work}", flush=True)
     _check_baseline_runs(variants, runs)
     expected = args.batches * args.keys_per_batch + args.restore_keys
@@ -376,7 +378,7 @@ def _save(result: dict[str, Any], args: argparse.Namespace) -> None:
             json.dump(result, f, indent=1)
         print(f"growth: results {args.json}", flush=True)
     if args.plot:
-        from benchmarks.growth_plot import plot
+        from benchmarks.workloads.growth_plot import plot
 
         plot(result, args.plot)
         print(f"growth: plot {args.plot}", flush=True)

@@ -8,7 +8,7 @@ package: `PYTHONPATH=<tree>/python` comes before this venv's editable install, s
 `configure()` puts the old jar on `spark.jars`, and the JVM, which inherits that environment,
 starts the old state server too.
 
-`python -m benchmarks.baseline REF` prepares REF and prints what a subprocess imports.
+`python -m benchmarks.harness.baseline REF` prepares REF and prints what a subprocess imports.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CACHE = os.environ.get("TTLSTATE_BENCH_CACHE",
                        os.path.join(os.path.expanduser("~"), ".cache", "ttlstate-bench"))
 JAR = os.path.join("python", "ttlstate", "jars", "ttlstate-shim.jar")

@@ -1,5 +1,5 @@
 """One provider variant of the side-by-side benchmark, in its own JVM (started by
-`benchmarks.spark_side_by_side`): an unmeasured warm-up pass of every workload on a small
+`benchmarks.workloads.spark_side_by_side`): an unmeasured warm-up pass of every workload on a small
 input (JIT, Python workers, the state server), then every workload on the real input. Each
 checkpoint goes under `ck_root` (a local folder or an hdfs:// URL).
 """
@@ -10,8 +10,8 @@ import sys
 import time
 from typing import Any
 
-from benchmarks.checkpoint_fs import CheckpointFiles, bytes_per_batch, join, progress_start_ms
-from benchmarks.sparkjob import child_main, imported_ttlstate, progresses, session, state_metrics
+from benchmarks.harness.checkpoint_fs import CheckpointFiles, bytes_per_batch, join, progress_start_ms
+from benchmarks.harness.sparkjob import child_main, imported_ttlstate, progresses, session, state_metrics
 
 
 def _bridge_counts(batches: list[dict[str, Any]]) -> dict[str, int]:

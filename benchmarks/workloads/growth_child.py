@@ -1,9 +1,9 @@
-"""One step of the growth benchmark in a fresh JVM (started by `benchmarks.growth`).
+"""One step of the growth benchmark in a fresh JVM (started by `benchmarks.workloads.growth`).
 
 `grow`: a `dropDuplicates(key)` on a Parquet file source (`maxFilesPerTrigger=1`) runs until
 it has processed `batches` files, keeps running `settle_s` more seconds so that state
 maintenance (snapshots) can run as it would in a live query, then stops. It lists the
-checkpoint's state folder after every batch it sees complete (`benchmarks.checkpoint_fs`) and
+checkpoint's state folder after every batch it sees complete (`benchmarks.harness.checkpoint_fs`) and
 reports the bytes each batch wrote there.
 `restore`: the same query on the same checkpoint, in a new JVM whose local state directories
 are empty, processes ONE small file (added by the parent) with `availableNow`: that batch
@@ -16,8 +16,8 @@ import sys
 import time
 from typing import Any
 
-from benchmarks.checkpoint_fs import CheckpointFiles, bytes_per_batch_by_kind, join, progress_start_ms
-from benchmarks.sparkjob import child_main, imported_ttlstate, progresses, session, state_metrics
+from benchmarks.harness.checkpoint_fs import CheckpointFiles, bytes_per_batch_by_kind, join, progress_start_ms
+from benchmarks.harness.sparkjob import child_main, imported_ttlstate, progresses, session, state_metrics
 
 
 def batch_row(progress: dict[str, Any]) -> dict[str, Any]:

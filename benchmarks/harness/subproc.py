@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MB = 1024 * 1024
 
 

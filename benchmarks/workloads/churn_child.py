@@ -1,4 +1,4 @@
-"""One variant of the churn benchmark in its own JVM (started by `benchmarks.churn`).
+"""One variant of the churn benchmark in its own JVM (started by `benchmarks.workloads.churn`).
 
 Every variant counts rows per key over the same Parquet files, one file per trigger
 (`availableNow`), with a state that forgets a key `ttl_ms` of processing time after its last
@@ -6,7 +6,7 @@ update, each with its own mechanism (`query`):
 - `count`: `groupBy(key).count()` in update mode; with ttlstate its TTL expires the counts,
   with Spark's RocksDB provider nothing does (the unbounded reference);
 - `tws-scala`: `transformWithState` in Scala, a `ValueState` with `TTLConfig`
-  (`benchmarks/scala/ChurnTtlCount.scala`);
+  (`benchmarks/workloads/scala/ChurnTtlCount.scala`);
 - `tws-pandas`: `transformWithStateInPandas`, a `ValueState` with `ttlDurationMs`;
 - `apply-in-pandas`: `applyInPandasWithState` with a processing-time timeout.
 The query gets `deadline_s` seconds; a slower one is stopped and reported unfinished with the
@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from benchmarks.sparkjob import child_main, imported_ttlstate, progresses, session
+from benchmarks.harness.sparkjob import child_main, imported_ttlstate, progresses, session
 
 OUTPUT = "key STRING, count LONG"
 

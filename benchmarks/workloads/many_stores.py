@@ -22,8 +22,8 @@ import time
 
 import psutil
 
-from benchmarks.machine import describe
-from benchmarks.output import save
+from benchmarks.harness.machine import describe
+from benchmarks.harness.output import save
 
 CHILD = r"""
 import json, os, sys

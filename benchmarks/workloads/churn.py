@@ -5,7 +5,7 @@ Every trigger reads one Parquet file; key cohort `c` is active in batches c, c+1
 three cohorts of rows/3 keys, one of them new, and after its third batch a key is never seen
 again. Every variant counts rows per key, in update mode, with a state that forgets a key
 `--ttl` of processing time after its last update, each by its own mechanism (see
-`benchmarks/churn_child.py`): ttlstate's TTL (`ttlstate`), Spark's `transformWithState` in
+`benchmarks/workloads/churn_child.py`): ttlstate's TTL (`ttlstate`), Spark's `transformWithState` in
 Scala with `TTLConfig` (`tws-scala`), `transformWithStateInPandas` with a TTL'd `ValueState`
 (`tws-pandas`), `applyInPandasWithState` with processing-time timeouts (`apply-in-pandas`),
 and Spark's RocksDB provider with no TTL at all (`rocksdb-no-ttl`: its state only grows). The
@@ -35,9 +35,9 @@ import statistics
 import tempfile
 from typing import Any
 
-from benchmarks.machine import describe
-from benchmarks.subproc import ChildFailed, run_child
-from benchmarks.variants import ROCKSDB, TTL_KEY, TTLSTATE, Variant, pick, ratio
+from benchmarks.harness.machine import describe
+from benchmarks.harness.subproc import ChildFailed, run_child
+from benchmarks.harness.variants import ROCKSDB, TTL_KEY, TTLSTATE, Variant, pick, ratio
 
 # name -> (provider variant, query kind of churn_child)
 VARIANTS: dict[str, tuple[Variant, str]] = {
@@ -97,7 +97,7 @@ def run_variant(name: str, args: argparse.Namespace, input_dir: str, work: str, 
               "query": query, "input_dir": input_dir, "checkpoint": os.path.join(here, "ck"),
               "ttl_ms": args.ttl_ms, "deadline_s": args.deadline, "spark_confs": spark_confs}
     try:
-        out, rss = run_child("benchmarks.churn_child", params, variant.env(), here + ".log",
+        out, rss = run_child("benchmarks.workloads.churn_child", params, variant.env(), here + ".log",
                              args.deadline + 300)
     except ChildFailed as e:
         print(f"{name}: failed: {e}", flush=True)
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     names = [v.name for v in pick({k: v for k, (v, _) in VARIANTS.items()}, args.providers)]
     jar = None
     if "tws-scala" in names:
-        from benchmarks.scala_jobs import jar as build
+        from benchmarks.harness.scala_jobs import jar as build
 
         jar = build()
     work = tempfile.mkdtemp(prefix="ttlstate-churn-")
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
-        from benchmarks.churn_plot import plot
+        from benchmarks.workloads.churn_plot import plot
 
         plot(result, os.path.splitext(args.json)[0] + ".png")
     return result

@@ -11,7 +11,7 @@ import os
 import tempfile
 import time
 
-from benchmarks.output import save
+from benchmarks.harness.output import save
 from ttlstate.checkpoint.location import LocalCheckpointLocation
 from ttlstate.config.store_config import store_config_from_confs
 from ttlstate.engine.select import native_available

@@ -10,7 +10,7 @@ is large, cold state where no executor cache can help: 8 batches of 500k rows dr
 from 4M keys (about 2.5M distinct), Parquet input, Spark's HDFS and RocksDB providers and
 ttlstate with TTL on (`--quick`: a fiftieth of it).
 With `--baseline REF`, `ttlstate-ttl-on@<sha>` is the same configuration run by an older
-checkout (see `benchmarks/baseline.py`), and `ratio_to_baseline` compares the two.
+checkout (see `benchmarks/harness/baseline.py`), and `ratio_to_baseline` compares the two.
 
 Workloads: `groupBy(key).count()` in update mode and `dropDuplicates(key)`, on a file source
 of `batches` JSON files (default 1M rows over 200k keys in 5 batches), 4 shuffle partitions,
@@ -20,7 +20,7 @@ rows/s per variant and workload, the ratio to Spark's RocksDB provider in the sa
 ttlstate the bridge round trips per state operation (from its custom metrics), and the peak
 RSS of the variant's JVM (and state server) over its whole child process. `--rounds N` runs
 every variant N times in alternating order and reports medians. `--checkpoint-fs hdfs` keeps
-the checkpoints on a MiniDFSCluster started for the run (`benchmarks/checkpoint_fs.py`); every
+the checkpoints on a MiniDFSCluster started for the run (`benchmarks/harness/checkpoint_fs.py`); every
 row also gives the state operator's commit time per batch and the bytes each batch wrote to
 the checkpoint's state folder.
 """
@@ -37,11 +37,11 @@ import statistics
 import tempfile
 from typing import Any
 
-from benchmarks.baseline import prepare
-from benchmarks.checkpoint_fs import FILESYSTEMS, checkpoint_root, join
-from benchmarks.output import save
-from benchmarks.subproc import run_child
-from benchmarks.variants import (
+from benchmarks.harness.baseline import prepare
+from benchmarks.harness.checkpoint_fs import FILESYSTEMS, checkpoint_root, join
+from benchmarks.harness.output import save
+from benchmarks.harness.subproc import run_child
+from benchmarks.harness.variants import (
     CACHE_KEY,
     HDFS,
     KEY_FILTER_KEY,
@@ -113,7 +113,7 @@ def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: f
               "warm_dir": warm_dir,
               "ck_root": here if ck_root is None else join(ck_root, name),
               "spark_confs": {"spark.sql.shuffle.partitions": "4"}}
-    out, rss = run_child("benchmarks.side_by_side_child", params, v.env(), here + ".log", timeout)
+    out, rss = run_child("benchmarks.workloads.side_by_side_child", params, v.env(), here + ".log", timeout)
     jars = [j for j in out["spark_jars"].split(",") if "ttlstate" in j]
     v.check_code([out["ttlstate_file"], *jars], sorted(rss.server_files))
     rows = []

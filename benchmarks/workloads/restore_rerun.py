@@ -1,11 +1,11 @@
 """Restore only: the growth benchmark's restore batch, re-run many times on kept checkpoints.
 
-`python -m benchmarks.growth --keep ...` leaves its work directory (it prints where), holding
+`python -m benchmarks growth --keep ...` leaves its work directory (it prints where), holding
 for each variant and round `<variant>-r<round>/ck` (the checkpoint after its restore batch) and
 `input`. This script takes that directory and, for each variant asked, rebuilds the
 checkpoint as it was before the restore batch (that batch's offset, commit and source log
 entries and the state files of the version it committed are removed), then re-runs the
-restore child (`benchmarks.growth_child`, a fresh JVM with empty local state) on a fresh copy,
+restore child (`benchmarks.workloads.growth_child`, a fresh JVM with empty local state) on a fresh copy,
 `--repeats` times, variants in alternating order. A change to the load path is then measured
 in about half a minute per restore instead of a whole growth run, against Spark's RocksDB
 provider and an older commit in the same run.
@@ -31,10 +31,10 @@ import tempfile
 import time
 from typing import Any
 
-from benchmarks.baseline import prepare
-from benchmarks.growth import LOAD_METRIC, VARIANTS, _child_params, _kind
-from benchmarks.subproc import run_child
-from benchmarks.variants import Variant, ratio
+from benchmarks.harness.baseline import prepare
+from benchmarks.harness.subproc import run_child
+from benchmarks.harness.variants import Variant, ratio
+from benchmarks.workloads.growth import LOAD_METRIC, VARIANTS, _child_params, _kind
 
 
 def _last_batch(ck: str) -> int:
@@ -80,7 +80,7 @@ def _variant(spec: str, baselines: dict[str, Any]) -> tuple[str, Variant, str]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("work", help="a work directory `benchmarks.growth --keep` left")
+    ap.add_argument("work", help="a work directory `python -m benchmarks growth --keep` left")
     ap.add_argument("--variants", default="rocksdb,ttlstate", help="comma-separated (see above)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--round", type=int, default=0, help="whose kept checkpoint (growth round)")
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 shutil.copytree(source, ck)
                 params = _child_params(v, args, "restore", input_dir, ck)
                 log = os.path.join(scratch, f"{name.replace('@', '-at-')}.log")
-                out, rss = run_child("benchmarks.growth_child", params, v.env(), log, args.timeout)
+                out, rss = run_child("benchmarks.workloads.growth_child", params, v.env(), log, args.timeout)
                 b = out["batch"]
                 if b["batch_id"] != batch:
                     raise SystemExit(f"restore_rerun: {name} ran batch {b['batch_id']}, expected {batch}")

@@ -15,7 +15,7 @@ import struct
 import tempfile
 import time
 
-from benchmarks.output import save
+from benchmarks.harness.output import save
 from ttlstate import _native
 
 TTL = 60_000

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks.output import save
+from benchmarks.harness.output import save
 from ttlstate.config import keys as K
 from ttlstate.server.client import Client
 

@@ -9,7 +9,7 @@ new keys, one per trigger, on `local[2]` with 2 partitions; then the checkpoint'
 are counted. With `--baseline REF` the same query runs on that older checkout in the same
 invocation (each variant in its own child process), so the two are compared in one run.
 
-`python -m benchmarks.snapshot_cadence --baseline e712623 --json benchmarks/results/X.json`
+`python -m benchmarks snapshot_cadence --baseline e712623 --json benchmarks/results/X.json`
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks.baseline import prepare
+from benchmarks.harness.baseline import REPO, prepare
 
 CONFS = {
     "spark.sql.streaming.stateStore.minDeltasForSnapshot": "1",
@@ -78,10 +78,10 @@ def child(batches: int, keys_per_batch: int) -> dict[str, object]:
 
 
 def run_variant(env: dict[str, str] | None, args: argparse.Namespace) -> dict[str, object]:
-    cmd = [sys.executable, "-m", "benchmarks.snapshot_cadence", "--child",
+    cmd = [sys.executable, "-m", "benchmarks.workloads.snapshot_cadence", "--child",
            "--batches", str(args.batches), "--keys-per-batch", str(args.keys_per_batch)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800,
-                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                         cwd=REPO)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -15,7 +15,7 @@ another provider than RocksDB when the checkpoint pins it), then runs in Real-ti
 Batches are `--batch` long, so a measurement includes batch boundaries (their pauses show in
 p99 and max).
 
-    PYTHONPATH=python python -m benchmarks.realtime_latency [--quick] [--out FILE]
+    PYTHONPATH=python python -m benchmarks realtime_latency [--quick] [--out FILE]
 """
 
 from __future__ import annotations
@@ -41,9 +41,10 @@ from tests.spark.realtime_io import (
 )
 
 import ttlstate
-from benchmarks.output import save
+from benchmarks.harness.output import save
 from ttlstate.config import keys as K
 
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDERS = {"rocksdb": ROCKSDB, "ttlstate": K.PROVIDER_CLASS}
 AGG_KEYS = 1000
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     rates = [50] if args.quick else [int(r) for r in args.rates.split(",")]
     seconds, warmup = (4.0, 2.0) if args.quick else (args.seconds, args.warmup)
     out = args.out or (None if args.quick else os.path.join(
-        os.path.dirname(__file__), "results", f"{datetime.date.today().isoformat()}-realtime-latency.json"))
+        RESULTS, f"{datetime.date.today().isoformat()}-realtime-latency.json"))
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     builder = (SparkSession.builder.master("local[4]").appName("ttlstate-realtime-latency")
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
                     print(json.dumps(rows[-1]), flush=True)
     finally:
         spark.stop()
-    command = "PYTHONPATH=python python -m benchmarks.realtime_latency " + " ".join(argv or sys.argv[1:])
+    command = "PYTHONPATH=python python -m benchmarks realtime_latency " + " ".join(argv or sys.argv[1:])
     result = [{"command": command.strip(), "batch": args.batch, "checkpoint_format": args.format,
                "seconds": seconds, "warmup": warmup, "master": "local[4]",
                "shuffle_partitions": 2, "source_partitions": 1,

@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 
-from benchmarks.output import save
+from benchmarks.harness.output import save
 
 CHILD = r"""
 import gc, json, os, sys, tempfile, psutil

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.growth_plot import _style
+from benchmarks.workloads.growth_plot import _style
 
 
 def series(batches: list[dict[str, Any]]) -> tuple[list[float], list[float], list[float]]:

@@ -1,4 +1,4 @@
-"""The benchmarks' own Scala jobs (`benchmarks/scala/`), compiled into a cache jar on first use.
+"""The benchmarks' own Scala jobs (`benchmarks/workloads/scala/`), compiled into a cache jar on first use.
 
 They are compiled exactly as the shim is (`scripts/scalac.sh`: pyspark's own Scala compiler
 against pyspark's jars), into the benchmark cache rather than the repository; the jar's name
@@ -14,10 +14,10 @@ import subprocess
 import sys
 import tempfile
 
-from benchmarks.baseline import CACHE
-from benchmarks.subproc import REPO
+from benchmarks.harness.baseline import CACHE
+from benchmarks.harness.subproc import REPO
 
-SOURCES = os.path.join(REPO, "benchmarks", "scala")
+SOURCES = os.path.join(REPO, "benchmarks", "workloads", "scala")
 SCALAC = os.path.join(REPO, "scripts", "scalac.sh")
 
 

@@ -17,10 +17,10 @@ import os
 import time
 from collections.abc import Callable
 
-from benchmarks.machine import describe
+from benchmarks.harness.machine import describe
 
 SECTIONS = ("store", "bridge", "compaction", "spark", "growth", "churn")
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
 
 def _section(name: str, fn: Callable[[], object], report: dict[str, object]) -> None:
@@ -56,23 +56,23 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, object] = {"machine": describe(), "quick": args.quick, "started": stamp}
 
     if "store" in wanted:
-        from benchmarks import store_ops
+        from benchmarks.workloads import store_ops
 
         _section("store", lambda: store_ops.main(quick), report)
     if "bridge" in wanted:
-        from benchmarks import bridge_ops
+        from benchmarks.workloads import bridge_ops
 
         _section("bridge", lambda: bridge_ops.main(quick), report)
     if "compaction" in wanted:
-        from benchmarks import compaction_throughput
+        from benchmarks.workloads import compaction_throughput
 
         _section("compaction", lambda: compaction_throughput.main(quick), report)
     if "spark" in wanted:
-        from benchmarks import spark_side_by_side
+        from benchmarks.workloads import spark_side_by_side
 
         _section("spark", lambda: spark_side_by_side.main(quick + baseline), report)
     if "growth" in wanted:
-        from benchmarks import growth
+        from benchmarks.workloads import growth
 
         _section("growth", lambda: growth.main(
             quick + baseline + ["--plot", os.path.join(out_dir, "growth.png")]), report)
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     path = os.path.join(out_dir, "results.json")
     with open(path, "w") as f:
         json.dump(report, f, indent=2, default=str)
-    from benchmarks.report import write_summary
+    from benchmarks.harness.report import write_summary
 
     summary = write_summary(report, out_dir)
     print(f"\nresults: {path}\nsummary: {summary}")

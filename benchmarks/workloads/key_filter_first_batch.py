@@ -6,7 +6,7 @@ a round trip, also long after the initial size is passed. This runs `dropDuplica
 one file of `--rows` distinct keys as one batch (`local[2]`, 4 shuffle partitions, ttlstate
 with its defaults) and reports the bridge round trips and the reads the filter answered.
 
-`python -m benchmarks.key_filter_first_batch [--rows 2000000] [--json out.json]`
+`python -m benchmarks key_filter_first_batch [--rows 2000000] [--json out.json]`
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import time
 
-from benchmarks.output import save
+from benchmarks.harness.output import save
 from ttlstate.config import keys as K
 
 
