@@ -78,7 +78,8 @@ def _variant(spec: str, baselines: dict[str, Any]) -> tuple[str, Variant, str]:
     return name, v, kept or base
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, with what growth's child parameters also need (a restore child grows nothing)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("work", help="a work directory `python -m benchmarks growth --keep` left")
     ap.add_argument("--variants", default="rocksdb,ttlstate", help="comma-separated (see above)")
@@ -86,10 +87,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--round", type=int, default=0, help="whose kept checkpoint (growth round)")
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--maintenance-interval", default="5s")
+    ap.add_argument("--driver-memory", default="1g", help="the JVM heap (spark.driver.memory), as in growth")
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
     args.batches, args.settle = 0, 0.0  # not used by a restore child
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
     baselines: dict[str, Any] = {}
     variants = [_variant(s.strip(), baselines) for s in args.variants.split(",") if s.strip()]
     scratch = tempfile.mkdtemp(prefix="ttlstate-restore-rerun-")

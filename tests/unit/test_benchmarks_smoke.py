@@ -12,7 +12,7 @@ import pytest
 from benchmarks.harness import report, variants
 from benchmarks.harness.baseline import Baseline, environment
 from benchmarks.harness.subproc import RssPoller
-from benchmarks.workloads import growth, spark_side_by_side
+from benchmarks.workloads import growth, restore_rerun, spark_side_by_side
 
 from ttlstate.config import keys as K
 
@@ -24,6 +24,16 @@ def test_variant_conf_names_are_the_packages() -> None:
     assert variants.SNAPSHOT_INTERVAL_KEY == K.SNAPSHOT_INTERVAL.key
     assert variants.KEY_FILTER_KEY == K.KEY_FILTER_MAX_KEYS.key
     assert variants.CACHE_KEY == K.CACHE_MAX_BYTES.key
+
+
+def test_restore_rerun_gives_a_restore_child_what_growth_gives_it() -> None:
+    """restore_rerun builds its children's parameters with growth's helper: its command line
+    must have every option that helper reads."""
+    for name, v in growth.VARIANTS.items():
+        rerun = growth._child_params(v, restore_rerun.parse_args(["kept"]), "restore", "in", "ck")
+        grown = growth._child_params(v, growth.parse_args([]), "restore", "in", "ck")
+        assert rerun.keys() == grown.keys(), name
+        assert rerun["spark_confs"] == grown["spark_confs"], name
 
 
 def test_new_keys_are_distinct_across_batches_and_deterministic() -> None:

@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from ttlstate.config import keys as K
 from ttlstate.demo.kafka import DemoKafka, KafkaConnectorMissing
@@ -175,15 +176,29 @@ def run(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, out_
     """The demo; with `kafka`, through its topics. jvm_confs (spark.jars, spark.jars.packages)
     are set before the driver JVM starts. Raises KafkaConnectorMissing (before any batch) when
     `kafka` is given and the JVM cannot load Spark's Kafka connector."""
-    from pyspark.sql import SparkSession
-
-    import ttlstate
-
     # The state server's start line would land in the middle of the table (its stderr is this
     # console in local mode); the demo prints its settings itself.
     os.environ.setdefault("TTLSTATE_LOG_LEVEL", "WARNING")
     work = tempfile.mkdtemp(prefix="ttlstate-demo-")
-    input_dir = os.path.join(work, "input")
+    spark = _session(ttl, jvm_confs)
+    try:
+        if kafka is not None:
+            kafka.prepare(spark, QUERY_KEYS)
+        _print_intro(batches, interval_s, ttl, workload, work, kafka)
+        stats = _run_batches(spark, batches, interval_s, workload, work, kafka)
+    finally:
+        spark.stop()
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    _report(stats, ttl, interval_s, workload, out_dir, plot)
+    return stats
+
+
+def _session(ttl: str, jvm_confs: dict[str, str] | None) -> Any:
+    from pyspark.sql import SparkSession
+
+    import ttlstate
+
     builder = (SparkSession.builder.master("local[2]").appName("ttlstate-demo")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false"))
@@ -191,14 +206,11 @@ def run(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, out_
         builder = builder.config(key, value)
     spark = ttlstate.configure(builder, ttl=ttl, **DEMO_OPTIONS).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    try:
-        if kafka is not None:
-            kafka.prepare(spark, QUERY_KEYS)
-    except BaseException:
-        spark.stop()
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    stats: list[BatchStats] = []
+    return spark
+
+
+def _print_intro(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, work: str,
+                 kafka: DemoKafka | None) -> None:
     print(f"ttlstate demo: {batches} batches every {interval_s}s, TTL {ttl}, "
           f"{workload.new_sessions} new sessions per batch, each active {workload.active_batches} "
           f"batches; working dir {work}")
@@ -210,33 +222,40 @@ def run(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, out_
     print("columns:")
     print("\n".join(column_legend()))
     print(table_header())
-    try:
-        queries = None
-        for b in range(batches):
-            started = time.monotonic()
-            if kafka is None:
-                rows = workload.write_batch(input_dir, b)
-            else:
-                events = workload.events(b)
-                kafka.produce(spark, events, EVENT_SCHEMA)
-                rows = len(events)
-            if queries is None:
-                queries = _start_queries(spark, input_dir, work, kafka)
-            for q in queries.values():
-                q.processAllAvailable()  # type: ignore[attr-defined]
-            st = _collect(b, rows, queries, work)
-            stats.append(st)
-            print(table_row(st), flush=True)
-            time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
-        for q in (queries or {}).values():
-            q.stop()  # type: ignore[attr-defined]
-        if kafka is not None:
-            print()
-            print(kafka_summary(kafka, kafka.outputs(spark, QUERY_KEYS)))
-    finally:
-        spark.stop()
-        if not keep:
-            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run_batches(spark: Any, batches: int, interval_s: float, workload: ChurnWorkload, work: str,
+                 kafka: DemoKafka | None) -> list[BatchStats]:
+    """Feeds each batch (files, or Kafka events), lets every query process it, prints its row."""
+    input_dir = os.path.join(work, "input")
+    stats: list[BatchStats] = []
+    queries = None
+    for b in range(batches):
+        started = time.monotonic()
+        if kafka is None:
+            rows = workload.write_batch(input_dir, b)
+        else:
+            events = workload.events(b)
+            kafka.produce(spark, events, EVENT_SCHEMA)
+            rows = len(events)
+        if queries is None:
+            queries = _start_queries(spark, input_dir, work, kafka)
+        for q in queries.values():
+            q.processAllAvailable()  # type: ignore[attr-defined]
+        st = _collect(b, rows, queries, work)
+        stats.append(st)
+        print(table_row(st), flush=True)
+        time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+    for q in (queries or {}).values():
+        q.stop()  # type: ignore[attr-defined]
+    if kafka is not None:
+        print()
+        print(kafka_summary(kafka, kafka.outputs(spark, QUERY_KEYS)))
+    return stats
+
+
+def _report(stats: list[BatchStats], ttl: str, interval_s: float, workload: ChurnWorkload,
+            out_dir: str, plot: bool) -> None:
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "demo.json"), "w") as f:
         json.dump([asdict(s) for s in stats], f, indent=1)
@@ -247,7 +266,6 @@ def run(batches: int, interval_s: float, ttl: str, workload: ChurnWorkload, out_
 
         print(f"\nplot: {plot_demo(stats, os.path.join(out_dir, 'demo.png'), ttl)}")
     print(f"numbers: {os.path.join(out_dir, 'demo.json')}")
-    return stats
 
 
 def kafka_summary(kafka: DemoKafka, outputs: dict[str, list[dict[str, object]]]) -> str:
