@@ -71,16 +71,21 @@ done
 src=$prefix/src
 
 # A static library from C sources: NAME OUT_DIR SOURCES...
+# The object list is made outside the compile pipeline: a pipeline's loop runs in a subshell, so
+# what it appends to `objs` is lost (that left empty archives and a library that does not load).
 static_c() {
   local name=$1 out=$2
   shift 2
-  local objs=()
+  local objs=() f
   mkdir -p "$out/obj-$name"
   for f in "$@"; do
-    local o=$out/obj-$name/$(basename "${f%.*}").o
-    objs+=("$o")
-    echo "$ZCC $CFLAGS_COMMON ${EXTRA_CFLAGS:-} -c $f -o $o"
+    objs+=("$out/obj-$name/$(basename "${f%.*}").o")
+  done
+  for f in "$@"; do
+    echo "$ZCC $CFLAGS_COMMON ${EXTRA_CFLAGS:-} -c $f -o $out/obj-$name/$(basename "${f%.*}").o"
   done | xargs -P "$jobs" -I{} sh -c '{}'
+  [ "${#objs[@]}" -eq "$#" ] && [ "$(printf '%s\n' "${objs[@]}" | sort -u | wc -l)" -eq "$#" ] || {
+    log "lib$name: ${#objs[@]} objects for $# sources (a basename twice?)"; exit 1; }
   "$ZAR" rcs "$prefix/lib/lib$name.a" "${objs[@]}"
 }
 

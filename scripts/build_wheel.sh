@@ -9,7 +9,8 @@
 # for glibc 2.28, its libc++ linked statically, against the static RocksDB, lz4, zstd and zlib of
 # scripts/build_static_deps.sh (cached), and exports only the ttl_* functions. setup.py then
 # packages it as is (TTLSTATE_PREBUILT_LIB) under the py3-none tag, with the shim jar, which must
-# be built already.
+# be built already. `-z defs`: a symbol no linked library defines fails the link (it would
+# otherwise fail only when the library is loaded).
 set -euo pipefail
 PY=${1:?usage: build_wheel.sh BUILD_PYTHON OUT_DIR}
 OUT=${2:?usage: build_wheel.sh BUILD_PYTHON OUT_DIR}
@@ -37,7 +38,7 @@ done
 for pid in "${pids[@]}"; do wait "$pid"; done
 "${cxx[@]}" -shared -o "$build/libttlstate_native.so" "$build"/obj/*.o \
   "$prefix/lib/librocksdb.a" "$prefix/lib/liblz4.a" "$prefix/lib/libzstd.a" "$prefix/lib/libz.a" \
-  -lpthread -ldl -Wl,--version-script="$build/exports.map" -Wl,--gc-sections -s
+  -lpthread -ldl -Wl,--version-script="$build/exports.map" -Wl,--gc-sections -Wl,-z,defs -s
 
 mkdir -p "$OUT"
 TTLSTATE_PREBUILT_LIB="$PWD/$build/libttlstate_native.so" TTLSTATE_PLATFORM_TAG=$PLATFORM \

@@ -53,8 +53,12 @@ def main() -> None:
     reopened = NativeEngine(path, settings)
     after_reopen = dict(reopened.iterate())
     reopened.close()
-    with open(os.path.join(path, "LOG")) as log:
-        supported = sorted(set(re.findall(r"(k\w+Compression|kZSTD) supported: 1", log.read())))
+    # The engine keeps no info LOG (native/src/db.cpp: NullLogger), so the compression comes from
+    # the newest OPTIONS file: the one the DB was opened with, which RocksDB refuses to open with a
+    # compression the library was not linked with.
+    options = max((f for f in os.listdir(path) if f.startswith("OPTIONS-")), key=lambda f: int(f[8:]))
+    with open(os.path.join(path, options)) as opts:
+        supported = sorted(set(re.findall(r"^\s*compression=(k\w+)$", opts.read(), re.M)))
     print(json.dumps({
         "native_file": _native.LIBRARY_PATH,
         "prefix": sys.prefix,
