@@ -107,8 +107,13 @@ final class ServerConnection(val server: RunningServer, val worker: Int, timeout
     throw new ServerDied(message, e)
   }
 
-  /** Sends a frame with no reply expected (pipelined writes). */
-  def send(frame: Array[Byte]): Unit = try waiting(out.write(frame)) catch { case e: IOException => failed(e) }
+  /** Sends a frame with no reply expected (pipelined writes) whose payload is `parts` in order,
+   *  written from the writers' own buffers (a batch of writes is not copied into a frame). */
+  def send(code: Int, parts: PayloadWriter*): Unit = try waiting {
+    val n = parts.map(_.size).sum
+    out.write(java.nio.ByteBuffer.allocate(5).putInt(n + 1).put(code.toByte).array)
+    parts.foreach(_.writeTo(out))
+  } catch { case e: IOException => failed(e) }
 
   /** A synchronous request: serves checkpoint callbacks until the server answers. */
   def call(frame: Array[Byte], files: CheckpointFiles): PayloadReader = {

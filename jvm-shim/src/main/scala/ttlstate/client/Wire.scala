@@ -28,6 +28,9 @@ final class PayloadWriter(initial: Int = 256) {
   }
   def str(v: String): PayloadWriter = bytes(v.getBytes(UTF_8))
 
+  /** Writes these bytes as they are (part of a frame whose head was written before). */
+  def writeTo(out: java.io.OutputStream): Unit = out.write(buf.array, 0, buf.position)
+
   /** The whole frame (u32 length, u8 code, payload) in a fresh array. */
   def frame(code: Int): Array[Byte] = {
     val n = buf.position

@@ -35,6 +35,7 @@ final class TtlStateStore(
     private[ttlstate] val loaded: LoadedVersion) extends StateStore {
 
   private val writes = new PayloadWriter(1 << 16)
+  private val writesHead = new PayloadWriter(8) // OP_WRITES: handle, count, then `writes`
   // Spark's forceSnapshotOnCommit: the committed version is snapshotted before commit returns.
   private var pendingWrites = 0
   private var state = "open"
@@ -89,21 +90,9 @@ final class TtlStateStore(
   }
 
   private def flushWrites(): Unit = if (pendingWrites > 0) {
-    val frame = new PayloadWriter(writes.size + 8).u32(handle).u32(pendingWrites)
-    val body = writes.frame(0)
-    conn.send(frameWith(frame, body))
+    conn.send(Protocol.OP_WRITES, writesHead.reset().u32(handle).u32(pendingWrites), writes)
     writes.reset()
     pendingWrites = 0
-  }
-
-  /** Header payload + the already-encoded write entries (body frame minus its 5-byte head). */
-  private def frameWith(head: PayloadWriter, bodyFrame: Array[Byte]): Array[Byte] = {
-    val headFrame = head.frame(Protocol.OP_WRITES)
-    val n = headFrame.length - 5 + bodyFrame.length - 5
-    val out = java.nio.ByteBuffer.allocate(5 + n)
-    out.putInt(n + 1).put(Protocol.OP_WRITES.toByte)
-    out.put(headFrame, 5, headFrame.length - 5).put(bodyFrame, 5, bodyFrame.length - 5)
-    out.array
   }
 
   private def call(what: String, frame: Array[Byte]): PayloadReader = {
