@@ -33,7 +33,7 @@ from tests.packaging.support import Built, run
 pytestmark = [pytest.mark.integration, pytest.mark.wheel]  # not in `make test`
 
 JOB = Path(__file__).resolve().parent / "submit_job.py"
-PYENV_VERSIONS = Path("/root/.pyenv/versions")
+PYENV_VERSIONS = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
 SYSTEM_PYTHONS = (Path("/usr/bin/python3.11"),)
 PROVIDER = "ttlstate.spark.TtlStateStoreProvider"
 PROBE = "import platform, sys; print(platform.python_implementation(), platform.python_version())"
