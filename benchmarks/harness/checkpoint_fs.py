@@ -19,6 +19,7 @@ import bisect
 import contextlib
 import datetime as dt
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -63,7 +64,21 @@ class CheckpointFiles:
         self.seen: dict[str, tuple[int, int]] = {}
 
     def scan(self) -> int:
-        """Lists the folder now (if it exists yet); returns the bytes of the files present."""
+        """Lists the folder now (if it exists yet); returns the bytes of the files present.
+
+        A listing races the running query: a temporary file listed can be renamed away before
+        its status is read (the local file system then fails the whole listing), so a failed
+        listing is retried."""
+        for attempt in range(5):
+            try:
+                return self._scan_once()
+            except Exception:  # noqa: BLE001  (a py4j error wrapping the file system's)
+                if attempt == 4:
+                    raise
+                time.sleep(0.05)
+        return 0
+
+    def _scan_once(self) -> int:
         if not self._fs.exists(self._path):
             return 0
         present = 0

@@ -429,8 +429,8 @@ ttl_status ttl_txn_write_changelog(ttl_txn* t, const char* path, const char* hea
   return Guard([&] { *records = t->txn->WriteChangelog(path, header_json); });
 }
 
-ttl_status ttl_txn_apply(ttl_txn* t, const char* sst_path, int64_t* key_change) {
-  return Guard([&] { *key_change = t->txn->Apply(sst_path); });
+ttl_status ttl_txn_apply(ttl_txn* t, const char* sst_path, int end, int64_t* key_change) {
+  return Guard([&] { *key_change = t->txn->Apply(sst_path, end != 0); });
 }
 
 ttl_status ttl_txn_end(ttl_txn* t, const char* state) { return Guard([&] { t->txn->End(EndState(state)); }); }

@@ -163,7 +163,15 @@ void DbCore::WriteSorted(const std::vector<SortedWrite>& writes, const std::stri
                          size_t ingest_min_keys) {
   if (writes.empty()) return;
   auto write_all = [&](auto& sink) {  // a WriteBatch or an SstFileWriter: the same calls
-    for (const SortedWrite& w : writes) {
+    // The keys and values lie in the order they were written, not in key order: fetch the
+    // next ones' bytes ahead (each would otherwise be a cache miss, most of this loop's time).
+    constexpr size_t kAhead = 8;
+    for (size_t i = 0; i < writes.size(); ++i) {
+      if (i + kAhead < writes.size()) {
+        __builtin_prefetch(writes[i + kAhead].key.data());
+        __builtin_prefetch(writes[i + kAhead].value.data());
+      }
+      const SortedWrite& w = writes[i];
       const rocksdb::Slice k(w.key.data(), w.key.size());
       CheckStatus(w.put ? sink.Put(k, rocksdb::Slice(w.value.data(), w.value.size())) : sink.Delete(k),
                   w.put ? "put" : "delete");

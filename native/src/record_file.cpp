@@ -20,7 +20,6 @@ constexpr char kFooterMagic[] = "TTLS-END";
 constexpr size_t kPrefixSize = 8 + 1 + 2 + 4;
 constexpr size_t kFooterSize = 8 + 8 + 8 + 4;
 constexpr size_t kChunk = 1 << 20;
-constexpr int kZstdLevel = 3;  // as the Python writer
 
 [[noreturn]] void Fail(const std::string& path, const std::string& what) {
   throw std::runtime_error("checkpoint file " + path + ": " + what);
@@ -54,10 +53,11 @@ FileHandle& FileHandle::operator=(FileHandle&& other) noexcept {
 void RecordFileWriter::CctxDeleter::operator()(void* p) const { ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(p)); }
 void RecordFileReader::DctxDeleter::operator()(void* p) const { ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(p)); }
 
-RecordFileWriter::RecordFileWriter(const std::string& path, char kind, std::string_view header_json)
+RecordFileWriter::RecordFileWriter(const std::string& path, char kind, std::string_view header_json,
+                                   int zstd_level)
     : path_(path), cctx_(ZSTD_createCCtx()) {
   if (!cctx_) Fail(path, "cannot allocate a zstd context");
-  ZSTD_CCtx_setParameter(static_cast<ZSTD_CCtx*>(cctx_.get()), ZSTD_c_compressionLevel, kZstdLevel);
+  ZSTD_CCtx_setParameter(static_cast<ZSTD_CCtx*>(cctx_.get()), ZSTD_c_compressionLevel, zstd_level);
   file_ = FileHandle(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (file_.get() < 0) Fail(path, std::string("cannot create: ") + std::strerror(errno));
   std::string head(kMagic, 8);

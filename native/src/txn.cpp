@@ -41,6 +41,11 @@ void Txn::End(const char* state) {
   ended_.compare_exchange_strong(expected, state, std::memory_order_acq_rel);
   if (expected == nullptr) {
     pending_ = {};
+    {
+      std::lock_guard<std::mutex> lock(sorted_mu_);
+      sorted_ = {};
+      sorted_for_ = static_cast<size_t>(-1);
+    }
     arena_.Clear();
     written_ = 0;
   }
@@ -214,36 +219,55 @@ void Txn::IncrementalStep() {
   }
 }
 
+const Txn::SortedPending& Txn::WritesInKeyOrder() {
+  std::lock_guard<std::mutex> lock(sorted_mu_);
+  if (sorted_for_ == written_) return sorted_;
+  SortedPending unsorted;
+  unsorted.reserve(written_);
+  for (const auto& [key, p] : pending_) {
+    if (p.op != Op::kNone) unsorted.emplace_back(key, &p);
+  }
+  sorted_.clear();
+  sorted_.reserve(unsorted.size());
+  for (const uint32_t i : KeyOrder(unsorted.size(), [&](size_t j) { return unsorted[j].first; })) {
+    sorted_.push_back(unsorted[i]);
+  }
+  sorted_for_ = written_;
+  return sorted_;
+}
+
 uint64_t Txn::WriteChangelog(const std::string& path, const std::string& header_json) {
   CheckWritable();
-  RecordFileWriter out(path, kKindChangelog, header_json);
-  for (const auto& [key, p] : pending_) {
-    if (p.op == Op::kPut) out.Put(key, p.value());
-    else if (p.op == Op::kDelete) out.Delete(key);
+  // In key order (a changelog holds each key once, so the order carries no meaning): the same
+  // order Apply needs, computed once, and one that compresses a little better.
+  RecordFileWriter out(path, kKindChangelog, header_json, kChangelogZstdLevel);
+  const SortedPending& writes = WritesInKeyOrder();
+  constexpr size_t kAhead = 8;  // the entries lie in write order: fetch the next ones ahead
+  for (size_t i = 0; i < writes.size(); ++i) {
+    if (i + kAhead < writes.size()) {
+      __builtin_prefetch(writes[i + kAhead].first.data());
+      __builtin_prefetch(writes[i + kAhead].second);
+    }
+    if (i + 2 < writes.size()) __builtin_prefetch(writes[i + 2].second->stored);
+    const auto& [key, p] = writes[i];
+    if (p->op == Op::kPut) out.Put(key, p->value());
+    else if (p->op == Op::kDelete) out.Delete(key);
   }
   return out.Finish();
 }
 
-int64_t Txn::Apply(const std::string& sst_path) {
+int64_t Txn::Apply(const std::string& sst_path, bool end) {
   CheckWritable();
   // In key order: a large batch becomes an SST file, which needs it; a small one goes through
   // RocksDB's memtable, whose skiplist reuses the previous insert's position (its "splice")
   // when keys arrive sorted; the lookups below also walk the DB in order.
-  std::vector<std::pair<std::string_view, const Pending*>> unsorted;
-  unsorted.reserve(pending_.size());
-  for (const auto& [key, p] : pending_) {
-    if (p.op != Op::kNone) unsorted.emplace_back(key, &p);
-  }
-  std::vector<std::pair<std::string_view, const Pending*>> writes;
-  writes.reserve(unsorted.size());
-  for (const uint32_t i : KeyOrder(unsorted.size(), [&](size_t j) { return unsorted[j].first; })) {
-    writes.push_back(unsorted[i]);
-  }
+  const SortedPending& writes = WritesInKeyOrder();
   // Keys whose presence in the committed DB is unknown (written without being read) are looked
   // up together; reads, the key filter's proofs and the executor's cache answered the others.
   std::vector<size_t> unknown;
   std::vector<std::string_view> unknown_keys;
   for (size_t i = 0; i < writes.size(); ++i) {
+    if (i + 8 < writes.size()) __builtin_prefetch(writes[i + 8].second);
     if (writes[i].second->in_db < 0) {
       unknown.push_back(i);
       unknown_keys.push_back(writes[i].first);
@@ -256,6 +280,7 @@ int64_t Txn::Apply(const std::string& sst_path) {
   sorted.reserve(writes.size());
   int64_t delta = 0;
   for (size_t i = 0; i < writes.size(); ++i) {
+    if (i + 8 < writes.size()) __builtin_prefetch(writes[i + 8].second);
     const auto& [key, p] = writes[i];
     const bool existed = p->in_db >= 0 ? p->in_db == 1 : found[i] == 1;
     const bool put = p->op == Op::kPut;
@@ -264,7 +289,7 @@ int64_t Txn::Apply(const std::string& sst_path) {
     sorted.push_back({key, put ? std::string_view(p->stored, p->stored_size) : std::string_view(), put});
   }
   core_->WriteSorted(sorted, sst_path);
-  End("committed");
+  if (end) End("committed");
   return delta;
 }
 

@@ -251,11 +251,13 @@ class Txn(_Handle):
         lib.ttl_txn_write_changelog(self._h, text(path), text(header_json), byref(out))
         return out.value
 
-    def apply(self, sst_path: str = "") -> int:
+    def apply(self, sst_path: str = "", end: bool = True) -> int:
         """Apply the pending writes atomically (a large batch bulk-loaded through an SST file at
-        `sst_path`, when given); the change in the number of keys."""
+        `sst_path`, when given); the change in the number of keys. `end=False` leaves the
+        transaction open, so `write_changelog` may run meanwhile on another thread; the caller
+        then ends it with `end("committed")`."""
         out = c_int64()
-        lib.ttl_txn_apply(self._h, text(sst_path), byref(out))
+        lib.ttl_txn_apply(self._h, text(sst_path), int(end), byref(out))
         return out.value
 
     def end(self, state: str) -> None:

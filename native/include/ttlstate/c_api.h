@@ -110,7 +110,9 @@ TTL_API ttl_status ttl_txn_check_writable(ttl_txn* t);
 TTL_API ttl_status ttl_txn_incremental_step(ttl_txn* t);
 TTL_API ttl_status ttl_txn_write_changelog(ttl_txn* t, const char* path, const char* header_json,
                                            uint64_t* records);
-TTL_API ttl_status ttl_txn_apply(ttl_txn* t, const char* sst_path, int64_t* key_change);
+// end: 0 leaves the transaction open (its pending writes readable by a concurrent
+// ttl_txn_write_changelog) until ttl_txn_end(t, "committed").
+TTL_API ttl_status ttl_txn_apply(ttl_txn* t, const char* sst_path, int end, int64_t* key_change);
 TTL_API ttl_status ttl_txn_end(ttl_txn* t, const char* state);
 TTL_API ttl_status ttl_txn_state(ttl_txn* t, const char** data, size_t* size);
 TTL_API int64_t ttl_txn_field_of(const ttl_txn* t, ttl_txn_field field);

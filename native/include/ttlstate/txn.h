@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -91,11 +92,14 @@ class Txn : public std::enable_shared_from_this<Txn> {
   void CheckOpen() const;      // throws StateError naming the store, version and state
   void CheckWritable() const;
   void IncrementalStep();  // checks the next `incremental_size` committed entries after the cursor
-  // Commit, first half: the changelog of the pending writes; returns the record count.
+  // Commit: the changelog of the pending writes, in key order; returns the record count.
   uint64_t WriteChangelog(const std::string& path, const std::string& header_json);
-  // Commit, second half: the pending writes applied atomically, in key order (a large batch as
-  // an SST file written at `sst_path` and ingested, when given); returns the change in keys.
-  int64_t Apply(const std::string& sst_path = "");
+  // Commit: the pending writes applied atomically, in key order (a large batch as an SST file
+  // written at `sst_path` and ingested, when given); returns the change in keys. `end`: the
+  // transaction then ends "committed"; otherwise the caller ends it (End) once the changelog
+  // is written, which may run on another thread at the same time as this: both only read the
+  // pending writes, and the key order is computed once for both (the first to need it).
+  int64_t Apply(const std::string& sst_path = "", bool end = true);
   // Ends the transaction ("aborted", "released", "superseded" ...): later calls fail.
   void End(const char* state);
 
@@ -126,6 +130,11 @@ class Txn : public std::enable_shared_from_this<Txn> {
   Pending& Entry(std::string_view key);  // finds or inserts (copying the key into the arena)
 
   void WritePending(std::string_view key, Op op, std::string_view stored);
+  using SortedPending = std::vector<std::pair<std::string_view, const Pending*>>;
+  // The written keys (read markers left out) in key order: computed once for the commit, by
+  // whichever of WriteChangelog and Apply comes first (they may run concurrently), and again
+  // only if a key was written since.
+  const SortedPending& WritesInKeyOrder();
   std::optional<std::string> ReadOne(std::string_view key, int64_t* ts = nullptr);
   std::optional<std::string> DbGet(std::string_view key);
 
@@ -139,6 +148,9 @@ class Txn : public std::enable_shared_from_this<Txn> {
   Arena arena_;
   std::unordered_map<std::string_view, Pending> pending_;
   size_t written_ = 0;
+  std::mutex sorted_mu_;
+  SortedPending sorted_;
+  size_t sorted_for_ = static_cast<size_t>(-1);  // written_ when sorted_ was computed
   TxnCounters counters_;
   std::atomic<const char*> ended_{nullptr};
 };

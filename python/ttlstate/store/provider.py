@@ -561,17 +561,19 @@ class StoreProvider:
                                  self.query_id, **lineage)
             if periodic_cleanup:
                 store.incremental_step()
-            store.write_changelog(local, header)
-            state_id = new_id or file_fingerprint(local)
-            crash_point("commit-before-upload")  # tests only; inert unless TTLSTATE_FAULTS is set
-            # The native plane applies the batch to the local DB while the changelog uploads (an
-            # upload is a round trip to the checkpoint's file system): the two are independent,
-            # so a failed upload then discards the local DB, as a failed apply does. The store's
-            # lock, held throughout, keeps every other use of this transaction out meanwhile.
-            # A large batch is bulk-loaded through an SST file written in the staging directory.
-            # The portable plane applies after the upload, on this thread.
+            # The native plane applies the batch to the local DB while the changelog is written
+            # and uploaded (an upload is a round trip to the checkpoint's file system): the two
+            # are independent (both only read the batch's writes, in the key order computed
+            # once for both), so a failed changelog write or upload then discards the local DB,
+            # as a failed apply does. The store's lock, held throughout, keeps every other use
+            # of this transaction out meanwhile. A large batch is bulk-loaded through an SST
+            # file written in the staging directory. The portable plane applies after the
+            # upload, on this thread.
             applying = store.start_apply(local + ".sst")
             try:
+                store.write_changelog(local, header)
+                state_id = new_id or file_fingerprint(local)
+                crash_point("commit-before-upload")  # tests only; inert unless TTLSTATE_FAULTS is set
                 self._publish_changelog(local, name, new_version)
                 self.num_keys += applying.result()
             except BaseException:

@@ -122,10 +122,13 @@ class _PinnedView:
 
 class _BackgroundApply:
     """The batch goes into the local DB on its own thread (the call releases the GIL) while
-    the changelog uploads: the two are independent."""
+    the changelog is written and uploaded: the two are independent. `done` runs on the
+    committing thread once the apply succeeded and the caller is finished with the batch's
+    writes (it ends the transaction, which frees them)."""
 
-    def __init__(self, fn: Callable[[], int]) -> None:
+    def __init__(self, fn: Callable[[], int], done: Callable[[], None]) -> None:
         self._future: Future[int] = Future()
+        self._done = done
 
         def run() -> None:
             try:
@@ -136,10 +139,13 @@ class _BackgroundApply:
         threading.Thread(target=run, name="ttlstate-apply", daemon=True).start()
 
     def result(self) -> int:
-        return int(self._future.result())
+        delta = int(self._future.result())
+        self._done()
+        return delta
 
     def abandon(self) -> bool:
-        self._future.exception()  # waits for the apply to end
+        if self._future.exception() is None:  # waits for the apply to end
+            self._done()
         return True
 
 
@@ -234,7 +240,8 @@ class NativeVersion:
         self.txn.write_changelog(path, header)
 
     def start_apply(self, sst_path: str) -> _BackgroundApply:
-        return _BackgroundApply(lambda: self.txn.apply(sst_path))
+        return _BackgroundApply(lambda: self.txn.apply(sst_path, end=False),
+                                lambda: self.txn.end("committed"))
 
     # -- metrics ---------------------------------------------------------------------------
     @property

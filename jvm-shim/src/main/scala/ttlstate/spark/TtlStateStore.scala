@@ -398,14 +398,35 @@ final class TtlStateStore(
 
   override def commit(): Long = {
     requireWritable()
-    val r = call("commit", request(Protocol.OP_COMMIT).frame(Protocol.OP_COMMIT))
-    committedVersion = r.i64()
-    lastMetrics = readMetrics(r)
-    committedIds = (Some(r.str()).filter(_.nonEmpty), Some(r.str()).filter(_.nonEmpty))
+    // The cross-batch cache learns this task's entries on another thread while the server
+    // commits (publishing is CPU work in this JVM; the commit is mostly a wait for the
+    // server). Exact: until commit returns nothing reads this store's entries, the entries are
+    // tagged with the epoch they were published under, and a commit that fails renews the
+    // epoch (they become misses); commit returns only once they are all in.
+    val publishing =
+      if (cache != null && !writesForgotten && usableCache && HotCache.fits(knownBytes)) {
+        val (owner, epoch, entries) = (cache.owner, cacheEpoch, known)
+        TtlStateStore.inBackground(() => HotCache.putAll(owner, epoch, entries))
+      } else null
+    try {
+      val r = call("commit", request(Protocol.OP_COMMIT).frame(Protocol.OP_COMMIT))
+      committedVersion = r.i64()
+      lastMetrics = readMetrics(r)
+      committedIds = (Some(r.str()).filter(_.nonEmpty), Some(r.str()).filter(_.nonEmpty))
+    } catch {
+      case e: Throwable =>
+        if (publishing != null) {
+          TtlStateStore.awaitQuietly(publishing)
+          cache.invalidate()
+        }
+        throw e
+    }
     if (keyFilter != null) provider.keyFilterCommitted(keyFilter, version, committedVersion)
     if (cache != null) {
       // A write this task could not remember leaves the cache unsure of that key: start afresh.
-      if (writesForgotten) cache.invalidate() else if (usableCache) publishKnown()
+      if (writesForgotten) cache.invalidate()
+      else if (publishing != null) { if (!TtlStateStore.awaitQuietly(publishing)) cache.invalidate() }
+      else if (usableCache) publishKnown()
       cache.committed(loaded.generation, loaded.handle, loaded.lineage, version, committedVersion)
     }
     finish("committed")
@@ -455,4 +476,27 @@ final class TtlStateStore(
   override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = throw unsupported("putList")
   override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = throw unsupported("merge")
   override def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = throw unsupported("mergeList")
+}
+
+private[spark] object TtlStateStore {
+  private val publisher = java.util.concurrent.Executors.newCachedThreadPool { (r: Runnable) =>
+    val t = new Thread(r, "ttlstate-cache-publish")
+    t.setDaemon(true)
+    t
+  }
+
+  def inBackground(work: () => Unit): java.util.concurrent.Future[_] = publisher.submit(new Runnable {
+    override def run(): Unit = work()
+  })
+
+  /** Waits for `work` to end; whether it succeeded. An interrupt ends the wait (the task is
+   *  being killed) and stays set. */
+  def awaitQuietly(work: java.util.concurrent.Future[_]): Boolean =
+    try { work.get(); true }
+    catch {
+      case _: InterruptedException =>
+        Thread.currentThread().interrupt()
+        false
+      case _: Exception => false
+    }
 }
