@@ -35,10 +35,10 @@ class ConfValuesSuite extends AnyFunSuite {
   }
 
   test("a provider's own confs: the values given, else the defaults") {
-    val given = ShimConfs.of(Map(ConfKeys.WRITE_BATCH_SIZE -> " 4096 ", ConfKeys.CACHE_MAX_BYTES -> "0",
+    val configured = ShimConfs.of(Map(ConfKeys.WRITE_BATCH_SIZE -> " 4096 ", ConfKeys.CACHE_MAX_BYTES -> "0",
       ConfKeys.REAL_TIME_CLOCK_INTERVAL -> "100ms", ConfKeys.KEY_FILTER_MAX_KEYS -> "0",
       ConfKeys.KEY_FILTER_MAX_BYTES -> "1g"))
-    assert(given == ShimConfs(4096, 0L, 100L, 0, 1L << 30))
+    assert(configured == ShimConfs(4096, 0L, 100L, 0, 1L << 30))
     val defaults = ShimConfs(ConfValues.DEFAULT_WRITE_BATCH_BYTES, ConfValues.DEFAULT_CACHE_MAX_BYTES, -1L,
       ConfValues.DEFAULT_KEY_FILTER_MAX_KEYS, ConfValues.DEFAULT_KEY_FILTER_MAX_BYTES)
     assert(ShimConfs.of(Map.empty) == defaults)
