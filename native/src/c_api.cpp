@@ -633,6 +633,10 @@ ttl_status ttl_db_iterator(ttl_db* db, const char* lower, size_t lower_size, con
 
 ttl_status ttl_db_compact(ttl_db* db) { return Guard([&] { db->db->CompactAll(); }); }
 ttl_status ttl_db_flush(ttl_db* db) { return Guard([&] { db->db->Flush(); }); }
+ttl_status ttl_db_checkpoint(ttl_db* db, const char* dir) { return Guard([&] { db->db->Checkpoint(dir); }); }
+ttl_status ttl_db_add_key_hashes(ttl_db* db, ttl_key_hashes* hashes, uint64_t* keys) {
+  return Guard([&] { *keys = db->db->AddKeyHashes(&hashes->hashes); });
+}
 ttl_status ttl_db_int_property(ttl_db* db, const char* name, uint64_t* out) {
   return Guard([&] { *out = db->db->IntProperty(name); });
 }

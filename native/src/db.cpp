@@ -12,6 +12,7 @@
 #include "rocksdb/options.h"
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
 #include "rocksdb/write_buffer_manager.h"
 #include "ttlstate/key_order.h"
@@ -463,6 +464,30 @@ int64_t Db::ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::st
   core_->WriteSorted(writes, sst_path, ingest_min_keys);
   recs.clear();
   return delta;
+}
+
+void Db::Checkpoint(const std::string& dir) {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
+  rocksdb::Checkpoint* raw = nullptr;
+  CheckStatus(rocksdb::Checkpoint::Create(core_->Handle(), &raw), "checkpoint");
+  const std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  // log_size_for_flush 0: always flush; the WAL is off, so the memtables exist nowhere else.
+  CheckStatus(checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0), "checkpoint");
+}
+
+uint64_t Db::AddKeyHashes(KeyHashes* hashes) {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;  // one pass over every key: keep the cache for the batch's reads
+  std::unique_ptr<rocksdb::Iterator> it(core_->Handle()->NewIterator(ro));
+  uint64_t n = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const rocksdb::Slice key = it->key();
+    hashes->Add(std::string_view(key.data(), key.size()));
+    ++n;
+  }
+  CheckStatus(it->status(), "key hashes");
+  return n;
 }
 
 void Db::CompactAll() {

@@ -147,6 +147,11 @@ RecordFileReader::RecordFileReader(const std::string& path) : path_(path), dctx_
   ReadExactly(file_.get(), prefix, kPrefixSize, 0, path);
   if (std::memcmp(prefix, kMagic, 8) != 0) Fail(path, "is not a ttlstate checkpoint file (bad magic)");
   kind_ = prefix[8];
+  // Records of this format only: a format-2 snapshot names SST files, it holds no state entries.
+  if (big_endian::Load<uint16_t>(prefix + 9) != kRecordFormatVersion) {
+    Fail(path, "has format version " + std::to_string(big_endian::Load<uint16_t>(prefix + 9)) +
+                   ", not a record file of state entries");
+  }
   const uint64_t hdr_len = big_endian::Load<uint32_t>(prefix + 11);
   char footer[kFooterSize];
   ReadExactly(file_.get(), footer, kFooterSize, size - kFooterSize, path);

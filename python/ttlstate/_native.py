@@ -483,6 +483,14 @@ class DB(_Handle):
     def flush(self) -> None:
         lib.ttl_db_flush(self._h)
 
+    def checkpoint(self, directory: str) -> None:
+        lib.ttl_db_checkpoint(self._h, text(directory))
+
+    def add_key_hashes(self, hashes: KeyHashes) -> int:
+        keys = c_uint64()
+        lib.ttl_db_add_key_hashes(self._h, hashes._h, byref(keys))
+        return keys.value
+
     def int_property(self, name: str) -> int:
         out = c_uint64()
         lib.ttl_db_int_property(self._h, text(name), byref(out))

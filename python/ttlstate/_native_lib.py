@@ -160,6 +160,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "ttl_db_iterator": ("status", [P, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(P)]),
     "ttl_db_compact": ("status", [P]),
     "ttl_db_flush": ("status", [P]),
+    "ttl_db_checkpoint": ("status", [P, c_char_p]),
+    "ttl_db_add_key_hashes": ("status", [P, P, POINTER(c_uint64)]),
     "ttl_db_int_property": ("status", [P, c_char_p, POINTER(c_uint64)]),
     "ttl_db_count_keys": ("status", [P, POINTER(c_uint64)]),
     "ttl_db_set_time": (None, [P, c_int64]),

@@ -178,6 +178,8 @@ TTL_API ttl_status ttl_db_iterator(ttl_db* db, const char* lower, size_t lower_s
                                    size_t upper_size, ttl_iterator** out);
 TTL_API ttl_status ttl_db_compact(ttl_db* db);
 TTL_API ttl_status ttl_db_flush(ttl_db* db);
+TTL_API ttl_status ttl_db_checkpoint(ttl_db* db, const char* dir);
+TTL_API ttl_status ttl_db_add_key_hashes(ttl_db* db, ttl_key_hashes* hashes, uint64_t* keys);
 TTL_API ttl_status ttl_db_int_property(ttl_db* db, const char* name, uint64_t* out);
 TTL_API ttl_status ttl_db_count_keys(ttl_db* db, uint64_t* out);
 TTL_API void ttl_db_set_time(ttl_db* db, int64_t now);

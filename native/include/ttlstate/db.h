@@ -169,6 +169,13 @@ class Db {
   // is filled from after a restore). A restore from nothing uses RestoreBuilder instead.
   std::pair<uint64_t, int64_t> ApplyChangelogFile(const std::string& path, KeyHashes* hashes = nullptr,
                                                   size_t ingest_min_keys = DbCore::kIngestMinKeys);
+  // A RocksDB checkpoint of the DB in `dir` (which must not exist), memtables flushed first:
+  // its SST files are hard links to the DB's (copies across file systems), so it costs
+  // metadata, not data; what a snapshot of SST files uploads from.
+  void Checkpoint(const std::string& dir);
+  // Adds every stored key to `hashes` (what the shim's key filter is filled from after a restore
+  // that opened SST files instead of building them); returns the number of keys.
+  uint64_t AddKeyHashes(KeyHashes* hashes);
   void CompactAll();
   void Flush();
   uint64_t IntProperty(const std::string& name);

@@ -35,3 +35,8 @@ class VersionNotFound(CheckpointError):
     def __init__(self, store_id: str, version: int, file_name: str, reason: str = "") -> None:
         super().__init__(store_id, version, file_name,
                          reason or "does not exist (version does not exist in the checkpoint)")
+
+
+class SnapshotFilesMissing(CheckpointError):
+    """An SST snapshot names a file the checkpoint no longer holds: the snapshot is unusable,
+    a load falls back to an older base (see sst_manifest.py)."""

@@ -4,7 +4,9 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
 
     magic     8 bytes   b"TTLSTATE"
     kind      1 byte    b"C" (changelog) or b"S" (snapshot)
-    format    u16 BE    FORMAT_VERSION
+    format    u16 BE    FORMAT_VERSION (1), or SST_MANIFEST_FORMAT (2): a snapshot whose
+                        records name SST files (see sst_manifest.py); a ttlstate that reads
+                        only format 1 refuses such a file instead of loading an empty state
     hdr_len   u32 BE    then hdr_len bytes of UTF-8 JSON:
                         {"store": id, "version": v, "batchTimeMs": t or null,
                          "ttlMs": ttl or null, "codec": "zstd", "query": id or null,
@@ -45,6 +47,8 @@ import zstandard
 MAGIC = b"TTLSTATE"
 FOOTER_MAGIC = b"TTLS-END"
 FORMAT_VERSION = 1
+SST_MANIFEST_FORMAT = 2
+READABLE_FORMATS = (FORMAT_VERSION, SST_MANIFEST_FORMAT)
 KIND_CHANGELOG = b"C"
 KIND_SNAPSHOT = b"S"
 OP_PUT = 1
@@ -77,6 +81,7 @@ class RecordFileHeader:
     lineage: tuple[tuple[int, str], ...] | None = None  # format 2 changelogs, newest first
     crc: int = 0
     body_len: int = 0
+    format: int = FORMAT_VERSION
 
     @property
     def fingerprint(self) -> str:
@@ -121,12 +126,12 @@ def write_record_file(path: str, kind: bytes, store_id: str, version: int,
 
 
 def write_records(path: str, kind: bytes, header: bytes,
-                  records: Iterable[tuple[bytes, bytes | None]]) -> int:
+                  records: Iterable[tuple[bytes, bytes | None]], fmt: int = FORMAT_VERSION) -> int:
     """`write_record_file` with the header's JSON already made (`header_json`)."""
     count = 0
     with open(path, "wb") as raw:
         out = _CrcWriter(raw)
-        out.write(_PREFIX.pack(MAGIC, kind, FORMAT_VERSION, len(header)) + header)
+        out.write(_PREFIX.pack(MAGIC, kind, fmt, len(header)) + header)
         body_start = out.size
         comp = zstandard.ZstdCompressor(level=3).compressobj()
         buf: list[bytes] = []
@@ -175,8 +180,9 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
         magic, kind, fmt, hdr_len = _PREFIX.unpack(f.read(_PREFIX.size))
         if magic != MAGIC:
             raise RecordFileError("is not a ttlstate checkpoint file (bad magic)")
-        if fmt != FORMAT_VERSION:
-            raise RecordFileError(f"has format version {fmt}; this ttlstate reads {FORMAT_VERSION}")
+        if fmt not in READABLE_FORMATS or (fmt == SST_MANIFEST_FORMAT and kind != KIND_SNAPSHOT):
+            raise RecordFileError(f"has format version {fmt}; this ttlstate reads "
+                                  f"{', '.join(map(str, READABLE_FORMATS))} (2: snapshots only)")
         if kind != expected_kind:
             raise RecordFileError(f"has kind {kind!r}, expected {expected_kind!r}")
         f.seek(size - _FOOTER.size)
@@ -209,7 +215,7 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
                                 meta.get("parent"), meta.get("state"),
                                 settings if isinstance(settings, dict) else None, meta.get("id"),
                                 None if lineage is None else tuple((int(v), str(i)) for v, i in lineage),
-                                crc, body_len)
+                                crc, body_len, fmt)
     except (ValueError, KeyError, TypeError) as e:
         raise RecordFileError(f"has a bad header ({e})") from None
 

@@ -40,6 +40,11 @@ class EngineKind(Enum):
     AUTO = "auto"
 
 
+class SnapshotLayout(Enum):
+    SST = "sst"
+    RECORDS = "records"
+
+
 @dataclass(frozen=True)
 class ConfKey:
     suffix: str
@@ -127,6 +132,14 @@ ENGINE = ConfKey("engine", EngineKind.NATIVE.value, _enum_allowed(EngineKind),
 SNAPSHOT_INTERVAL = ConfKey("snapshotInterval", "10", "an integer >= 1",
                             "Write a full snapshot every this many versions (changelogs between).",
                             option="snapshot_interval")
+SNAPSHOT_LAYOUT = ConfKey("snapshot.layout", SnapshotLayout.SST.value, _enum_allowed(SnapshotLayout),
+                          "What a snapshot is. `sst`: the local RocksDB's SST files, each uploaded "
+                          "once and shared by later snapshots, so a snapshot costs the change since "
+                          "the last one and a restore copies files instead of rebuilding them "
+                          "(native engine). `records`: one engine-neutral file with the whole "
+                          "state, rewritten at every snapshot (what the rocksdict engine and "
+                          "`cleanup.fullSnapshot` always write). Either reads both.",
+                          option="snapshot_layout")
 PYTHON = ConfKey("python", "", "a path to a Python interpreter with ttlstate installed",
                  "Interpreter of the state server. Default: PYSPARK_PYTHON (`configure` passes the "
                  "driver's, which PySpark also gives the executors' Python workers; otherwise the "
@@ -220,7 +233,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, CLOCK_MAX_GAP, READER_INCLUDE_EXPIRED,
     FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
-    FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, PYTHON,
+    FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, SNAPSHOT_LAYOUT, PYTHON,
     LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES, MEMORY_MAX_BYTES,
     MEMORY_WRITE_BUFFER_RATIO, CACHE_MAX_BYTES, REQUEST_TIMEOUT, OPERATOR_TTL, OPERATOR_NAME_TTL,
     REAL_TIME_CLOCK_INTERVAL,

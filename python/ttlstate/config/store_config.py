@@ -83,6 +83,7 @@ class StoreConfig:
     ttl: TtlConfig = field(default_factory=TtlConfig)
     engine: EngineKind = EngineKind.NATIVE
     snapshot_interval: int = 10
+    snapshot_layout: K.SnapshotLayout = K.SnapshotLayout.SST
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     ttl_key: str = K.TTL.key  # the conf key the TTL comes from (the global one, or an operator's)
     reader_include_expired: bool = False  # the state data source returns expired entries too
@@ -154,6 +155,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
         ttl=ttl,
         engine=parse_enum(K.ENGINE.key, get(K.ENGINE), EngineKind),
         snapshot_interval=parse_int(K.SNAPSHOT_INTERVAL.key, get(K.SNAPSHOT_INTERVAL), minimum=1),
+        snapshot_layout=parse_enum(K.SNAPSHOT_LAYOUT.key, get(K.SNAPSHOT_LAYOUT), K.SnapshotLayout),
         memory=MemoryConfig(
             parse_bytes(K.MEMORY_MAX_BYTES.key, get(K.MEMORY_MAX_BYTES), minimum=16 << 20),
             parse_fraction(K.MEMORY_WRITE_BUFFER_RATIO.key, get(K.MEMORY_WRITE_BUFFER_RATIO))),

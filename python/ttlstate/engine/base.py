@@ -50,6 +50,13 @@ class Engine(ABC):
     def compact(self) -> None:
         """Compact the whole key range (runs the compaction filter, if any, on everything)."""
 
+    # True: `checkpoint` works, so snapshots can be the DB's own SST files (sst_manifest.py).
+    can_checkpoint: bool = False
+
+    def checkpoint(self, directory: str) -> None:
+        """A RocksDB checkpoint of the DB in `directory` (hard links to its SST files)."""
+        raise NotImplementedError(f"the {self.kind} engine cannot write RocksDB checkpoints")
+
     def set_time(self, now_ms: int) -> None:
         """Tell the compaction filter what time it is (the batch time). No-op without filter."""
         return None

@@ -20,6 +20,7 @@ _CHUNK_BYTES = 1 << 16
 class NativeEngine(Engine):
     kind = "native"
     native_data_plane = True
+    can_checkpoint = True
 
     def __init__(self, path: str, filter_settings: FilterSettings | None) -> None:
         os.makedirs(path, exist_ok=True)
@@ -59,6 +60,13 @@ class NativeEngine(Engine):
     def snapshot(self) -> _native.Snapshot:
         """A pinned consistent view; writing it needs no lock on the store."""
         return self._db.snapshot()
+
+    def checkpoint(self, directory: str) -> None:
+        self._db.checkpoint(directory)
+
+    def add_key_hashes(self, hashes: _native.KeyHashes) -> int:
+        """Adds every stored key to `hashes`; returns the number of keys."""
+        return self._db.add_key_hashes(hashes)
 
     def restore_builder(self) -> _native.RestoreBuilder:
         """Builds this (empty) DB's state from a snapshot and the changelogs after it."""

@@ -164,7 +164,7 @@ def configure(builder: Any, **options: Any) -> Any:
     ("30m" or a datetime.timedelta; a bare number is refused, it has no unit), update_type,
     state_visibility, time_source, clock_max_gap, reader_include_expired, full_snapshot,
     incremental_size, incremental_per_record, compaction_filter, query_time_after_num_entries,
-    periodic_compaction, compact_every, engine, snapshot_interval, python, local_mode_python,
+    periodic_compaction, compact_every, engine, snapshot_interval, snapshot_layout, python, local_mode_python,
     workers, write_batch_bytes, key_filter_max_keys, key_filter_max_bytes, memory_max_bytes,
     memory_write_buffer_ratio, cache_max_bytes, request_timeout, real_time_clock_interval
     (Real-time Mode: "1s"), and

@@ -22,17 +22,18 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from ttlstate.checkpoint import names
-from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
+from ttlstate.checkpoint.errors import CheckpointError, SnapshotFilesMissing, VersionNotFound
 from ttlstate.checkpoint.id_plan import EMPTY, FORMAT1, plan_by_id
 from ttlstate.checkpoint.lineage import Chain, continues, follow
 from ttlstate.checkpoint.location import CheckpointLocation
 from ttlstate.checkpoint.record_file import (
     KIND_CHANGELOG,
     KIND_SNAPSHOT,
+    SST_MANIFEST_FORMAT,
     RecordFileError,
     RecordFileHeader,
     file_fingerprint,
@@ -45,9 +46,11 @@ from ttlstate.checkpoint.restore_plan import (
     plan_from_snapshot,
     plan_restore,
 )
-from ttlstate.config.keys import EngineKind, TimeSource
+from ttlstate.checkpoint.sst_manifest import read_manifest, write_manifest
+from ttlstate.config.keys import EngineKind, SnapshotLayout, TimeSource
 from ttlstate.config.store_config import StoreConfig, TtlConfig
 from ttlstate.engine.base import Engine, FilterSettings
+from ttlstate.engine.native_engine import NativeEngine
 from ttlstate.engine.select import open_engine
 from ttlstate.errors import StoreStateError
 from ttlstate.faults import crash_point
@@ -55,6 +58,7 @@ from ttlstate.store import metric_names as M
 from ttlstate.store import planes
 from ttlstate.store.planes.base import DataPlane, Fetched, KeyHashes, StoreMetrics, StoreVersion
 from ttlstate.store.recorded_settings import recorded_ttl, settings_of, warn_if_changed
+from ttlstate.store.sst_snapshots import PreparedUpload, SstSnapshots
 from ttlstate.store.store_files import StoreFiles
 from ttlstate.ttl.clock import BatchClock, Clock, WallClock, store_time
 
@@ -84,6 +88,7 @@ class StoreProvider:
         self._local_dir = local_dir
         self._db_dir = os.path.join(local_dir, "db")
         self.files = StoreFiles(store_id, query_id, checkpoint, os.path.join(local_dir, "staging"))
+        self.sst = SstSnapshots(self.files)
         self._lock = threading.RLock()
         self._engine: Engine | None = None
         self._local_version: int | None = None
@@ -154,11 +159,29 @@ class StoreProvider:
 
     def _open_empty(self) -> None:
         self._drop_local()
+        self._open_engine()
+        self.sst.new_lineage()
+        self.num_keys = 0
+
+    def _open_engine(self) -> None:
         self._engine = open_engine(self.config.engine, self._db_dir, self._filter_settings())
         if self._plane is None:
             self._plane = planes.for_engine(self._engine, self._lock)
         self._filter_removed_counted = self._engine.metrics().get("filter_removed", 0)
-        self.num_keys = 0
+
+    def _open_sst_snapshot(self, snapshot: Fetched, version: int) -> None:
+        """Opens the local DB on the SST files of `snapshot` (a manifest: sst_manifest.py)."""
+        name, local, header = snapshot
+        try:
+            manifest = read_manifest(local, header)
+        except RecordFileError as e:
+            raise CheckpointError(self.store_id, version, name, str(e)) from None
+        self._drop_local()
+        self.sst.place(manifest, self._db_dir, version, name)
+        self._open_engine()
+        self.sst.new_lineage(manifest)
+        self.num_keys = manifest.keys
+        self._batch_times[header.version] = header.batch_time_ms
 
     def _drop_local(self) -> None:
         if self._engine is not None:
@@ -262,6 +285,8 @@ class StoreProvider:
         the shim's filter sets them; None if there are none."""
         with self._lock:
             hashes, self._restored_key_hashes = self._restored_key_hashes, None
+            if isinstance(hashes, _ScannedKeyHashes):  # reads the DB: not while it may close
+                return hashes.bloom_words(bits_log2, probes)
         if hashes is None:
             return None
         return hashes.bloom_words(bits_log2, probes)
@@ -305,7 +330,12 @@ class StoreProvider:
                 if stale is not None:
                     skip.add(plan.base_version)
                     continue
-                self._apply_plan(plan, fetched, version)
+                try:
+                    self._apply_plan(plan, fetched, version)
+                except SnapshotFilesMissing as e:
+                    log.warning("%s; loading version %d from an older base instead", e, version)
+                    skip.add(plan.base_version)
+                    continue
                 self._v2_lineage, self._state_format1 = (), True
                 return
 
@@ -450,7 +480,12 @@ class StoreProvider:
         wanted = {plan.snapshot, *plan.changelogs}
         rest = [f for f in fetched if f[0] in wanted]
         try:
-            if not plan.from_local:
+            scan_keys = False
+            if not plan.from_local and rest and rest[0][2].format == SST_MANIFEST_FORMAT:
+                self._open_sst_snapshot(rest[0], version)
+                rest = rest[1:]
+                scan_keys = self.plane.key_hashes() is not None  # nothing was built: scan them
+            elif not plan.from_local:
                 self._open_empty()
                 self._collecting = self.plane.key_hashes()
                 if rest:
@@ -459,6 +494,8 @@ class StoreProvider:
                 self._replay_changelog(name, local_path, header, version)
             if self._collecting is not None:
                 self._restored_key_hashes = self._collecting
+            elif scan_keys:
+                self._restored_key_hashes = _ScannedKeyHashes(self.engine, self.plane.key_hashes)
         except BaseException:
             self._drop_local()  # never serve a partially loaded version
             raise
@@ -668,8 +705,15 @@ class StoreProvider:
             header = header_json(self.store_id, version, batch_time, ttl.ttl_ms, self.query_id,
                                  **lineage)
             engine = self.engine
-            view = self.plane.snapshot_view(engine, ttl)
             loaded = self.lineage
+            if self._snapshot_layout(drop) is SnapshotLayout.SST:
+                prepared = self._checkpoint(local + ".ckpt")
+                view = None
+            else:
+                prepared, view = None, self.plane.snapshot_view(engine, ttl)
+        if prepared is not None:
+            return self._write_sst_snapshot(prepared, name, local, header, version, loaded, started)
+        assert view is not None
         try:
             crash_point("snapshot-before-write")  # tests only
             dropped_n = view.write(local, header, drop, ttl.ttl_ms or 0, batch_time or 0)
@@ -693,6 +737,54 @@ class StoreProvider:
             self._publish_snapshot(local, name, dropped_n, started)
         return name
 
+    def _snapshot_layout(self, drop_expired: bool) -> SnapshotLayout:
+        """SST files where the engine can checkpoint, unless the snapshot must leave out expired
+        entries (`cleanup.fullSnapshot`: a rewrite of the state, as Flink's full snapshots)."""
+        if drop_expired or not self.engine.can_checkpoint:
+            return SnapshotLayout.RECORDS
+        return self.config.snapshot_layout
+
+    def _checkpoint(self, directory: str) -> PreparedUpload:
+        """A RocksDB checkpoint of the loaded version, taken with the store held (hard links: the
+        memtable's flush is its only cost)."""
+        try:
+            self.engine.checkpoint(directory)
+            return self.sst.prepare(directory, self.num_keys)
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+
+    def _write_sst_snapshot(self, prepared: PreparedUpload, name: str, local: str, header: bytes,
+                            version: int, loaded: int, started: float) -> str | None:
+        """The SST layout of write_snapshot: uploads the checkpoint's SST files the checkpoint
+        does not hold yet and writes the manifest without holding the store, then publishes it
+        if no reload replaced the local DB meanwhile."""
+        try:
+            crash_point("snapshot-before-write")  # tests only
+            with self._lock:
+                superseded = self.lineage != loaded or self._closed
+            if superseded:  # uploading its files would only leave orphans
+                log.info("ttlstate store %s: snapshot of version %d skipped: the local state was "
+                         "reloaded meanwhile", self.store_id, version)
+                return None
+            manifest = self.sst.upload(prepared)
+            write_manifest(local, header, manifest)
+        except BaseException:
+            if os.path.exists(local):
+                os.unlink(local)
+            raise
+        finally:
+            shutil.rmtree(prepared.directory, ignore_errors=True)
+        with self._lock:
+            if self.lineage != loaded or self._closed:
+                os.unlink(local)
+                log.info("ttlstate store %s: snapshot of version %d not published: the local "
+                         "state was reloaded while its files were uploaded", self.store_id, version)
+                return None
+            self._publish_snapshot(local, name, 0, started)
+            self.sst.published(name, prepared, manifest)
+        return name
+
     def _publish_snapshot(self, local: str, name: str, dropped: int, started: float) -> None:
         self.files.publish(local, name)
         parsed = names.parse(name)
@@ -706,11 +798,17 @@ class StoreProvider:
         with self._lock:
             if self._closed or self._local_version is None:
                 return []
-            doomed = deletable_files(self.files.listing(refresh=True), min_versions_to_retain,
-                                     self._local_version, self._trusted_snapshots)
+            listing = self.files.listing(refresh=True)
+            doomed = deletable_files(listing, min_versions_to_retain, self._local_version,
+                                     self._trusted_snapshots)
             if doomed:
                 self.files.delete(doomed)
-            return doomed
+            gone = set(doomed)
+            ssts = self.sst.deletable([n for n in listing if n not in gone])
+            if ssts:
+                self.files.delete(ssts)
+                self.sst.deleted(ssts)
+            return doomed + ssts
 
     def drain_metrics(self) -> dict[str, int]:
         """Counters accumulated since the last report (Spark sums what each batch reports)."""
@@ -756,3 +854,18 @@ class StoreProvider:
             if self._engine is not None:
                 self._engine.close()
                 self._engine = None
+
+
+class _ScannedKeyHashes:
+    """The key filter hashes of every key of a local DB opened from SST files (nothing was built
+    key by key to collect them on the way), scanned when the shim asks for them."""
+
+    def __init__(self, engine: Engine, fresh: Callable[[], KeyHashes | None]) -> None:
+        self._engine = engine
+        self._fresh = fresh
+
+    def bloom_words(self, bits_log2: int, probes: int) -> bytes:
+        hashes = self._fresh()
+        assert hashes is not None and isinstance(self._engine, NativeEngine)
+        self._engine.add_key_hashes(hashes)  # type: ignore[arg-type]
+        return hashes.bloom_words(bits_log2, probes)

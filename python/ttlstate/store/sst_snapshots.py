@@ -1,0 +1,167 @@
+"""One store's SST snapshots (checkpoint/sst_manifest.py): which SST files of the local DB are
+already in the checkpoint, uploading the others, placing a snapshot's files into an empty DB
+directory, and which uploaded files no snapshot names any more.
+
+The local DB's SST files are immutable and named by number, so a file uploaded once is never
+uploaded again while the DB lives; a DB restored from a snapshot starts out knowing all of its
+files are there. Each local DB (each lineage) uploads under its own random token, so two
+writers of one store (a retried task, a second driver) never overwrite each other's files.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+
+from ttlstate.checkpoint import names
+from ttlstate.checkpoint.errors import CheckpointError, SnapshotFilesMissing
+from ttlstate.checkpoint.record_file import KIND_SNAPSHOT, SST_MANIFEST_FORMAT, RecordFileError
+from ttlstate.checkpoint.sst_manifest import (
+    SstFile,
+    SstManifest,
+    is_sst_file,
+    read_manifest,
+    split_checkpoint,
+    sst_file_name,
+)
+from ttlstate.store.store_files import StoreFiles
+
+# An SST file no snapshot names is deleted only once it has been seen so for this long: a
+# writer uploads a snapshot's files before the snapshot itself, so an upload in progress (this
+# provider's or another writer's) looks just like that.
+ORPHAN_GRACE_S = 600.0
+
+
+@dataclass(frozen=True)
+class PreparedUpload:
+    """A checkpoint directory of the local DB, and what of it the checkpoint already holds."""
+
+    directory: str
+    token: str
+    known: dict[str, str]  # local SST name -> checkpoint name, already uploaded
+    ssts: list[str]
+    small: list[str]
+    keys: int
+
+
+class SstSnapshots:
+    def __init__(self, files: StoreFiles) -> None:
+        self._files = files
+        self._mu = threading.Lock()
+        self._token = secrets.token_hex(6)
+        self._uploaded: dict[str, str] = {}  # of the current local DB
+        self._named: dict[str, frozenset[str]] = {}  # snapshot file -> the SST files it names
+        self._orphan_since: dict[str, float] = {}
+        self.grace_s = ORPHAN_GRACE_S
+
+    # -- the local DB's lineage -------------------------------------------------------------
+    def new_lineage(self, manifest: SstManifest | None = None) -> None:
+        """A new local DB: built from nothing or record files (no file of it is uploaded), or
+        opened from `manifest`'s files (all of them are)."""
+        with self._mu:
+            self._token = secrets.token_hex(6)
+            self._uploaded = {f.local: f.name for f in manifest.ssts} if manifest else {}
+
+    # -- writing a snapshot -----------------------------------------------------------------
+    def prepare(self, directory: str, keys: int) -> PreparedUpload:
+        """Called with the store held, right after the checkpoint of the version was taken."""
+        ssts, small = split_checkpoint(directory)
+        with self._mu:
+            return PreparedUpload(directory, self._token, dict(self._uploaded), ssts, small, keys)
+
+    def upload(self, prepared: PreparedUpload) -> SstManifest:
+        """Uploads the SST files the checkpoint does not hold yet (without holding the store);
+        returns the manifest naming them all."""
+        files: list[SstFile] = []
+        for local in prepared.ssts:
+            path = os.path.join(prepared.directory, local)
+            size = os.path.getsize(path)
+            name = prepared.known.get(local)
+            if name is None:
+                name = sst_file_name(prepared.token, local)
+                self._files.publish(path, name)
+            files.append(SstFile(local, name, size))
+        small = []
+        for local in prepared.small:
+            with open(os.path.join(prepared.directory, local), "rb") as f:
+                small.append((local, f.read()))
+        return SstManifest(tuple(files), tuple(small), prepared.keys)
+
+    def published(self, snapshot_name: str, prepared: PreparedUpload, manifest: SstManifest) -> None:
+        """The snapshot naming `manifest` is in the checkpoint now."""
+        with self._mu:
+            if prepared.token == self._token:  # the same local DB still: these are its files now
+                self._uploaded = {f.local: f.name for f in manifest.ssts}
+            self._named[snapshot_name] = manifest.names
+
+    # -- restoring one ----------------------------------------------------------------------
+    def place(self, manifest: SstManifest, db_dir: str, version: int, snapshot_name: str) -> None:
+        """Fetches the snapshot's files into the empty directory `db_dir`, checking each size."""
+        os.makedirs(db_dir, exist_ok=True)
+        for f in manifest.ssts:
+            local = os.path.join(db_dir, f.local)
+            try:
+                self._files.location.fetch(f.name, local)
+            except FileNotFoundError:
+                raise SnapshotFilesMissing(
+                    self._files.store_id, version, snapshot_name,
+                    f"names SST file {self._files.describe(f.name)}, which is missing") from None
+            size = os.path.getsize(local)
+            if size != f.size:
+                raise CheckpointError(self._files.store_id, version, f.name,
+                                      f"has {size} bytes; snapshot {snapshot_name} names it with "
+                                      f"{f.size} (truncated or replaced)")
+        for local, data in manifest.small:
+            with open(os.path.join(db_dir, local), "wb") as out:
+                out.write(data)
+        with self._mu:
+            self._named[snapshot_name] = manifest.names
+
+    # -- retention --------------------------------------------------------------------------
+    def deletable(self, listing: list[str], now: float | None = None) -> list[str]:
+        """The SST files of `listing` (the store's files, after a cleanup) that no snapshot in it
+        names and that have been so for `grace_s`. Deletes nothing when a snapshot cannot be
+        read (it might name any of them)."""
+        if not any(map(is_sst_file, listing)):
+            return []
+        now = time.monotonic() if now is None else now
+        snapshots = [f for f in names.parse_all(listing) if f.kind == names.SNAPSHOT]
+        named: set[str] = set()
+        for f in snapshots:
+            with self._mu:
+                known = self._named.get(f.name)
+            if known is None:
+                known = self._names_in(f.name, f.version)
+                if known is None:
+                    return []
+                with self._mu:
+                    self._named[f.name] = known
+            named |= known
+        with self._mu:
+            live = {f.name for f in snapshots}
+            self._named = {k: v for k, v in self._named.items() if k in live}
+            orphans = {n for n in listing if is_sst_file(n) and n not in named}
+            self._orphan_since = {n: self._orphan_since.get(n, now) for n in orphans}
+            return sorted(n for n, since in self._orphan_since.items() if now - since >= self.grace_s)
+
+    def deleted(self, doomed: list[str]) -> None:
+        with self._mu:
+            for n in doomed:
+                self._orphan_since.pop(n, None)
+
+    def _names_in(self, snapshot_name: str, version: int) -> frozenset[str] | None:
+        try:
+            local, header = self._files.fetch_verified(snapshot_name, KIND_SNAPSHOT, version)
+        except CheckpointError:
+            return None
+        try:
+            if header.format != SST_MANIFEST_FORMAT:
+                return frozenset()
+            return read_manifest(local, header).names
+        except RecordFileError:
+            return None
+        finally:
+            os.unlink(local)

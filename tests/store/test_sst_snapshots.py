@@ -1,0 +1,212 @@
+"""Snapshots made of SST files (checkpoint/sst_manifest.py, store/sst_snapshots.py): a snapshot
+uploads only the files RocksDB wrote since the last one, a restore opens them, files no
+snapshot names are deleted after a grace period and never before, and a snapshot whose files
+are gone is passed over for an older base, never loaded partially."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import pytest
+
+from ttlstate import _native
+from ttlstate.checkpoint import names, record_file
+from ttlstate.checkpoint.errors import CheckpointError
+from ttlstate.checkpoint.location import LocalCheckpointLocation
+from ttlstate.checkpoint.record_file import (
+    KIND_SNAPSHOT,
+    SST_MANIFEST_FORMAT,
+    RecordFileError,
+    verify_record_file,
+)
+from ttlstate.checkpoint.sst_manifest import is_sst_file, read_manifest
+from ttlstate.config.keys import EngineKind, SnapshotLayout
+from ttlstate.config.store_config import StoreConfig, TtlConfig
+from ttlstate.store.provider import StoreProvider
+from ttlstate.ttl.clock import ManualClock
+
+STORE = "op0/p0"
+
+
+@pytest.fixture
+def make(tmp_path):  # noqa: ANN001, ANN201
+    made: list[StoreProvider] = []
+
+    def make(layout: SnapshotLayout = SnapshotLayout.SST, engine: EngineKind = EngineKind.NATIVE,
+             interval: int = 1000, ck: str = "ck") -> StoreProvider:
+        p = StoreProvider(STORE, str(tmp_path / f"local{len(made)}"),
+                          LocalCheckpointLocation(str(tmp_path / ck)),
+                          StoreConfig(TtlConfig(), engine, interval, layout), ManualClock(1000))
+        made.append(p)
+        return p
+
+    yield make
+    for p in made:
+        p.close()
+
+
+def _batch(p: StoreProvider, version: int, keys: range, value: bytes = b"v") -> None:
+    s = p.get_store(version)
+    for k in keys:
+        s.put(b"key-%08d" % k, value)
+    s.commit()
+
+
+def _ssts(p: StoreProvider) -> set[str]:
+    return {n for n in os.listdir(p.checkpoint.directory) if is_sst_file(n)}
+
+
+def _state(p: StoreProvider, version: int) -> dict[bytes, bytes]:
+    return dict(p.get_store(version).iterator())
+
+
+def _manifest(p: StoreProvider, version: int):  # noqa: ANN202
+    path = os.path.join(p.checkpoint.directory, names.snapshot_name(version))
+    header = verify_record_file(path, KIND_SNAPSHOT)
+    assert header.format == SST_MANIFEST_FORMAT
+    return read_manifest(path, header)
+
+
+def test_a_snapshot_uploads_only_what_changed_and_restores_exactly(make) -> None:  # noqa: ANN001
+    p = make()
+    _batch(p, 0, range(0, 20_000))
+    p.write_snapshot()
+    first = _ssts(p)
+    assert first and _manifest(p, 1).keys == 20_000
+    _batch(p, 1, range(20_000, 25_000))
+    p.write_snapshot()
+    second = _ssts(p)
+    assert first < second  # the first snapshot's files are shared, not uploaded again
+    new = second - first
+    sizes = {n: os.path.getsize(os.path.join(p.checkpoint.directory, n)) for n in second}
+    assert sum(sizes[n] for n in new) < sum(sizes[n] for n in first)  # the change, not the state
+    assert _manifest(p, 2).names == second
+    fresh = make()
+    assert _state(fresh, 2) == {b"key-%08d" % k: b"v" for k in range(25_000)}
+    assert fresh.num_keys == 25_000
+
+
+def test_changelogs_after_an_sst_snapshot_replay_on_the_opened_files(make) -> None:  # noqa: ANN001
+    p = make()
+    _batch(p, 0, range(0, 5000))
+    p.write_snapshot()
+    _batch(p, 1, range(5000, 6000))
+    s = p.get_store(2)
+    s.remove(b"key-%08d" % 0)
+    s.put(b"key-%08d" % 1, b"new")
+    s.commit()
+    want = _state(p, 3)
+    fresh = make()
+    assert _state(fresh, 3) == want and fresh.num_keys == len(want) == 5999
+    assert _state(fresh, 1) == {b"key-%08d" % k: b"v" for k in range(5000)}
+
+
+def test_the_key_filter_bits_after_an_sst_restore_hold_every_key(make) -> None:  # noqa: ANN001
+    """The shim's filter answers "absent" without asking the server: a key the bits miss would
+    read as new. An SST restore scans the keys it did not build; the bits must equal those of a
+    restore that collected them while building from record files."""
+    bits = []
+    for layout in (SnapshotLayout.SST, SnapshotLayout.RECORDS):
+        p = make(layout, ck=layout.value)
+        _batch(p, 0, range(0, 3000))
+        p.write_snapshot()
+        _batch(p, 1, range(3000, 3500))
+        fresh = make(ck=layout.value)
+        fresh.get_store(2)
+        assert fresh.keep_restored_key_hashes(True)
+        bits.append(fresh.take_key_filter_bits(16, 3))
+    assert bits[0] is not None and bits[0] == bits[1]
+
+
+def test_records_and_sst_snapshots_read_each_other(make) -> None:  # noqa: ANN001
+    """Switching `snapshot.layout` (or the engine) on a running checkpoint loses nothing."""
+    rec = make(SnapshotLayout.RECORDS)
+    _batch(rec, 0, range(0, 1000))
+    rec.write_snapshot()
+    sst = make()
+    _batch(sst, 1, range(1000, 2000))  # restored from the record snapshot
+    sst.write_snapshot()
+    _batch(sst, 2, range(2000, 2100))
+    want = {b"key-%08d" % k: b"v" for k in range(2100)}
+    assert _state(make(SnapshotLayout.RECORDS), 3) == want
+    assert _state(make(engine=EngineKind.ROCKSDICT), 3) == want  # opens the native engine's files
+
+
+def test_sst_files_no_snapshot_names_go_after_the_grace_period_only(make) -> None:  # noqa: ANN001
+    p = make(interval=2)
+    for v in range(12):
+        _batch(p, v, range(v * 2000, (v + 1) * 2000))
+        p.do_snapshot_maintenance()
+        p.do_cleanup_maintenance(3)
+        if v % 4 == 3:
+            p.engine.compact()  # rewrites the files older snapshots named
+    named = set().union(*(_manifest(p, f.version).names for f in names.parse_all(os.listdir(
+        p.checkpoint.directory)) if f.kind == names.SNAPSHOT))
+    orphans = _ssts(p) - named
+    assert orphans, "compaction replaced files that older, deleted snapshots named"
+    assert not orphans & set(p.do_cleanup_maintenance(3))  # seen unnamed just now: kept for now
+    p.sst.grace_s = 0.0
+    deleted = p.do_cleanup_maintenance(3)
+    assert orphans <= set(deleted)
+    assert _ssts(p) == named
+    for v in range(10, 13):  # every retained version still loads, on a fresh executor
+        assert len(_state(make(), v)) == v * 2000
+
+
+def test_a_snapshot_whose_files_are_gone_is_passed_over(make, caplog) -> None:  # noqa: ANN001
+    p = make()
+    for v in range(3):
+        _batch(p, v, range(v * 1000, (v + 1) * 1000))
+    p.write_snapshot()
+    victim = sorted(_manifest(p, 3).names)[0]
+    os.unlink(os.path.join(p.checkpoint.directory, victim))
+    with caplog.at_level(logging.WARNING):
+        assert len(_state(make(), 3)) == 3000  # from the changelogs instead
+    assert victim in caplog.text and "older base" in caplog.text
+
+
+def test_a_truncated_sst_file_is_refused_naming_it(make) -> None:  # noqa: ANN001
+    p = make()
+    _batch(p, 0, range(0, 1000))
+    p.write_snapshot()
+    victim = sorted(_manifest(p, 1).names)[0]
+    path = os.path.join(p.checkpoint.directory, victim)
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) - 10)
+    for f in os.listdir(p.checkpoint.directory):  # nothing else can rebuild version 1
+        if f.endswith(".changelog"):
+            os.unlink(os.path.join(p.checkpoint.directory, f))
+    with pytest.raises(CheckpointError, match=victim + ".*truncated or replaced"):
+        make().get_store(1)
+
+
+def test_a_manifest_is_not_a_record_file_of_entries(make, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """Format 2 tells every reader of record files that it names files: the native reader of
+    entries, and a ttlstate that reads only format 1, refuse it rather than load file names as
+    state."""
+    p = make()
+    _batch(p, 0, range(0, 10))
+    p.write_snapshot()
+    path = os.path.join(p.checkpoint.directory, names.snapshot_name(1))
+    db = _native.DB(str(tmp_path / "db"))
+    with pytest.raises(RuntimeError, match="format version 2"):
+        db.apply_changelog_file(path)
+    monkeypatch.setattr(record_file, "READABLE_FORMATS", (record_file.FORMAT_VERSION,))
+    with pytest.raises(RecordFileError, match="has format version 2; this ttlstate reads 1"):
+        verify_record_file(path, KIND_SNAPSHOT)  # as a ttlstate before SST snapshots reads it
+
+
+def test_full_snapshot_cleanup_writes_record_snapshots(make, tmp_path) -> None:  # noqa: ANN001
+    """`cleanup.fullSnapshot` leaves expired entries out of a snapshot: a rewrite of the state,
+    which SST files are not, so that snapshot is a record file."""
+    p = StoreProvider(STORE, str(tmp_path / "fs"), LocalCheckpointLocation(str(tmp_path / "ck2")),
+                      StoreConfig(TtlConfig(ttl_ms=100, full_snapshot=True), EngineKind.NATIVE, 1000),
+                      ManualClock(1000))
+    try:
+        _batch(p, 0, range(0, 10))
+        p.write_snapshot()
+        header = verify_record_file(os.path.join(p.checkpoint.directory, "1.snapshot"), KIND_SNAPSHOT)
+        assert header.format != SST_MANIFEST_FORMAT and header.record_count == 10
+    finally:
+        p.close()
