@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from ttlstate.checkpoint.location import LocalCheckpointLocation
-from ttlstate.config.keys import EngineKind, StateVisibility, UpdateType
+from ttlstate.config.keys import EngineKind, SnapshotLayout, StateVisibility, UpdateType
 from ttlstate.config.store_config import IncrementalCleanup, StoreConfig, TtlConfig
 from ttlstate.store.provider import StoreProvider
 from ttlstate.ttl.clock import ManualClock
@@ -241,6 +241,12 @@ def _configs() -> list[tuple[str, StoreConfig]]:
                             incremental=inc)
             name = f"{engine.value}-{update.value}-{vis.value}-{inc_name}-{'full' if full else 'nofull'}"
             out.append((name, StoreConfig(ttl, engine, snapshot_interval=2)))
+    # The native engine's record snapshots (`snapshot.layout=records`; SST files by default).
+    out.append(("native-records-ttl-off", StoreConfig(TtlConfig(), EngineKind.NATIVE, 2,
+                                                      SnapshotLayout.RECORDS)))
+    out.append(("native-records-ttl-full", StoreConfig(
+        TtlConfig(ttl_ms=TTL, full_snapshot=True, incremental=IncrementalCleanup(2)), EngineKind.NATIVE, 2,
+        SnapshotLayout.RECORDS)))
     return out
 
 

@@ -13,6 +13,7 @@ import pytest
 from ttlstate import _native
 from ttlstate.checkpoint import names, record_file
 from ttlstate.checkpoint.errors import CheckpointError
+from ttlstate.checkpoint.identity import store_label
 from ttlstate.checkpoint.location import LocalCheckpointLocation
 from ttlstate.checkpoint.record_file import (
     KIND_SNAPSHOT,
@@ -21,6 +22,7 @@ from ttlstate.checkpoint.record_file import (
     verify_record_file,
 )
 from ttlstate.checkpoint.sst_manifest import is_sst_file, read_manifest
+from ttlstate.cli.inspect_checkpoint import inspect_store
 from ttlstate.config.keys import EngineKind, SnapshotLayout
 from ttlstate.config.store_config import StoreConfig, TtlConfig
 from ttlstate.store.provider import StoreProvider
@@ -177,8 +179,30 @@ def test_a_truncated_sst_file_is_refused_naming_it(make) -> None:  # noqa: ANN00
     for f in os.listdir(p.checkpoint.directory):  # nothing else can rebuild version 1
         if f.endswith(".changelog"):
             os.unlink(os.path.join(p.checkpoint.directory, f))
-    with pytest.raises(CheckpointError, match=victim + ".*truncated or replaced"):
+    with pytest.raises(CheckpointError, match=victim + ".*; it has .* bytes: truncated, corrupt"):
         make().get_store(1)
+
+
+def test_an_sst_file_with_other_bytes_is_passed_over_and_named(make, caplog) -> None:  # noqa: ANN001
+    """RocksDB would only find a flipped byte when a read reaches its block, mid-batch: the file
+    is checked whole before the DB opens it."""
+    p = make()
+    for v in range(2):
+        _batch(p, v, range(v * 1000, (v + 1) * 1000))
+    p.write_snapshot()
+    victim = sorted(_manifest(p, 2).names)[0]
+    path = os.path.join(p.checkpoint.directory, victim)
+    with open(path, "r+b") as f:
+        f.seek(100)
+        byte = f.read(1)
+        f.seek(100)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    with caplog.at_level(logging.WARNING):
+        assert len(_state(make(), 2)) == 2000  # from the changelogs
+    assert victim in caplog.text and "checksum mismatch" in caplog.text
+    os.unlink(os.path.join(p.checkpoint.directory, "1.changelog"))
+    with pytest.raises(CheckpointError, match=victim + ".*checksum mismatch"):
+        make().get_store(2)
 
 
 def test_a_manifest_is_not_a_record_file_of_entries(make, tmp_path, monkeypatch) -> None:  # noqa: ANN001
@@ -197,16 +221,68 @@ def test_a_manifest_is_not_a_record_file_of_entries(make, tmp_path, monkeypatch)
         verify_record_file(path, KIND_SNAPSHOT)  # as a ttlstate before SST snapshots reads it
 
 
-def test_full_snapshot_cleanup_writes_record_snapshots(make, tmp_path) -> None:  # noqa: ANN001
-    """`cleanup.fullSnapshot` leaves expired entries out of a snapshot: a rewrite of the state,
-    which SST files are not, so that snapshot is a record file."""
-    p = StoreProvider(STORE, str(tmp_path / "fs"), LocalCheckpointLocation(str(tmp_path / "ck2")),
-                      StoreConfig(TtlConfig(ttl_ms=100, full_snapshot=True), EngineKind.NATIVE, 1000),
-                      ManualClock(1000))
+@pytest.mark.parametrize("layout", list(SnapshotLayout))
+def test_full_snapshot_cleanup_applies_to_record_snapshots_only(tmp_path, layout) -> None:  # noqa: ANN001
+    """`cleanup.fullSnapshot` leaves expired entries out of a record snapshot (a rewrite of the
+    state); an SST snapshot is the DB's files as they are (Flink: not for incremental
+    checkpoints). Either way the expired entries never read back."""
+    clock = ManualClock(1000)
+    p = StoreProvider(STORE, str(tmp_path / "fs"), LocalCheckpointLocation(str(tmp_path / "ck")),
+                      StoreConfig(TtlConfig(ttl_ms=100, full_snapshot=True), EngineKind.NATIVE, 1000,
+                                  layout), clock)
     try:
-        _batch(p, 0, range(0, 10))
+        s = p.get_store(0, now_ms=1000)
+        for k in range(10):
+            s.put(b"%d" % k, b"v")
+        s.commit()
+        s = p.get_store(1, now_ms=1150)  # the first ten expired at 1100
+        s.put(b"fresh", b"v")
+        s.commit()
         p.write_snapshot()
-        header = verify_record_file(os.path.join(p.checkpoint.directory, "1.snapshot"), KIND_SNAPSHOT)
-        assert header.format != SST_MANIFEST_FORMAT and header.record_count == 10
+        path = os.path.join(p.checkpoint.directory, "2.snapshot")
+        header = verify_record_file(path, KIND_SNAPSHOT)
+        if layout is SnapshotLayout.SST:
+            assert header.format == SST_MANIFEST_FORMAT and read_manifest(path, header).keys == 11
+        else:
+            assert header.format != SST_MANIFEST_FORMAT and header.record_count == 1
     finally:
         p.close()
+    fresh = StoreProvider(STORE, str(tmp_path / "fresh"), LocalCheckpointLocation(str(tmp_path / "ck")),
+                          StoreConfig(TtlConfig(ttl_ms=100), EngineKind.NATIVE, 1000), clock)
+    try:
+        assert list(dict(fresh.get_store(2, now_ms=1200).iterator())) == [b"fresh"]
+    finally:
+        fresh.close()
+
+
+def test_inspect_counts_sst_files_and_names_a_missing_one(tmp_path) -> None:  # noqa: ANN001
+    ck = tmp_path / "ck"
+    p = StoreProvider(store_label("0", "0", "default"), str(tmp_path / "local"),
+                      LocalCheckpointLocation(str(ck)), StoreConfig(TtlConfig(), EngineKind.NATIVE, 1000),
+                      ManualClock(1000))
+    try:
+        _batch(p, 0, range(0, 2000))
+        p.write_snapshot()
+        _batch(p, 1, range(2000, 2100))
+    finally:
+        p.close()
+    report = inspect_store("0", "0", "default", str(ck), 1000, None)
+    assert report.rows == 2100 and not report.problems
+    assert report.bytes == sum(f.stat().st_size for f in ck.iterdir() if not f.name.startswith("."))
+    victim = next(f for f in ck.iterdir() if is_sst_file(f.name))
+    victim.unlink()
+    report = inspect_store("0", "0", "default", str(ck), 1000, None)
+    assert any(f"names SST file {victim}, which is missing" in p for p in report.problems)
+    assert report.rows == 2100  # rebuilt from the changelogs instead
+
+
+def test_a_snapshot_asked_for_by_name_with_files_gone_fails_naming_them(make) -> None:  # noqa: ANN001
+    """The state data source's snapshotStartBatchId: no other base will do."""
+    p = make()
+    for v in range(2):
+        _batch(p, v, range(v * 100, (v + 1) * 100))
+    p.write_snapshot()
+    victim = sorted(_manifest(p, 2).names)[0]
+    os.unlink(os.path.join(p.checkpoint.directory, victim))
+    with pytest.raises(CheckpointError, match=victim + ", which is missing"):
+        make().get_store(2, from_snapshot=2)

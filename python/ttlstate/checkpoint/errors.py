@@ -37,6 +37,6 @@ class VersionNotFound(CheckpointError):
                          reason or "does not exist (version does not exist in the checkpoint)")
 
 
-class SnapshotFilesMissing(CheckpointError):
-    """An SST snapshot names a file the checkpoint no longer holds: the snapshot is unusable,
-    a load falls back to an older base (see sst_manifest.py)."""
+class SnapshotFilesUnusable(CheckpointError):
+    """An SST snapshot names a file the checkpoint no longer holds, or holds with other bytes:
+    the snapshot is unusable, a load falls back to an older base (see sst_manifest.py)."""

@@ -12,7 +12,7 @@ a ttlstate that knows only record snapshots refuses it by its format instead of 
 empty state. Its records, sorted by key:
 
     b"db/<name>"   -> the bytes of a small file of the checkpoint (CURRENT, MANIFEST-*, OPTIONS-*)
-    b"sst/<name>"  -> JSON {"file": its checkpoint file name, "size": bytes}
+    b"sst/<name>"  -> JSON {"file": its checkpoint file name, "size": bytes, "crc32": of its bytes}
     b"meta/keys"   -> the number of keys of the version, in decimal
 
 An SST file is deleted when no snapshot left in the checkpoint names it (sst_retention.py).
@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import zlib
 from dataclasses import dataclass
 
 from ttlstate.checkpoint.record_file import (
@@ -54,6 +55,15 @@ class SstFile:
     local: str   # its name in the local DB directory (000012.sst)
     name: str    # its name in the checkpoint
     size: int
+    crc32: int   # a fetched file is checked whole before the DB opens it, as record files are
+
+
+def file_crc32(path: str) -> int:
+    crc = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            crc = zlib.crc32(chunk, crc)
+    return crc
 
 
 @dataclass(frozen=True)
@@ -83,7 +93,8 @@ def split_checkpoint(directory: str) -> tuple[list[str], list[str]]:
 
 def write_manifest(path: str, header: bytes, manifest: SstManifest) -> int:
     records: list[tuple[bytes, bytes | None]] = [(f"db/{n}".encode(), data) for n, data in manifest.small]
-    records += [(f"sst/{f.local}".encode(), json.dumps({"file": f.name, "size": f.size}).encode())
+    records += [(f"sst/{f.local}".encode(),
+                 json.dumps({"file": f.name, "size": f.size, "crc32": f.crc32}).encode())
                 for f in manifest.ssts]
     records.append((b"meta/keys", str(manifest.keys).encode()))
     return write_records(path, KIND_SNAPSHOT, header, sorted(records), fmt=SST_MANIFEST_FORMAT)
@@ -103,10 +114,10 @@ def read_manifest(path: str, header: RecordFileHeader) -> SstManifest:
                 raise ValueError(f"a delete of {key!r}")
             if kind == "sst" and _LOCAL_SST.match(local):
                 meta = json.loads(value)
-                name, size = str(meta["file"]), int(meta["size"])
+                name, size, crc = str(meta["file"]), int(meta["size"]), int(meta["crc32"])
                 if not is_sst_file(name):
                     raise ValueError(f"SST file name {name!r}")
-                ssts.append(SstFile(local, name, size))
+                ssts.append(SstFile(local, name, size, crc))
             elif kind == "db" and _SMALL_FILE.match(local):
                 small.append((local, value))
             elif key == b"meta/keys":

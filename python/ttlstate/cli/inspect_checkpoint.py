@@ -34,9 +34,12 @@ from ttlstate.checkpoint.location import LocalCheckpointLocation
 from ttlstate.checkpoint.record_file import (
     KIND_CHANGELOG,
     KIND_SNAPSHOT,
+    SST_MANIFEST_FORMAT,
     RecordFileError,
+    RecordFileHeader,
     verify_record_file,
 )
+from ttlstate.checkpoint.sst_manifest import is_sst_file, read_manifest
 from ttlstate.cli.ages import StoreAges, operator_ages, plot_ages, render_ages
 from ttlstate.cli.commit_log import committed_ids
 from ttlstate.cli.operator_metadata import operator_names
@@ -169,7 +172,25 @@ def check_files(directory: str, files: list[names.CheckpointFile], store_id: str
             problems.append(f"{path} is misplaced: it {wrong}")
         else:
             ttl = header.ttl_ms
+        if header.format == SST_MANIFEST_FORMAT:
+            problems += _sst_problems(directory, path, header)
     return problems, ttl
+
+
+def _sst_problems(directory: str, path: str, header: RecordFileHeader) -> list[str]:
+    """What an SST snapshot names that is not there as named."""
+    try:
+        manifest = read_manifest(path, header)
+    except RecordFileError as e:
+        return [f"{path} {e}"]
+    problems = []
+    for f in manifest.ssts:
+        sst = os.path.join(directory, f.name)
+        size = os.path.getsize(sst) if os.path.exists(sst) else None
+        if size != f.size:
+            state = "is missing" if size is None else f"has {size} bytes, not {f.size}"
+            problems.append(f"{path} names SST file {sst}, which {state}")
+    return problems
 
 
 def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
@@ -231,7 +252,8 @@ def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
         op, part, store, sorted({f.version for f in files}),
         [f.version for f in files if f.kind == names.SNAPSHOT],
         [f.version for f in files if f.kind == names.CHANGELOG],
-        sum(os.path.getsize(os.path.join(directory, f.name)) for f in files),
+        sum(os.path.getsize(os.path.join(directory, n)) for n in os.listdir(directory)
+            if names.parse(n) is not None or is_sst_file(n)),
         latest, rows, expired if ttl is not None and rows is not None else None, ttl, oldest, newest,
         problems, operator_name)
 

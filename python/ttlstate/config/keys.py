@@ -96,7 +96,10 @@ READER_INCLUDE_EXPIRED = ConfKey("reader.includeExpired", "false", "true, false"
                                  "the entries expired then too (those not yet removed).",
                                  option="reader_include_expired")
 FULL_SNAPSHOT = ConfKey("cleanup.fullSnapshot", "true", "true, false",
-                        "Write snapshots without the entries expired at the snapshot's batch time.",
+                        "Write record snapshots without the entries expired at the snapshot's "
+                        "batch time. SST snapshots (`snapshot.layout=sst`) are the local DB's "
+                        "files as they are, as Flink's full-snapshot cleanup does not apply to "
+                        "incremental checkpoints: there the compaction filter removes them.",
                         option="full_snapshot")
 INCREMENTAL_SIZE = ConfKey("cleanup.incremental.size", "1000", "an integer >= 0 (0 = off)",
                            "Entries the incremental cleanup cursor checks per trigger; expired "
@@ -137,8 +140,8 @@ SNAPSHOT_LAYOUT = ConfKey("snapshot.layout", SnapshotLayout.SST.value, _enum_all
                           "once and shared by later snapshots, so a snapshot costs the change since "
                           "the last one and a restore copies files instead of rebuilding them "
                           "(native engine). `records`: one engine-neutral file with the whole "
-                          "state, rewritten at every snapshot (what the rocksdict engine and "
-                          "`cleanup.fullSnapshot` always write). Either reads both.",
+                          "state, rewritten at every snapshot, which `cleanup.fullSnapshot` "
+                          "applies to (what the rocksdict engine always writes). Both read both.",
                           option="snapshot_layout")
 PYTHON = ConfKey("python", "", "a path to a Python interpreter with ttlstate installed",
                  "Interpreter of the state server. Default: PYSPARK_PYTHON (`configure` passes the "

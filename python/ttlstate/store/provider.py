@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from ttlstate.checkpoint import names
-from ttlstate.checkpoint.errors import CheckpointError, SnapshotFilesMissing, VersionNotFound
+from ttlstate.checkpoint.errors import CheckpointError, SnapshotFilesUnusable, VersionNotFound
 from ttlstate.checkpoint.id_plan import EMPTY, FORMAT1, plan_by_id
 from ttlstate.checkpoint.lineage import Chain, continues, follow
 from ttlstate.checkpoint.location import CheckpointLocation
@@ -301,6 +301,7 @@ class StoreProvider:
         self.lineage += 1
         use_local = self._engine is not None
         skip: set[int] = set()
+        unusable: SnapshotFilesUnusable | None = None  # the last snapshot passed over, if any
         refreshed = from_snapshot is not None
         while True:
             local = self._local_version if use_local and self._engine is not None else None
@@ -311,7 +312,9 @@ class StoreProvider:
                 try:
                     plan = plan_restore(self.store_id, self.files.listing(refresh=refreshed), version,
                                         local, frozenset(skip))
-                except VersionNotFound:
+                except VersionNotFound as e:
+                    if unusable is not None:  # nothing older rebuilds it: say why the snapshot did not
+                        raise unusable from e
                     if refreshed:
                         raise
                     refreshed = True
@@ -332,9 +335,12 @@ class StoreProvider:
                     continue
                 try:
                     self._apply_plan(plan, fetched, version)
-                except SnapshotFilesMissing as e:
+                except SnapshotFilesUnusable as e:
+                    if from_snapshot is not None:  # asked for by name: no other base will do
+                        raise
                     log.warning("%s; loading version %d from an older base instead", e, version)
                     skip.add(plan.base_version)
+                    unusable = e
                     continue
                 self._v2_lineage, self._state_format1 = (), True
                 return
@@ -706,7 +712,7 @@ class StoreProvider:
                                  **lineage)
             engine = self.engine
             loaded = self.lineage
-            if self._snapshot_layout(drop) is SnapshotLayout.SST:
+            if self._snapshot_layout() is SnapshotLayout.SST:
                 prepared = self._checkpoint(local + ".ckpt")
                 view = None
             else:
@@ -737,10 +743,11 @@ class StoreProvider:
             self._publish_snapshot(local, name, dropped_n, started)
         return name
 
-    def _snapshot_layout(self, drop_expired: bool) -> SnapshotLayout:
-        """SST files where the engine can checkpoint, unless the snapshot must leave out expired
-        entries (`cleanup.fullSnapshot`: a rewrite of the state, as Flink's full snapshots)."""
-        if drop_expired or not self.engine.can_checkpoint:
+    def _snapshot_layout(self) -> SnapshotLayout:
+        """SST files where the engine can checkpoint and the config does not say records.
+        `cleanup.fullSnapshot` applies to record snapshots only (a rewrite of the state), as
+        Flink's full-snapshot cleanup does not apply to incremental checkpoints."""
+        if not self.engine.can_checkpoint:
             return SnapshotLayout.RECORDS
         return self.config.snapshot_layout
 

@@ -17,11 +17,12 @@ import time
 from dataclasses import dataclass
 
 from ttlstate.checkpoint import names
-from ttlstate.checkpoint.errors import CheckpointError, SnapshotFilesMissing
+from ttlstate.checkpoint.errors import CheckpointError, SnapshotFilesUnusable
 from ttlstate.checkpoint.record_file import KIND_SNAPSHOT, SST_MANIFEST_FORMAT, RecordFileError
 from ttlstate.checkpoint.sst_manifest import (
     SstFile,
     SstManifest,
+    file_crc32,
     is_sst_file,
     read_manifest,
     split_checkpoint,
@@ -41,7 +42,7 @@ class PreparedUpload:
 
     directory: str
     token: str
-    known: dict[str, str]  # local SST name -> checkpoint name, already uploaded
+    known: dict[str, SstFile]  # by local SST name: those already uploaded
     ssts: list[str]
     small: list[str]
     keys: int
@@ -52,7 +53,7 @@ class SstSnapshots:
         self._files = files
         self._mu = threading.Lock()
         self._token = secrets.token_hex(6)
-        self._uploaded: dict[str, str] = {}  # of the current local DB
+        self._uploaded: dict[str, SstFile] = {}  # by local name, of the current local DB
         self._named: dict[str, frozenset[str]] = {}  # snapshot file -> the SST files it names
         self._orphan_since: dict[str, float] = {}
         self.grace_s = ORPHAN_GRACE_S
@@ -63,7 +64,7 @@ class SstSnapshots:
         opened from `manifest`'s files (all of them are)."""
         with self._mu:
             self._token = secrets.token_hex(6)
-            self._uploaded = {f.local: f.name for f in manifest.ssts} if manifest else {}
+            self._uploaded = {f.local: f for f in manifest.ssts} if manifest else {}
 
     # -- writing a snapshot -----------------------------------------------------------------
     def prepare(self, directory: str, keys: int) -> PreparedUpload:
@@ -77,13 +78,13 @@ class SstSnapshots:
         returns the manifest naming them all."""
         files: list[SstFile] = []
         for local in prepared.ssts:
-            path = os.path.join(prepared.directory, local)
-            size = os.path.getsize(path)
-            name = prepared.known.get(local)
-            if name is None:
-                name = sst_file_name(prepared.token, local)
-                self._files.publish(path, name)
-            files.append(SstFile(local, name, size))
+            known = prepared.known.get(local)
+            if known is None:
+                path = os.path.join(prepared.directory, local)
+                known = SstFile(local, sst_file_name(prepared.token, local), os.path.getsize(path),
+                                file_crc32(path))
+                self._files.publish(path, known.name)
+            files.append(known)
         small = []
         for local in prepared.small:
             with open(os.path.join(prepared.directory, local), "rb") as f:
@@ -94,7 +95,7 @@ class SstSnapshots:
         """The snapshot naming `manifest` is in the checkpoint now."""
         with self._mu:
             if prepared.token == self._token:  # the same local DB still: these are its files now
-                self._uploaded = {f.local: f.name for f in manifest.ssts}
+                self._uploaded = {f.local: f for f in manifest.ssts}
             self._named[snapshot_name] = manifest.names
 
     # -- restoring one ----------------------------------------------------------------------
@@ -106,14 +107,16 @@ class SstSnapshots:
             try:
                 self._files.location.fetch(f.name, local)
             except FileNotFoundError:
-                raise SnapshotFilesMissing(
+                raise SnapshotFilesUnusable(
                     self._files.store_id, version, snapshot_name,
                     f"names SST file {self._files.describe(f.name)}, which is missing") from None
             size = os.path.getsize(local)
-            if size != f.size:
-                raise CheckpointError(self._files.store_id, version, f.name,
-                                      f"has {size} bytes; snapshot {snapshot_name} names it with "
-                                      f"{f.size} (truncated or replaced)")
+            if size != f.size or file_crc32(local) != f.crc32:
+                found = f"{size} bytes" if size != f.size else "other bytes (checksum mismatch)"
+                raise SnapshotFilesUnusable(
+                    self._files.store_id, version, snapshot_name,
+                    f"names SST file {self._files.describe(f.name)} with {f.size} bytes; it has "
+                    f"{found}: truncated, corrupt or replaced")
         for local, data in manifest.small:
             with open(os.path.join(db_dir, local), "wb") as out:
                 out.write(data)
