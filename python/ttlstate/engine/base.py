@@ -57,6 +57,11 @@ class Engine(ABC):
         """A RocksDB checkpoint of the DB in `directory` (hard links to its SST files)."""
         raise NotImplementedError(f"the {self.kind} engine cannot write RocksDB checkpoints")
 
+    def add_key_hashes(self, hashes: object) -> int:
+        """Adds every stored key to the data plane's `hashes` (planes/base.py: KeyHashes);
+        returns the number of keys. Only engines whose plane collects key hashes have it."""
+        raise NotImplementedError(f"the {self.kind} engine collects no key hashes")
+
     def set_time(self, now_ms: int) -> None:
         """Tell the compaction filter what time it is (the batch time). No-op without filter."""
         return None

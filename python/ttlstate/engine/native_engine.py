@@ -64,7 +64,7 @@ class NativeEngine(Engine):
     def checkpoint(self, directory: str) -> None:
         self._db.checkpoint(directory)
 
-    def add_key_hashes(self, hashes: _native.KeyHashes) -> int:
+    def add_key_hashes(self, hashes: _native.KeyHashes) -> int:  # type: ignore[override]
         """Adds every stored key to `hashes`; returns the number of keys."""
         return self._db.add_key_hashes(hashes)
 

@@ -50,7 +50,6 @@ from ttlstate.checkpoint.sst_manifest import read_manifest, write_manifest
 from ttlstate.config.keys import EngineKind, SnapshotLayout, TimeSource
 from ttlstate.config.store_config import StoreConfig, TtlConfig
 from ttlstate.engine.base import Engine, FilterSettings
-from ttlstate.engine.native_engine import NativeEngine
 from ttlstate.engine.select import open_engine
 from ttlstate.errors import StoreStateError
 from ttlstate.faults import crash_point
@@ -873,6 +872,6 @@ class _ScannedKeyHashes:
 
     def bloom_words(self, bits_log2: int, probes: int) -> bytes:
         hashes = self._fresh()
-        assert hashes is not None and isinstance(self._engine, NativeEngine)
-        self._engine.add_key_hashes(hashes)  # type: ignore[arg-type]
+        assert hashes is not None, "only planes that collect key hashes scan for them"
+        self._engine.add_key_hashes(hashes)
         return hashes.bloom_words(bits_log2, probes)
