@@ -173,8 +173,9 @@ class Db {
   // its SST files are hard links to the DB's (copies across file systems), so it costs
   // metadata, not data; what a snapshot of SST files uploads from.
   void Checkpoint(const std::string& dir);
-  // Adds every stored key to `hashes` (what the shim's key filter is filled from after a restore
-  // that opened SST files instead of building them); returns the number of keys.
+  // Adds every stored key to `hashes`, and possibly keys deleted since (what the shim's key filter
+  // is filled from after a restore that opened SST files instead of building them); returns the
+  // number of keys added.
   uint64_t AddKeyHashes(KeyHashes* hashes);
   void CompactAll();
   void Flush();
