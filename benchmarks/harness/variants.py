@@ -23,6 +23,7 @@ TTL_PREFIX = "spark.sql.streaming.stateStore.ttlstate."
 TTL_KEY = TTL_PREFIX + "ttl"
 SNAPSHOT_INTERVAL_KEY = TTL_PREFIX + "snapshotInterval"
 KEY_FILTER_KEY = TTL_PREFIX + "keyFilter.maxKeys"
+SNAPSHOT_LAYOUT_KEY = TTL_PREFIX + "snapshot.layout"
 CACHE_KEY = TTL_PREFIX + "cache.maxBytes"
 CHANGELOG_KEY = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 

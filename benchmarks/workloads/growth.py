@@ -50,6 +50,7 @@ from benchmarks.harness.variants import (
     KEY_FILTER_KEY,
     ROCKSDB,
     SNAPSHOT_INTERVAL_KEY,
+    SNAPSHOT_LAYOUT_KEY,
     TTL_KEY,
     TTLSTATE,
     Variant,
@@ -65,6 +66,9 @@ VARIANTS: dict[str, Variant] = {
     # the same with the default snapshotInterval (10): what fewer full snapshots save in bytes
     "ttlstate-snapshot10": Variant("ttlstate-snapshot10", TTLSTATE,
                                    {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "10"}),
+    # the same with record snapshots (the whole state per snapshot, rebuilt key by key on restore)
+    "ttlstate-records": Variant("ttlstate-records", TTLSTATE,
+                                {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", SNAPSHOT_LAYOUT_KEY: "records"}),
     # the same without the shim's key filter: what rebuilding it after a restore costs
     "ttlstate-no-keyfilter": Variant("ttlstate-no-keyfilter", TTLSTATE,
                                      {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", KEY_FILTER_KEY: "0"}),

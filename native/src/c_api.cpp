@@ -668,11 +668,11 @@ ttl_status ttl_db_restore_builder(ttl_db* db, ttl_restore** out) {
   return Guard([&] { *out = Make<ttl_restore>(std::make_unique<ttlstate::RestoreBuilder>(db->db->core())); });
 }
 
-ttl_status ttl_db_apply_changelog_file(ttl_db* db, const char* path, ttl_key_hashes* hashes, size_t ingest_min_keys,
-                                       uint64_t* records, int64_t* key_change) {
+ttl_status ttl_db_apply_changelog_file(ttl_db* db, const char* path, ttl_key_hashes* hashes, int count_keys,
+                                       size_t ingest_min_keys, uint64_t* records, int64_t* key_change) {
   return Guard([&] {
     std::tie(*records, *key_change) =
-        db->db->ApplyChangelogFile(path, hashes ? &hashes->hashes : nullptr, ingest_min_keys);
+        db->db->ApplyChangelogFile(path, hashes ? &hashes->hashes : nullptr, ingest_min_keys, count_keys != 0);
   });
 }
 

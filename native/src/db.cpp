@@ -416,7 +416,7 @@ std::unique_ptr<Iterator> Db::NewIterator(std::optional<std::string> lower, std:
 std::unique_ptr<DbSnapshot> Db::NewSnapshot() { return std::make_unique<DbSnapshot>(core_); }
 
 std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, KeyHashes* hashes,
-                                                    size_t ingest_min_keys) {
+                                                    size_t ingest_min_keys, bool count_keys) {
   // Records are gathered in chunks and applied in key order (a later record of a key wins):
   // one sorted MultiGet keeps the key count exact, one sorted WriteBatch writes them. RocksDB's
   // memtable inserts keys in order several times faster than in file order.
@@ -434,16 +434,16 @@ std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, Key
     bytes += key.size() + value.size() + sizeof(ChangelogRecord);
     ++count;
     if (bytes >= kApplyChunkBytes) {
-      delta += ApplyInKeyOrder(&records, path + ".replay.sst", ingest_min_keys);
+      delta += ApplyInKeyOrder(&records, path + ".replay.sst", ingest_min_keys, count_keys);
       bytes = 0;
     }
   }
-  if (!records.empty()) delta += ApplyInKeyOrder(&records, path + ".replay.sst", ingest_min_keys);
+  if (!records.empty()) delta += ApplyInKeyOrder(&records, path + ".replay.sst", ingest_min_keys, count_keys);
   return {count, delta};
 }
 
 int64_t Db::ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::string& sst_path,
-                            size_t ingest_min_keys) {
+                            size_t ingest_min_keys, bool count_keys) {
   auto& recs = *records;
   const std::vector<uint32_t> newest = LastOfEachKey(recs.size(), [&](size_t i) { return std::string_view(recs[i].key); });
   std::vector<const ChangelogRecord*> last;  // the last record of each key, in key order
@@ -452,14 +452,14 @@ int64_t Db::ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::st
   std::vector<std::string_view> keys;
   keys.reserve(last.size());
   for (const ChangelogRecord* r : last) keys.emplace_back(r->key);
-  const std::vector<char> existed = core_->Contains(keys);
+  const std::vector<char> existed = count_keys ? core_->Contains(keys) : std::vector<char>(keys.size(), 0);
   int64_t delta = 0;
   std::vector<SortedWrite> writes;
   writes.reserve(last.size());
   for (size_t i = 0; i < last.size(); ++i) {
     const ChangelogRecord& r = *last[i];
-    if (r.put && !existed[i]) ++delta;
-    if (!r.put && existed[i]) --delta;
+    if (count_keys && r.put && !existed[i]) ++delta;
+    if (count_keys && !r.put && existed[i]) --delta;
     writes.push_back({r.key, r.value, r.put});
   }
   core_->WriteSorted(writes, sst_path, ingest_min_keys);

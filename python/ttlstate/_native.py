@@ -528,10 +528,11 @@ class DB(_Handle):
         return RestoreBuilder._own(handle)
 
     def apply_changelog_file(self, path: str, hashes: KeyHashes | None = None,
-                             ingest_min_keys: int = _INGEST_MIN_KEYS) -> tuple[int, int]:
+                             ingest_min_keys: int = _INGEST_MIN_KEYS,
+                             count_keys: bool = True) -> tuple[int, int]:
         records, change = c_uint64(), c_int64()
         lib.ttl_db_apply_changelog_file(self._h, text(path), hashes._h if hashes is not None else None,
-                                        ingest_min_keys, byref(records), byref(change))
+                                        int(count_keys), ingest_min_keys, byref(records), byref(change))
         return records.value, change.value
 
     @property

@@ -169,7 +169,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
                                 c_int, P, POINTER(P)]),
     "ttl_db_snapshot": ("status", [P, POINTER(P)]),
     "ttl_db_restore_builder": ("status", [P, POINTER(P)]),
-    "ttl_db_apply_changelog_file": ("status", [P, c_char_p, P, c_size_t, POINTER(c_uint64),
+    "ttl_db_apply_changelog_file": ("status", [P, c_char_p, P, c_int, c_size_t, POINTER(c_uint64),
                                                POINTER(c_int64)]),
     "ttl_db_has_filter": (c_int, [P]),
     "ttl_db_filter_metrics": (None, [P, POINTER(c_int64), POINTER(c_int64), POINTER(c_int64),

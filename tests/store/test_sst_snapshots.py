@@ -286,3 +286,34 @@ def test_a_snapshot_asked_for_by_name_with_files_gone_fails_naming_them(make) ->
     os.unlink(os.path.join(p.checkpoint.directory, victim))
     with pytest.raises(CheckpointError, match=victim + ", which is missing"):
         make().get_store(2, from_snapshot=2)
+
+
+@pytest.mark.parametrize("layout", list(SnapshotLayout))
+def test_a_replay_counts_keys_from_the_next_changelog_and_exactly(make, layout, monkeypatch) -> None:  # noqa: ANN001
+    """Every changelog but the last is replayed without lookups: the next one recorded the
+    number of keys it was written on. The count stays exact, puts of present keys and removes
+    included; only the last changelog's keys are looked up."""
+    p = make(layout)
+    _batch(p, 0, range(0, 3000))
+    p.write_snapshot()
+    for v in range(1, 4):
+        s = p.get_store(v)
+        for k in range(v * 100, v * 100 + 50):
+            s.remove(b"key-%08d" % k)
+        for k in range(2900, 3100 + v * 10):  # some present, some new
+            s.put(b"key-%08d" % k, b"x")
+        s.commit()
+    want = p.num_keys
+    counted: list[bool] = []
+    plane_type = type(make(layout).get_store(0)._p.plane)  # noqa: SLF001
+    real = plane_type.replay_changelog
+
+    def spy(self, engine, local_path, header, collecting, count_keys=True):  # noqa: ANN001, ANN202
+        counted.append(count_keys)
+        return real(self, engine, local_path, header, collecting, count_keys)
+
+    monkeypatch.setattr(plane_type, "replay_changelog", spy)
+    fresh = make(layout)
+    assert len(_state(fresh, 4)) == want == fresh.num_keys == fresh.engine.count_keys()
+    # (a record snapshot is built in one pass with the changelogs after it: no replay at all)
+    assert counted == ([False, False, True] if layout is SnapshotLayout.SST else [])

@@ -189,7 +189,7 @@ TTL_API ttl_status ttl_db_begin(ttl_db* db, const char* label, int64_t version, 
                                 ttl_txn** out);
 TTL_API ttl_status ttl_db_snapshot(ttl_db* db, ttl_snapshot** out);
 TTL_API ttl_status ttl_db_restore_builder(ttl_db* db, ttl_restore** out);
-TTL_API ttl_status ttl_db_apply_changelog_file(ttl_db* db, const char* path, ttl_key_hashes* hashes,
+TTL_API ttl_status ttl_db_apply_changelog_file(ttl_db* db, const char* path, ttl_key_hashes* hashes, int count_keys,
                                                size_t ingest_min_keys, uint64_t* records, int64_t* key_change);
 TTL_API int ttl_db_has_filter(const ttl_db* db);
 TTL_API void ttl_db_filter_metrics(const ttl_db* db, int64_t* entries_seen, int64_t* removed, int64_t* rewritten,

@@ -167,8 +167,11 @@ class Db {
   // the number of keys). Each chunk goes through DbCore::WriteSorted (an SST file beside `path`
   // when large). Adds the key of every put to `hashes` when given (what the shim's key filter
   // is filled from after a restore). A restore from nothing uses RestoreBuilder instead.
+  // `count_keys` false: no lookups, the change returned is 0 (the caller knows the count after
+  // the file from elsewhere: the next changelog's header).
   std::pair<uint64_t, int64_t> ApplyChangelogFile(const std::string& path, KeyHashes* hashes = nullptr,
-                                                  size_t ingest_min_keys = DbCore::kIngestMinKeys);
+                                                  size_t ingest_min_keys = DbCore::kIngestMinKeys,
+                                                  bool count_keys = true);
   // A RocksDB checkpoint of the DB in `dir` (which must not exist), memtables flushed first:
   // its SST files are hard links to the DB's (copies across file systems), so it costs
   // metadata, not data; what a snapshot of SST files uploads from.
@@ -196,7 +199,7 @@ class Db {
   // Applies a chunk of changelog records (a later record of a key wins) in key order, then
   // clears it; returns the change in the number of keys.
   int64_t ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::string& sst_path,
-                          size_t ingest_min_keys);
+                          size_t ingest_min_keys, bool count_keys);
 
   std::shared_ptr<TimeSource> time_ = std::make_shared<TimeSource>();
   std::shared_ptr<FilterCounters> counters_ = std::make_shared<FilterCounters>();

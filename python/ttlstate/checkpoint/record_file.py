@@ -12,14 +12,17 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
                          "ttlMs": ttl or null, "codec": "zstd", "query": id or null,
                          "parent": state id or absent, "state": state id or absent,
                          "settings": {...} or absent, "id": checkpoint id or absent,
-                         "lineage": [[version, checkpoint id], ...] or absent}
+                         "lineage": [[version, checkpoint id], ...] or absent,
+                         "parentKeys": keys of the version it was written on, or absent}
                         (ttlMs and settings record the TTL settings in force, for
                         `ttlstate inspect`, the state reader and the start-time warning
                         when they change; store, version and query bind the file to its
                         place: see identity.py; parent (changelogs) and state (snapshots)
                         chain the files of one timeline: see lineage.py; on checkpoint
                         format 2, id is the version's checkpoint id and lineage the ids of
-                        the versions below it down to a snapshot: see id_plan.py. Readers ignore
+                        the versions below it down to a snapshot: see id_plan.py; parentKeys
+                        (changelogs) lets a replay skip the lookups that count keys for every
+                        changelog but the last. Readers ignore
                         keys they do not know, so a key may be added without a format
                         change)
     body      zstd frame of records; a record is
@@ -82,6 +85,12 @@ class RecordFileHeader:
     crc: int = 0
     body_len: int = 0
     format: int = FORMAT_VERSION
+    parent_keys: int | None = None  # changelogs: the number of keys of the version it was written on
+
+    @property
+    def state_id(self) -> str:
+        """The state id of the version this changelog wrote (see lineage.py)."""
+        return self.ckpt_id or self.fingerprint
 
     @property
     def fingerprint(self) -> str:
@@ -161,12 +170,13 @@ def write_records(path: str, kind: bytes, header: bytes,
 def header_json(store_id: str, version: int, batch_time_ms: int | None, ttl_ms: int | None,
                 query_id: str | None, *, parent: str | None = None, state: str | None = None,
                 settings: dict[str, object] | None = None, ckpt_id: str | None = None,
-                lineage: list[tuple[int, str]] | None = None) -> bytes:
+                lineage: list[tuple[int, str]] | None = None, parent_keys: int | None = None) -> bytes:
     """The header's JSON (the native writer is handed these bytes, so the layout lives here)."""
     meta: dict[str, object] = {"store": store_id, "version": version, "batchTimeMs": batch_time_ms,
                                "ttlMs": ttl_ms, "codec": "zstd"}
     optional = {"query": query_id, "parent": parent, "state": state, "settings": settings,
-                "id": ckpt_id, "lineage": None if lineage is None else [list(e) for e in lineage]}
+                "id": ckpt_id, "lineage": None if lineage is None else [list(e) for e in lineage],
+                "parentKeys": parent_keys}
     meta.update({k: v for k, v in optional.items() if v is not None})
     return json.dumps(meta).encode()
 
@@ -215,7 +225,8 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
                                 meta.get("parent"), meta.get("state"),
                                 settings if isinstance(settings, dict) else None, meta.get("id"),
                                 None if lineage is None else tuple((int(v), str(i)) for v, i in lineage),
-                                crc, body_len, fmt)
+                                crc, body_len, fmt,
+                                None if meta.get("parentKeys") is None else int(meta["parentKeys"]))
     except (ValueError, KeyError, TypeError) as e:
         raise RecordFileError(f"has a bad header ({e})") from None
 

@@ -73,13 +73,14 @@ class NativeEngine(Engine):
         return self._db.restore_builder()
 
     def apply_changelog_file(self, path: str, hashes: _native.KeyHashes | None = None,
-                             ingest_min_keys: int | None = None) -> tuple[int, int]:
+                             ingest_min_keys: int | None = None, count_keys: bool = True) -> tuple[int, int]:
         """Replays a changelog in key-ordered chunks; a chunk of `ingest_min_keys` keys or more
-        (default: the native plane's) is bulk-loaded as an SST file beside `path`."""
+        (default: the native plane's) is bulk-loaded as an SST file beside `path`. Without
+        `count_keys`, no lookups: the change in the number of keys is returned as 0."""
         if ingest_min_keys is None:
-            count, delta = self._db.apply_changelog_file(path, hashes)
+            count, delta = self._db.apply_changelog_file(path, hashes, count_keys=count_keys)
         else:
-            count, delta = self._db.apply_changelog_file(path, hashes, ingest_min_keys)
+            count, delta = self._db.apply_changelog_file(path, hashes, ingest_min_keys, count_keys)
         return int(count), int(delta)
 
     def compact(self) -> None:

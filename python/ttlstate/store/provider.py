@@ -495,8 +495,10 @@ class StoreProvider:
                 self._collecting = self.plane.key_hashes()
                 if rest:
                     rest = self._build(rest, version)
-            for name, local_path, header in rest:
-                self._replay_changelog(name, local_path, header, version)
+            for i, (name, local_path, header) in enumerate(rest):
+                after = rest[i + 1][2] if i + 1 < len(rest) else None
+                self._replay_changelog(name, local_path, header, version, keys_after=(
+                    after.parent_keys if after is not None and after.parent == header.state_id else None))
             if self._collecting is not None:
                 self._restored_key_hashes = self._collecting
             elif scan_keys:
@@ -573,11 +575,16 @@ class StoreProvider:
             self._batch_times[header.version] = header.batch_time_ms
         return built.rest
 
-    def _replay_changelog(self, name: str, local: str, header: RecordFileHeader, version: int) -> None:
+    def _replay_changelog(self, name: str, local: str, header: RecordFileHeader, version: int,
+                          keys_after: int | None = None) -> None:
+        """`keys_after`: the number of keys once it is applied, when the next changelog (which
+        continues it) recorded it; then no lookups count them."""
         try:
-            self.num_keys += self.plane.replay_changelog(self.engine, local, header, self._collecting)
+            delta = self.plane.replay_changelog(self.engine, local, header, self._collecting,
+                                                count_keys=keys_after is None)
         except RecordFileError as e:
             raise CheckpointError(self.store_id, version, name, str(e)) from None
+        self.num_keys = keys_after if keys_after is not None else self.num_keys + delta
         self._batch_times[header.version] = header.batch_time_ms
 
     # -- commit ---------------------------------------------------------------------------
@@ -594,7 +601,7 @@ class StoreProvider:
             local = self.files.staging_path(name)
             inc = self.config.ttl.incremental
             periodic_cleanup = self.config.ttl.enabled and inc is not None and not inc.per_record
-            lineage: dict[str, object] = {"parent": self._state_id,
+            lineage: dict[str, object] = {"parent": self._state_id, "parent_keys": self.num_keys,
                                           "settings": settings_of(self.config.ttl)}
             v2_lineage = self._commit_lineage(store.version) if new_id else None
             if new_id:

@@ -149,9 +149,10 @@ class DataPlane(ABC):
 
     @abstractmethod
     def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
-                         collecting: KeyHashes | None) -> int:
-        """Applies a changelog to the DB; returns the change in the number of keys. A bad file
-        raises RecordFileError."""
+                         collecting: KeyHashes | None, count_keys: bool = True) -> int:
+        """Applies a changelog to the DB; returns the change in the number of keys (without
+        `count_keys` a plane may skip the lookups that take and return 0: the caller knows the
+        count from the next changelog's header). A bad file raises RecordFileError."""
 
     @abstractmethod
     def snapshot_view(self, engine: Engine, ttl: TtlConfig) -> SnapshotView:

@@ -90,9 +90,10 @@ class NativePlane(DataPlane):
         return Built(used, changelogs[gathered:], keys)
 
     def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
-                         collecting: _native.KeyHashes | None) -> int:
+                         collecting: _native.KeyHashes | None, count_keys: bool = True) -> int:
         try:
-            _count, delta = _native_engine(engine).apply_changelog_file(local_path, collecting)
+            _count, delta = _native_engine(engine).apply_changelog_file(local_path, collecting,
+                                                                        count_keys=count_keys)
         except RuntimeError as e:
             raise RecordFileError(str(e)) from None
         return delta

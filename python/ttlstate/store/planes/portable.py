@@ -81,7 +81,7 @@ class PortablePlane(DataPlane):
         return Built([fetched[0]], fetched[1:], header.record_count)
 
     def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
-                         collecting: KeyHashes | None) -> int:
+                         collecting: KeyHashes | None, count_keys: bool = True) -> int:
         return apply_counted(engine, list(read_records(local_path, header)))
 
     def snapshot_view(self, engine: Engine, ttl: TtlConfig) -> _LockedView:
