@@ -71,15 +71,17 @@ object HotCache {
     else { drop(k, e); null }
   }
 
-  /** Remembers the committed state of many keys at once (one lock): a value, or absent (null).
-   *  The keys are kept as given: callers hand over keys they no longer change. */
-  def putAll(owner: Owner, epoch: Long, entries: java.util.Map[StoreKey, Known]): Unit = synchronized {
-    val it = entries.entrySet.iterator
-    while (it.hasNext) {
-      val e = it.next()
-      val known = e.getValue
-      if (known.value == null || limit <= 0) remove0(owner, e.getKey)
-      else put0(owner, e.getKey, new Entry(epoch, known.ts, known.value))
+  /** Remembers the committed state of a task's recorded keys at once (one lock): a value, or
+   *  absent. Keys and values are copied out of the record. */
+  def putAll(owner: Owner, epoch: Long, record: TaskRecord): Unit = synchronized {
+    var i = 0
+    while (i < record.size) {
+      if (!record.dropped(i)) {
+        val key = StoreKey.withHash(record.key(i), record.hash(i))
+        if (!record.hasValue(i) || limit <= 0) remove0(owner, key)
+        else put0(owner, key, new Entry(epoch, record.ts(i), record.value(i)))
+      }
+      i += 1
     }
     evict()
   }
@@ -132,22 +134,24 @@ object HotCache {
   }
 }
 
-/** What a task knows a key maps to in its version: the value (null: absent), the entry's
- *  last-access time, and whether the committed store is known to hold the key (a live entry of
- *  the cross-batch cache), which a later put tells the server so that its commit need not look
- *  the key up to count rows. */
-final class Known(val value: Array[Byte], val ts: Long, val inCommitted: Boolean)
-
 /** An encoded state key as a map key: equality by content, the hash computed once (a key is
  *  looked up in several maps per operation). Its bytes must not change while a map holds it:
  *  `stable()` before keeping a key whose bytes the caller may reuse. */
 final class StoreKey private (val bytes: Array[Byte], override val hashCode: Int) {
-  def this(bytes: Array[Byte]) = this(bytes, scala.util.hashing.MurmurHash3.bytesHash(bytes))
+  def this(bytes: Array[Byte]) = this(bytes, StoreKey.hashOf(bytes))
   def stable(): StoreKey = new StoreKey(java.util.Arrays.copyOf(bytes, bytes.length), hashCode)
   override def equals(o: Any): Boolean = o match {
     case k: StoreKey => k.hashCode == hashCode && java.util.Arrays.equals(k.bytes, bytes)
     case _ => false
   }
+}
+
+object StoreKey {
+  /** The hash a StoreKey of `bytes` has (TaskRecord indexes keys by it too). */
+  def hashOf(bytes: Array[Byte]): Int = scala.util.hashing.MurmurHash3.bytesHash(bytes)
+
+  /** A StoreKey of `bytes` whose `hashOf` is known to be `hash`. */
+  private[ttlstate] def withHash(bytes: Array[Byte], hash: Int): StoreKey = new StoreKey(bytes, hash)
 }
 
 /** One provider's use of the cache: which committed version its entries describe (`version`),

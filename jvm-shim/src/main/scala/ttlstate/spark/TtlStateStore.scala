@@ -7,8 +7,8 @@ import ttlstate.cache.CacheView
 import ttlstate.cache.Expiry
 import ttlstate.cache.HotCache
 import ttlstate.cache.KeyFilter
-import ttlstate.cache.Known
 import ttlstate.cache.StoreKey
+import ttlstate.cache.TaskRecord
 import ttlstate.client.PayloadReader
 import ttlstate.client.PayloadWriter
 import ttlstate.client.Protocol
@@ -48,10 +48,9 @@ final class TtlStateStore(
   // Keys this task has read or written in this version, what a read now returns (null:
   // absent) and its last-access time. Exact when the server says reads are cacheable: within
   // one batch time a live entry stays live and every write to the store goes through this
-  // object. Bounded. At commit it is what the cross-batch cache learns.
-  private val known = new java.util.HashMap[StoreKey, Known]()
-  private var knownBytes = 0L
-  private val KnownLimit = 32L << 20
+  // object. Bounded (dense: a few arrays, whatever the number of keys). At commit it is what the
+  // cross-batch cache learns.
+  private val known = new TaskRecord(TaskRecord.defaultLimit)
   // Set by the provider after LOAD (and on upgrade); null: every read asks the server.
   private[ttlstate] var keyFilter: KeyFilter = null
   private var readsSkipped = 0L
@@ -123,10 +122,11 @@ final class TtlStateStore(
   /** Whether what this task remembers of a key still answers a read at `now`: an absent key
    *  stays absent; a value must not have expired since, and with OnReadAndWrite a write store
    *  must not owe it a refresh (the server then answers, deleting or refreshing the entry). */
-  private def stillKnown(k: Known): Boolean = {
+  private def stillKnown(i: Int): Boolean = {
     val ttl = provider.ttlMs
-    k.value == null || ttl < 0 ||
-      (!Expiry.isExpired(k.ts, ttl, now) && !(provider.updateOnRead && !readOnly && k.ts != now))
+    val ts = known.ts(i)
+    !known.hasValue(i) || ttl < 0 ||
+      (!Expiry.isExpired(ts, ttl, now) && !(provider.updateOnRead && !readOnly && ts != now))
   }
 
   private def valueRow(bytes: Array[Byte]): UnsafeRow = {
@@ -134,19 +134,13 @@ final class TtlStateStore(
     else { val row = new UnsafeRow(numValueFields); row.pointTo(bytes, bytes.length); row }
   }
 
-  /** Remembers what a read of `key` returns from now on; false if it could not (full). */
+  /** Remembers what a read of `key` returns from now on; false if it could not (full). A key
+   *  remembered before that the record had to drop is forgotten (`forget`): it may have been
+   *  this task's write. Copies the bytes. */
   private def remember(key: StoreKey, value: Array[Byte], ts: Long, inCommitted: Boolean = false): Boolean =
       provider.readsCacheable && {
-    val old = known.get(key)
-    if (old != null) {
-      // an existing entry keeps its own key copy; never left stale
-      known.put(key, new Known(value, ts, inCommitted || old.inCommitted))
-      true
-    } else if (knownBytes < KnownLimit) {
-      known.put(key.stable(), new Known(value, ts, inCommitted)) // the caller may reuse its row buffer
-      knownBytes += HotCache.entryBytes(key, value)
-      true
-    } else false
+    val drops = known.drops
+    known.put(key.bytes, key.hashCode, value, ts, inCommitted) || { if (known.drops != drops) forget(key); false }
   }
 
   private def usableCache: Boolean = cache != null && cache.epoch == cacheEpoch && cache.describes(version)
@@ -157,7 +151,7 @@ final class TtlStateStore(
     // A task whose entries alone exceed the whole cache would evict everything else and then
     // part of its own (tasks that cycle through more than the cache get no hits from an LRU):
     // the store forgets its entries instead, at the cost of one epoch renewal.
-    if (HotCache.fits(knownBytes)) HotCache.putAll(cache.owner, cacheEpoch, known) else cache.invalidate()
+    if (HotCache.fits(known.cacheBytes)) HotCache.putAll(cache.owner, cacheEpoch, known) else cache.invalidate()
   }
 
   /** A cache hit, with TTL applied as the server would: an expired entry is hidden (and, in a
@@ -182,7 +176,6 @@ final class TtlStateStore(
     requireOpen()
     if (usableCache) publishKnown() // committed entries of this version, as read
     known.clear() // read-only reads neither refresh nor delete: forget them
-    knownBytes = 0
     if (readOnly) {
       call("upgrade", request(Protocol.OP_UPGRADE).frame(Protocol.OP_UPGRADE))
       readOnly = false
@@ -202,9 +195,9 @@ final class TtlStateStore(
     advanceClock()
     val encoded = codec.encode(key)
     val sk = new StoreKey(encoded)
-    val k = known.get(sk)
-    if (k != null) {
-      if (stillKnown(k)) return valueRow(k.value)
+    val k = known.find(encoded, sk.hashCode)
+    if (k >= 0) {
+      if (stillKnown(k)) return valueRow(known.value(k))
     } else {
       if (usableCache) {
         val e = HotCache.get(cache.owner, cacheEpoch, sk)
@@ -331,7 +324,7 @@ final class TtlStateStore(
       else Protocol.WRITE_PUT
     queueWrite(kind, encoded, bytes)
     if (keyFilter != null) keyFilter.add(encoded)
-    if (!remember(sk, java.util.Arrays.copyOf(bytes, bytes.length), now)) forget(sk)
+    if (!remember(sk, bytes, now)) forget(sk)
   }
 
   /** A write `known` has no room for: the cache's committed entry of the key must no longer
@@ -344,8 +337,8 @@ final class TtlStateStore(
   }
 
   private def isKnownInCommitted(key: StoreKey): Boolean = {
-    val k = known.get(key)
-    k != null && k.inCommitted
+    val k = known.find(key.bytes, key.hashCode)
+    k >= 0 && known.inCommitted(k)
   }
 
   /** A pipelined write (no reply); scans created earlier must not see it. */
@@ -404,7 +397,7 @@ final class TtlStateStore(
     // tagged with the epoch they were published under, and a commit that fails renews the
     // epoch (they become misses); commit returns only once they are all in.
     val publishing =
-      if (cache != null && !writesForgotten && usableCache && HotCache.fits(knownBytes)) {
+      if (cache != null && !writesForgotten && usableCache && HotCache.fits(known.cacheBytes)) {
         val (owner, epoch, entries) = (cache.owner, cacheEpoch, known)
         TtlStateStore.inBackground(() => HotCache.putAll(owner, epoch, entries))
       } else null
@@ -429,6 +422,7 @@ final class TtlStateStore(
       else if (usableCache) publishKnown()
       cache.committed(loaded.generation, loaded.handle, loaded.lineage, version, committedVersion)
     }
+    known.clear() // published: its arrays need not live as long as Spark keeps the store
     finish("committed")
     if (provider.commitValidation) {
       StateStore.reportCommitToCoordinator(committedVersion, provider.commitStateStoreId, provider.hadoop)

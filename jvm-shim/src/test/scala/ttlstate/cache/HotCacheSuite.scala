@@ -10,9 +10,9 @@ class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
   private def key(s: String) = new StoreKey(s.getBytes("UTF-8"))
   private def value(n: Int) = Array.fill[Byte](n)(1)
   private def put(owner: HotCache.Owner, epoch: Long, entries: (String, Array[Byte])*): Unit = {
-    val m = new java.util.LinkedHashMap[StoreKey, Known]()
-    entries.foreach { case (k, v) => m.put(key(k), new Known(v, 42L, true)) }
-    HotCache.putAll(owner, epoch, m)
+    val r = new TaskRecord(1L << 20)
+    entries.foreach { case (k, v) => val sk = key(k); assert(r.put(sk.bytes, sk.hashCode, v, 42L, true)) }
+    HotCache.putAll(owner, epoch, r)
   }
 
   override def afterEach(): Unit = HotCache.setLimit(64L << 20)
