@@ -1,56 +1,75 @@
 package ttlstate.cache
 
-import java.util.concurrent.atomic.AtomicLong
+import java.util.concurrent.atomic.AtomicInteger
 import ttlstate.conf.ConfValues
 
 /** The executor's cache of recently used state entries, kept across batches: encoded key ->
  *  (last-access timestamp, value bytes) per store, so a read of a hot key needs no round trip to
- *  the state server. One per JVM, shared by all stores, bounded in bytes (`cache.maxBytes`),
- *  evicting the least recently used entry first (a LinkedHashMap in access order).
+ *  the state server. One per JVM, shared by all stores, bounded in bytes (`cache.maxBytes`).
+ *
+ *  Dense: entries are appended to segments (byte arrays of up to 1 MiB) and found through an
+ *  open-addressing index of their locations (a long array), so the garbage collector sees a few
+ *  dozen arrays instead of six objects per entry, which the publishing of every task's entries
+ *  would otherwise promote and then evict, batch after batch. The bound is real: segments and
+ *  index together stay within `cache.maxBytes`. Eviction drops the oldest segment; a hit on an
+ *  entry in the older half of the segments moves it to the newest one, so entries in use stay
+ *  (an approximation of least-recently-used).
  *
  *  An entry is only ever what the store's committed state holds: each store tags its entries
  *  with an epoch that it renews whenever the server's local DB may have changed by anything but
  *  this provider's own commits (see `CacheView`), which makes all older entries misses. */
 object HotCache {
   /** What a key maps to: the value and its last-access time at the tagged version. */
-  final class Entry(val epoch: Long, val ts: Long, val value: Array[Byte]) {
-    def size(key: StoreKey): Long = entryBytes(key, value)
-  }
+  final class Entry(val epoch: Long, val ts: Long, val value: Array[Byte])
 
   /** What an entry of `key` -> `value` (null: none) costs the cache. */
   def entryBytes(key: StoreKey, value: Array[Byte]): Long =
     key.bytes.length + (if (value == null) 0 else value.length) + Overhead
 
   /** One provider instance's share of the cache; `bytes` is guarded by the cache's lock. */
-  final class Owner private[HotCache] (val id: Long) {
+  final class Owner private[HotCache] (val id: Int) {
     private[HotCache] var bytes = 0L
   }
 
-  /** An owner's key; its hash is the key's, computed once, mixed with the owner. */
-  private final class Key(val owner: Owner, val key: StoreKey) {
-    override val hashCode: Int = key.hashCode * 31 + java.lang.Long.hashCode(owner.id)
-    override def equals(o: Any): Boolean = o match {
-      case k: Key => (k.owner eq owner) && k.key == key
-      case _ => false
-    }
+  /** Bytes per entry besides key and value: its header in a segment and its share of the index. */
+  val Overhead: Long = Header + 16L
+
+  // An entry in a segment: owner id (i32), mixed hash (i32), epoch (i64), ts (i64), key length
+  // (i32), value length (i32), key bytes, value bytes. Little-endian.
+  private val Header = 32
+  private val MaxSegmentBytes = 1 << 20
+  private val MinSlots = 1024
+  private val Deleted = -1L // an index slot whose entry was removed; 0: empty; else location + 1
+
+  private final class Segment(val seq: Long, size: Int) {
+    val data = new Array[Byte](size)
+    val buf: java.nio.ByteBuffer = java.nio.ByteBuffer.wrap(data).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+    var used = 0
   }
 
-  /** Bytes per entry besides key and value: map node, key wrappers, entry object, array headers. */
-  val Overhead = 176L
-
-  private val map = new java.util.LinkedHashMap[Key, Entry](1 << 12, 0.75f, true)
-  private var bytes = 0L
+  private val segments = new java.util.ArrayList[Segment]() // oldest first
+  private var firstSeq = 0L
+  private var nextSeq = 0L
+  private var segmentBytes = 0L
+  private var slots = new Array[Long](MinSlots)
+  private var filled = 0 // live slots and Deleted ones
+  private var bytes = 0L // live entries, by entryBytes
   @volatile private var limit = ConfValues.DEFAULT_CACHE_MAX_BYTES
-  private val owners = new AtomicLong(0)
+  private val ownerIds = new AtomicInteger(0)
+  private val owners = new java.util.HashMap[Integer, Owner]()
 
   /** A new owner, one per provider instance. */
-  def newOwner(): Owner = new Owner(owners.incrementAndGet())
+  def newOwner(): Owner = synchronized {
+    val o = new Owner(ownerIds.incrementAndGet())
+    owners.put(o.id, o)
+    o
+  }
 
   /** The executor-wide bound; the most recent value applies (all stores of an application see
    *  the same conf). Shrinking evicts at once. */
   def setLimit(maxBytes: Long): Unit = synchronized {
     limit = maxBytes
-    evict()
+    evict(null)
   }
 
   def enabled: Boolean = limit > 0
@@ -58,17 +77,64 @@ object HotCache {
   /** Whether entries of `bytes` (by `entryBytes`) fit in the cache at all. */
   def fits(bytes: Long): Boolean = bytes <= limit
 
+  /** Bytes of the live entries, by `entryBytes`. */
   def usedBytes: Long = synchronized(bytes)
+
+  /** Bytes the cache holds: its segments and its index. */
+  def heapBytes: Long = synchronized(segmentBytes + slots.length * 8L)
 
   def ownerBytes(owner: Owner): Long = synchronized(owner.bytes)
 
+  private def mix(owner: Owner, keyHash: Int): Int = {
+    val h = keyHash * 31 + owner.id
+    h ^ (h >>> 16)
+  }
+
+  private def segment(loc: Long): Segment = segments.get(((loc >>> 32) - firstSeq).toInt)
+  private def offset(loc: Long): Int = (loc & 0xffffffffL).toInt
+
+  private def sizeAt(seg: Segment, off: Int): Long =
+    seg.buf.getInt(off + 24).toLong + math.max(seg.buf.getInt(off + 28), 0) + Overhead
+
+  /** The index slot of `owner`'s `key`, or -1. */
+  private def find(owner: Owner, key: Array[Byte], h: Int): Int = {
+    val mask = slots.length - 1
+    var s = h & mask
+    while (slots(s) != 0L) {
+      val v = slots(s)
+      if (v != Deleted) {
+        val seg = segment(v - 1)
+        val off = offset(v - 1)
+        if (seg.buf.getInt(off + 4) == h && seg.buf.getInt(off) == owner.id && seg.buf.getInt(off + 24) == key.length &&
+            java.util.Arrays.equals(seg.data, off + Header, off + Header + key.length, key, 0, key.length)) return s
+      }
+      s = (s + 1) & mask
+    }
+    -1
+  }
+
   /** The entry of `key` for `owner`, if it belongs to `epoch`; a stale one is dropped. */
   def get(owner: Owner, epoch: Long, key: StoreKey): Entry = synchronized {
-    val k = new Key(owner, key)
-    val e = map.get(k)
-    if (e == null) null
-    else if (e.epoch == epoch) e
-    else { drop(k, e); null }
+    val h = mix(owner, key.hashCode)
+    val s = find(owner, key.bytes, h)
+    if (s < 0) null
+    else {
+      val loc = slots(s) - 1
+      val seg = segment(loc)
+      val off = offset(loc)
+      if (seg.buf.getLong(off + 8) != epoch) { drop(s); null }
+      else {
+        val ts = seg.buf.getLong(off + 16)
+        val valueAt = off + Header + key.bytes.length
+        val value = java.util.Arrays.copyOfRange(seg.data, valueAt, valueAt + seg.buf.getInt(off + 28))
+        // In the older half: moved to the newest segment, so that entries in use are not evicted.
+        if ((loc >>> 32) - firstSeq < segments.size / 2) {
+          drop(s)
+          put0(owner, key.bytes, h, epoch, ts, value)
+        }
+        new Entry(epoch, ts, value)
+      }
+    }
   }
 
   /** Remembers the committed state of a task's recorded keys at once (one lock): a value, or
@@ -77,59 +143,133 @@ object HotCache {
     var i = 0
     while (i < record.size) {
       if (!record.dropped(i)) {
-        val key = StoreKey.withHash(record.key(i), record.hash(i))
-        if (!record.hasValue(i) || limit <= 0) remove0(owner, key)
-        else put0(owner, key, new Entry(epoch, record.ts(i), record.value(i)))
+        val key = record.key(i)
+        val h = mix(owner, record.hash(i))
+        if (!record.hasValue(i) || limit <= 0) remove0(owner, key, h)
+        else put0(owner, key, h, epoch, record.ts(i), record.value(i))
       }
       i += 1
     }
-    evict()
   }
 
-  private def put0(owner: Owner, key: StoreKey, e: Entry): Unit = {
-    if (e.size(key) > limit / 4) { remove0(owner, key); return } // one huge value must not flush the rest
-    val k = new Key(owner, key)
-    val old = map.put(k, e)
-    if (old != null) account(owner, -old.size(key))
-    account(owner, e.size(key))
+  private def put0(owner: Owner, key: Array[Byte], h: Int, epoch: Long, ts: Long, value: Array[Byte]): Unit = {
+    remove0(owner, key, h)
+    val size = key.length + value.length + Overhead
+    if (size > limit / 4) return // one huge value must not flush the rest
+    val n = Header + key.length + value.length
+    val seg = segmentFor(n)
+    val off = seg.used
+    seg.buf.putInt(off, owner.id).putInt(off + 4, h).putLong(off + 8, epoch).putLong(off + 16, ts)
+      .putInt(off + 24, key.length).putInt(off + 28, value.length)
+    System.arraycopy(key, 0, seg.data, off + Header, key.length)
+    System.arraycopy(value, 0, seg.data, off + Header + key.length, value.length)
+    seg.used += n
+    insert(h, (seg.seq << 32) | off)
+    account(owner, size)
   }
 
-  def remove(owner: Owner, key: StoreKey): Unit = synchronized(remove0(owner, key))
+  /** The newest segment if it has room for `n` bytes, else a new one (evicting the oldest ones
+   *  past the limit, never the new one). */
+  private def segmentFor(n: Int): Segment = {
+    val last = if (segments.isEmpty) null else segments.get(segments.size - 1)
+    if (last != null && last.data.length - last.used >= n) last
+    else {
+      val size = math.max(n, math.min(MaxSegmentBytes, math.max(4096L, limit / 32).toInt))
+      val seg = new Segment(nextSeq, size)
+      if (segments.isEmpty) firstSeq = nextSeq
+      nextSeq += 1
+      segments.add(seg)
+      segmentBytes += size
+      evict(seg)
+      seg
+    }
+  }
 
-  private def remove0(owner: Owner, key: StoreKey): Unit = {
-    val k = new Key(owner, key)
-    val old = map.get(k)
-    if (old != null) drop(k, old)
+  private def insert(h: Int, loc: Long): Unit = {
+    if ((filled + 1) * 4L > slots.length * 3L) rebuild()
+    val mask = slots.length - 1
+    var s = h & mask
+    while (slots(s) != 0L && slots(s) != Deleted) s = (s + 1) & mask
+    if (slots(s) == 0L) filled += 1
+    slots(s) = loc + 1
+  }
+
+  /** A new index for the live entries, without Deleted slots, at most half full. */
+  private def rebuild(): Unit = {
+    val old = slots
+    var live = 0
+    old.foreach(v => if (v != 0L && v != Deleted) live += 1)
+    var size = MinSlots
+    while (size < live * 2L + 2) size *= 2
+    slots = new Array[Long](size)
+    filled = 0
+    val mask = size - 1
+    old.foreach { v =>
+      if (v != 0L && v != Deleted) {
+        var s = segment(v - 1).buf.getInt(offset(v - 1) + 4) & mask
+        while (slots(s) != 0L) s = (s + 1) & mask
+        slots(s) = v
+        filled += 1
+      }
+    }
+  }
+
+  def remove(owner: Owner, key: StoreKey): Unit = synchronized(remove0(owner, key.bytes, mix(owner, key.hashCode)))
+
+  private def remove0(owner: Owner, key: Array[Byte], h: Int): Unit = {
+    val s = find(owner, key, h)
+    if (s >= 0) drop(s)
+  }
+
+  /** Removes the entry in slot `s` (its bytes stay in its segment until that is dropped). */
+  private def drop(s: Int): Unit = {
+    val loc = slots(s) - 1
+    val seg = segment(loc)
+    val off = offset(loc)
+    slots(s) = Deleted
+    val o = owners.get(seg.buf.getInt(off))
+    account(o, -sizeAt(seg, off))
   }
 
   /** Drops every entry of `owner` (a provider closing). */
   def removeOwner(owner: Owner): Unit = synchronized {
-    val it = map.entrySet.iterator
-    while (it.hasNext) {
-      val e = it.next()
-      if (e.getKey.owner == owner) {
-        account(owner, -e.getValue.size(e.getKey.key))
-        it.remove()
-      }
+    var s = 0
+    while (s < slots.length) {
+      val v = slots(s)
+      if (v != 0L && v != Deleted && segment(v - 1).buf.getInt(offset(v - 1)) == owner.id) drop(s)
+      s += 1
     }
-  }
-
-  private def drop(k: Key, e: Entry): Unit = {
-    map.remove(k)
-    account(k.owner, -e.size(k.key))
+    owners.remove(owner.id)
   }
 
   private def account(owner: Owner, delta: Long): Unit = {
     bytes += delta
-    owner.bytes += delta
+    if (owner != null) owner.bytes += delta
   }
 
-  private def evict(): Unit = {
-    val it = map.entrySet.iterator
-    while (bytes > limit && it.hasNext) {
-      val e = it.next()
-      account(e.getKey.owner, -e.getValue.size(e.getKey.key))
-      it.remove()
+  /** Drops the oldest segments (and their live entries) while segments and index pass the
+   *  limit; `keep` (a segment being filled) stays. Empty, it drops the index too. */
+  private def evict(keep: Segment): Unit = {
+    while (segmentBytes + slots.length * 8L > limit && !segments.isEmpty && (segments.get(0) ne keep)) {
+      val seg = segments.remove(0)
+      firstSeq += 1
+      segmentBytes -= seg.data.length
+      var off = 0
+      while (off < seg.used) {
+        val loc = ((seg.seq << 32) | off) + 1
+        val mask = slots.length - 1
+        var s = seg.buf.getInt(off + 4) & mask
+        while (slots(s) != 0L && slots(s) != loc) s = (s + 1) & mask
+        if (slots(s) == loc) {
+          slots(s) = Deleted
+          account(owners.get(seg.buf.getInt(off)), -sizeAt(seg, off))
+        }
+        off += Header + seg.buf.getInt(off + 24) + seg.buf.getInt(off + 28)
+      }
+    }
+    if (segments.isEmpty) {
+      firstSeq = nextSeq
+      if (slots.length > MinSlots || filled > 0) { slots = new Array[Long](MinSlots); filled = 0 }
     }
   }
 }

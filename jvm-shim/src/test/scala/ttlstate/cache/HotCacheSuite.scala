@@ -38,16 +38,38 @@ class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
     HotCache.removeOwner(o2)
   }
 
-  test("past the limit the least recently used entries go first") {
+  test("past the limit the oldest entries go first, but not those in use; the bound is real") {
     val o = HotCache.newOwner()
-    val each = HotCache.entryBytes(key("k0"), value(100))
-    HotCache.setLimit(each * 4)
-    put(o, 1, "k0" -> value(100), "k1" -> value(100), "k2" -> value(100), "k3" -> value(100))
-    assert(HotCache.get(o, 1, key("k0")) != null) // k0 is now the most recently used
-    put(o, 1, "k4" -> value(100))
-    assert(HotCache.get(o, 1, key("k1")) == null)
-    assert(Seq("k0", "k2", "k3", "k4").forall(k => HotCache.get(o, 1, key(k)) != null))
-    assert(HotCache.usedBytes <= each * 4)
+    val limit = 256L << 10
+    HotCache.setLimit(limit)
+    val each = HotCache.entryBytes(key("k00000"), value(100))
+    val n = (4 * limit / each).toInt // four times what fits
+    (0 until n).foreach { i =>
+      put(o, 1, f"k$i%05d" -> value(100))
+      if (i % 50 == 0) assert(HotCache.get(o, 1, key("k00000")) != null) // in use throughout
+      assert(HotCache.heapBytes <= limit && HotCache.usedBytes <= limit)
+    }
+    val used = HotCache.usedBytes
+    assert(HotCache.ownerBytes(o) == used && used % each == 0)
+    assert(used / each > limit / each / 2, s"${used / each} entries of ${limit / each} kept")
+    assert(HotCache.get(o, 1, key("k00000")) != null)
+    assert(HotCache.get(o, 1, key("k00001")) == null) // the oldest untouched ones are gone
+    assert(HotCache.get(o, 1, key(f"k${n - 1}%05d")).value.toSeq == value(100).toSeq) // the newest are there
+    HotCache.removeOwner(o)
+    assert(HotCache.usedBytes == 0)
+  }
+
+  test("an entry written again replaces the old one; a removed one is gone; shrinking evicts") {
+    val o = HotCache.newOwner()
+    put(o, 1, "a" -> value(10), "b" -> value(10))
+    put(o, 2, "a" -> value(30))
+    val a = HotCache.get(o, 2, key("a"))
+    assert(a.value.length == 30 && a.epoch == 2)
+    assert(HotCache.usedBytes == HotCache.entryBytes(key("a"), value(30)) + HotCache.entryBytes(key("b"), value(10)))
+    HotCache.remove(o, key("b"))
+    assert(HotCache.get(o, 1, key("b")) == null)
+    HotCache.setLimit(0)
+    assert(HotCache.get(o, 2, key("a")) == null && HotCache.usedBytes == 0 && HotCache.heapBytes <= 8L * 1024)
     HotCache.removeOwner(o)
   }
 
