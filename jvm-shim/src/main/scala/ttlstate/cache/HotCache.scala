@@ -39,7 +39,12 @@ object HotCache {
   private val Header = 32
   private val MaxSegmentBytes = 1 << 20
   private val MinSlots = 1024
-  private val Deleted = -1L // an index slot whose entry was removed; 0: empty; else location + 1
+  // An index slot: 0 empty, Deleted (its entry was removed), else 1 + the entry's location: 19
+  // bits of its hash (a probe reads its segment only when they match), the segment's sequence
+  // number (its low 24 bits) and the offset in it (20 bits: segments hold at most 1 MiB, or one
+  // larger entry at offset 0).
+  private val Deleted = -1L
+  private val SeqMask = 0xffffffL
 
   private final class Segment(val seq: Long, size: Int) {
     val data = new Array[Byte](size)
@@ -90,8 +95,13 @@ object HotCache {
     h ^ (h >>> 16)
   }
 
-  private def segment(loc: Long): Segment = segments.get(((loc >>> 32) - firstSeq).toInt)
-  private def offset(loc: Long): Int = (loc & 0xffffffffL).toInt
+  private def slotOf(h: Int, seq: Long, off: Int): Long =
+    ((((h * 0x9e3779b9) >>> 13).toLong << 44) | ((seq & SeqMask) << 20) | off) + 1
+  private def fragment(h: Int): Long = ((h * 0x9e3779b9) >>> 13).toLong
+  /** A live slot's segment and offset. */
+  private def seqOf(v: Long): Long = firstSeq + ((((v - 1) >>> 20) - firstSeq) & SeqMask)
+  private def segment(v: Long): Segment = segments.get((seqOf(v) - firstSeq).toInt)
+  private def offset(v: Long): Int = ((v - 1) & 0xfffffL).toInt
 
   private def sizeAt(seg: Segment, off: Int): Long =
     seg.buf.getInt(off + 24).toLong + math.max(seg.buf.getInt(off + 28), 0) + Overhead
@@ -99,12 +109,13 @@ object HotCache {
   /** The index slot of `owner`'s `key`, or -1. */
   private def find(owner: Owner, key: Array[Byte], h: Int): Int = {
     val mask = slots.length - 1
+    val frag = fragment(h)
     var s = h & mask
     while (slots(s) != 0L) {
       val v = slots(s)
-      if (v != Deleted) {
-        val seg = segment(v - 1)
-        val off = offset(v - 1)
+      if (v != Deleted && ((v - 1) >>> 44) == frag) {
+        val seg = segment(v)
+        val off = offset(v)
         if (seg.buf.getInt(off + 4) == h && seg.buf.getInt(off) == owner.id && seg.buf.getInt(off + 24) == key.length &&
             java.util.Arrays.equals(seg.data, off + Header, off + Header + key.length, key, 0, key.length)) return s
       }
@@ -119,16 +130,16 @@ object HotCache {
     val s = find(owner, key.bytes, h)
     if (s < 0) null
     else {
-      val loc = slots(s) - 1
-      val seg = segment(loc)
-      val off = offset(loc)
+      val v = slots(s)
+      val seg = segment(v)
+      val off = offset(v)
       if (seg.buf.getLong(off + 8) != epoch) { drop(s); null }
       else {
         val ts = seg.buf.getLong(off + 16)
         val valueAt = off + Header + key.bytes.length
         val value = java.util.Arrays.copyOfRange(seg.data, valueAt, valueAt + seg.buf.getInt(off + 28))
         // In the older half: moved to the newest segment, so that entries in use are not evicted.
-        if ((loc >>> 32) - firstSeq < segments.size / 2) {
+        if (seqOf(v) - firstSeq < segments.size / 2) {
           drop(s)
           put0(owner, key.bytes, h, epoch, ts, value)
         }
@@ -164,7 +175,7 @@ object HotCache {
     System.arraycopy(key, 0, seg.data, off + Header, key.length)
     System.arraycopy(value, 0, seg.data, off + Header + key.length, value.length)
     seg.used += n
-    insert(h, (seg.seq << 32) | off)
+    insert(h, slotOf(h, seg.seq, off))
     account(owner, size)
   }
 
@@ -185,13 +196,13 @@ object HotCache {
     }
   }
 
-  private def insert(h: Int, loc: Long): Unit = {
+  private def insert(h: Int, v: Long): Unit = {
     if ((filled + 1) * 4L > slots.length * 3L) rebuild()
     val mask = slots.length - 1
     var s = h & mask
     while (slots(s) != 0L && slots(s) != Deleted) s = (s + 1) & mask
     if (slots(s) == 0L) filled += 1
-    slots(s) = loc + 1
+    slots(s) = v
   }
 
   /** A new index for the live entries, without Deleted slots, at most half full. */
@@ -206,7 +217,7 @@ object HotCache {
     val mask = size - 1
     old.foreach { v =>
       if (v != 0L && v != Deleted) {
-        var s = segment(v - 1).buf.getInt(offset(v - 1) + 4) & mask
+        var s = segment(v).buf.getInt(offset(v) + 4) & mask
         while (slots(s) != 0L) s = (s + 1) & mask
         slots(s) = v
         filled += 1
@@ -223,9 +234,8 @@ object HotCache {
 
   /** Removes the entry in slot `s` (its bytes stay in its segment until that is dropped). */
   private def drop(s: Int): Unit = {
-    val loc = slots(s) - 1
-    val seg = segment(loc)
-    val off = offset(loc)
+    val seg = segment(slots(s))
+    val off = offset(slots(s))
     slots(s) = Deleted
     val o = owners.get(seg.buf.getInt(off))
     account(o, -sizeAt(seg, off))
@@ -236,7 +246,7 @@ object HotCache {
     var s = 0
     while (s < slots.length) {
       val v = slots(s)
-      if (v != 0L && v != Deleted && segment(v - 1).buf.getInt(offset(v - 1)) == owner.id) drop(s)
+      if (v != 0L && v != Deleted && segment(v).buf.getInt(offset(v)) == owner.id) drop(s)
       s += 1
     }
     owners.remove(owner.id)
@@ -256,11 +266,12 @@ object HotCache {
       segmentBytes -= seg.data.length
       var off = 0
       while (off < seg.used) {
-        val loc = ((seg.seq << 32) | off) + 1
+        val h = seg.buf.getInt(off + 4)
+        val v = slotOf(h, seg.seq, off)
         val mask = slots.length - 1
-        var s = seg.buf.getInt(off + 4) & mask
-        while (slots(s) != 0L && slots(s) != loc) s = (s + 1) & mask
-        if (slots(s) == loc) {
+        var s = h & mask
+        while (slots(s) != 0L && slots(s) != v) s = (s + 1) & mask
+        if (slots(s) == v) {
           slots(s) = Deleted
           account(owners.get(seg.buf.getInt(off)), -sizeAt(seg, off))
         }

@@ -8,7 +8,7 @@ import org.scalatest.funsuite.AnyFunSuite
  *  random puts of new keys, updates, absent values and longer values, within its byte bound; a
  *  refused put adds nothing, and a refused update drops the key. */
 class TaskRecordSuite extends AnyFunSuite {
-  private final case class Model(value: Option[Seq[Byte]], ts: Long, inCommitted: Boolean)
+  import TaskRecordSuite.Model
 
   private def bytes(rnd: Random, max: Int): Array[Byte] = Array.fill(rnd.nextInt(max + 1))(rnd.nextInt(256).toByte)
 
@@ -98,4 +98,8 @@ class TaskRecordSuite extends AnyFunSuite {
     r.put(k, StoreKey.hashOf(k), new Array[Byte](10), 1L, false)
     assert(r.cacheBytes == HotCache.entryBytes(new StoreKey(k), new Array[Byte](10)))
   }
+}
+
+object TaskRecordSuite {
+  private final case class Model(value: Option[Seq[Byte]], ts: Long, inCommitted: Boolean)
 }
