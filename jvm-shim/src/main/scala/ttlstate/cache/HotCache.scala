@@ -31,23 +31,21 @@ object HotCache {
     private[HotCache] var bytes = 0L
   }
 
-  /** Bytes per entry besides key and value: its header in a segment and its share of the index. */
-  val Overhead: Long = Header + 16L
-
   // An entry in a segment: owner id (i32), mixed hash (i32), epoch (i64), ts (i64), key length
   // (i32), value length (i32), key bytes, value bytes. Little-endian.
   private val Header = 32
+
+  /** Bytes per entry besides key and value: its header in a segment and its share of the index. */
+  val Overhead: Long = Header + 16L
   private val MaxSegmentBytes = 1 << 20
   private val MinSlots = 1024
-  // An index slot: 0 empty, Deleted (its entry was removed), else 1 + the entry's location: 19
-  // bits of its hash (a probe reads its segment only when they match), the segment's sequence
-  // number (its low 24 bits) and the offset in it (20 bits: segments hold at most 1 MiB, or one
-  // larger entry at offset 0).
-  private val Deleted = -1L
+  // An index slot: 0 empty, else 1 + the entry's location: 19 bits of its hash (a probe reads
+  // the entry's segment only when they match), the segment's sequence number (its low 24 bits)
+  // and the offset in it (20 bits: segments hold at most 1 MiB, or one larger entry at offset
+  // 0). Linear probing; a removal shifts the entries after it back (no tombstones).
   private val SeqMask = 0xffffffL
 
-  private final class Segment(val seq: Long, size: Int) {
-    val data = new Array[Byte](size)
+  private final class Segment(val seq: Long, val data: Array[Byte]) {
     val buf: java.nio.ByteBuffer = java.nio.ByteBuffer.wrap(data).order(java.nio.ByteOrder.LITTLE_ENDIAN)
     var used = 0
   }
@@ -56,8 +54,9 @@ object HotCache {
   private var firstSeq = 0L
   private var nextSeq = 0L
   private var segmentBytes = 0L
+  private var spare: Array[Byte] = null // the last evicted segment's array, for the next segment
   private var slots = new Array[Long](MinSlots)
-  private var filled = 0 // live slots and Deleted ones
+  private var live = 0
   private var bytes = 0L // live entries, by entryBytes
   @volatile private var limit = ConfValues.DEFAULT_CACHE_MAX_BYTES
   private val ownerIds = new AtomicInteger(0)
@@ -74,7 +73,8 @@ object HotCache {
    *  the same conf). Shrinking evicts at once. */
   def setLimit(maxBytes: Long): Unit = synchronized {
     limit = maxBytes
-    evict(null)
+    spare = null
+    evict(0)
   }
 
   def enabled: Boolean = limit > 0
@@ -95,29 +95,28 @@ object HotCache {
     h ^ (h >>> 16)
   }
 
-  private def slotOf(h: Int, seq: Long, off: Int): Long =
-    ((((h * 0x9e3779b9) >>> 13).toLong << 44) | ((seq & SeqMask) << 20) | off) + 1
   private def fragment(h: Int): Long = ((h * 0x9e3779b9) >>> 13).toLong
-  /** A live slot's segment and offset. */
+  private def slotOf(h: Int, seq: Long, off: Int): Long = ((fragment(h) << 44) | ((seq & SeqMask) << 20) | off) + 1
   private def seqOf(v: Long): Long = firstSeq + ((((v - 1) >>> 20) - firstSeq) & SeqMask)
   private def segment(v: Long): Segment = segments.get((seqOf(v) - firstSeq).toInt)
   private def offset(v: Long): Int = ((v - 1) & 0xfffffL).toInt
+  private def hashAt(v: Long): Int = segment(v).buf.getInt(offset(v) + 4)
 
   private def sizeAt(seg: Segment, off: Int): Long =
-    seg.buf.getInt(off + 24).toLong + math.max(seg.buf.getInt(off + 28), 0) + Overhead
+    seg.buf.getInt(off + 24).toLong + seg.buf.getInt(off + 28) + Overhead
 
-  /** The index slot of `owner`'s `key`, or -1. */
-  private def find(owner: Owner, key: Array[Byte], h: Int): Int = {
+  /** The index slot of `owner`'s key (`len` bytes of `key` from `from`), or -1. */
+  private def find(owner: Owner, key: Array[Byte], from: Int, len: Int, h: Int): Int = {
     val mask = slots.length - 1
     val frag = fragment(h)
     var s = h & mask
     while (slots(s) != 0L) {
       val v = slots(s)
-      if (v != Deleted && ((v - 1) >>> 44) == frag) {
+      if (((v - 1) >>> 44) == frag) {
         val seg = segment(v)
         val off = offset(v)
-        if (seg.buf.getInt(off + 4) == h && seg.buf.getInt(off) == owner.id && seg.buf.getInt(off + 24) == key.length &&
-            java.util.Arrays.equals(seg.data, off + Header, off + Header + key.length, key, 0, key.length)) return s
+        if (seg.buf.getInt(off + 4) == h && seg.buf.getInt(off) == owner.id && seg.buf.getInt(off + 24) == len &&
+            java.util.Arrays.equals(seg.data, off + Header, off + Header + len, key, from, from + len)) return s
       }
       s = (s + 1) & mask
     }
@@ -127,7 +126,8 @@ object HotCache {
   /** The entry of `key` for `owner`, if it belongs to `epoch`; a stale one is dropped. */
   def get(owner: Owner, epoch: Long, key: StoreKey): Entry = synchronized {
     val h = mix(owner, key.hashCode)
-    val s = find(owner, key.bytes, h)
+    val k = key.bytes
+    val s = find(owner, k, 0, k.length, h)
     if (s < 0) null
     else {
       val v = slots(s)
@@ -136,12 +136,12 @@ object HotCache {
       if (seg.buf.getLong(off + 8) != epoch) { drop(s); null }
       else {
         val ts = seg.buf.getLong(off + 16)
-        val valueAt = off + Header + key.bytes.length
+        val valueAt = off + Header + k.length
         val value = java.util.Arrays.copyOfRange(seg.data, valueAt, valueAt + seg.buf.getInt(off + 28))
         // In the older half: moved to the newest segment, so that entries in use are not evicted.
         if (seqOf(v) - firstSeq < segments.size / 2) {
           drop(s)
-          put0(owner, key.bytes, h, epoch, ts, value)
+          put0(owner, h, epoch, ts, k, 0, k.length, value, 0, value.length)
         }
         new Entry(epoch, ts, value)
       }
@@ -149,106 +149,122 @@ object HotCache {
   }
 
   /** Remembers the committed state of a task's recorded keys at once (one lock): a value, or
-   *  absent. Keys and values are copied out of the record. */
+   *  absent. Keys and values are copied from the record's bytes into the segments. */
   def putAll(owner: Owner, epoch: Long, record: TaskRecord): Unit = synchronized {
+    val data = record.data
     var i = 0
     while (i < record.size) {
       if (!record.dropped(i)) {
-        val key = record.key(i)
         val h = mix(owner, record.hash(i))
-        if (!record.hasValue(i) || limit <= 0) remove0(owner, key, h)
-        else put0(owner, key, h, epoch, record.ts(i), record.value(i))
+        if (!record.hasValue(i) || limit <= 0) remove0(owner, data, record.keyOffset(i), record.keyLength(i), h)
+        else put0(owner, h, epoch, record.ts(i), data, record.keyOffset(i), record.keyLength(i), data,
+          record.valueOffset(i), record.valueLength(i))
       }
       i += 1
     }
   }
 
-  private def put0(owner: Owner, key: Array[Byte], h: Int, epoch: Long, ts: Long, value: Array[Byte]): Unit = {
-    remove0(owner, key, h)
-    val size = key.length + value.length + Overhead
+  private def put0(owner: Owner, h: Int, epoch: Long, ts: Long, key: Array[Byte], keyFrom: Int, keyLen: Int,
+      value: Array[Byte], valueFrom: Int, valueLen: Int): Unit = {
+    remove0(owner, key, keyFrom, keyLen, h)
+    val size = keyLen + valueLen + Overhead
     if (size > limit / 4) return // one huge value must not flush the rest
-    val n = Header + key.length + value.length
+    val n = Header + keyLen + valueLen
     val seg = segmentFor(n)
     val off = seg.used
     seg.buf.putInt(off, owner.id).putInt(off + 4, h).putLong(off + 8, epoch).putLong(off + 16, ts)
-      .putInt(off + 24, key.length).putInt(off + 28, value.length)
-    System.arraycopy(key, 0, seg.data, off + Header, key.length)
-    System.arraycopy(value, 0, seg.data, off + Header + key.length, value.length)
+      .putInt(off + 24, keyLen).putInt(off + 28, valueLen)
+    System.arraycopy(key, keyFrom, seg.data, off + Header, keyLen)
+    System.arraycopy(value, valueFrom, seg.data, off + Header + keyLen, valueLen)
     seg.used += n
-    insert(h, slotOf(h, seg.seq, off))
+    insert(slotOf(h, seg.seq, off), h)
     account(owner, size)
   }
 
-  /** The newest segment if it has room for `n` bytes, else a new one (evicting the oldest ones
-   *  past the limit, never the new one). */
+  /** The newest segment if it has room for `n` bytes, else a new one, after evicting the oldest
+   *  ones as far as the limit asks (the evicted array is reused when it has the size). */
   private def segmentFor(n: Int): Segment = {
     val last = if (segments.isEmpty) null else segments.get(segments.size - 1)
     if (last != null && last.data.length - last.used >= n) last
     else {
-      val size = math.max(n, math.min(MaxSegmentBytes, math.max(4096L, limit / 32).toInt))
-      val seg = new Segment(nextSeq, size)
+      val size = math.max(n, math.min(MaxSegmentBytes.toLong, math.max(4096L, limit / 32)).toInt)
+      evict(size)
+      val data = if (spare != null && spare.length == size) spare else new Array[Byte](size)
+      spare = null
+      val seg = new Segment(nextSeq, data)
       if (segments.isEmpty) firstSeq = nextSeq
       nextSeq += 1
       segments.add(seg)
       segmentBytes += size
-      evict(seg)
       seg
     }
   }
 
-  private def insert(h: Int, v: Long): Unit = {
-    if ((filled + 1) * 4L > slots.length * 3L) rebuild()
+  /** Puts slot value `v` (hash `h`) in the index, growing it past three quarters full. */
+  private def insert(v: Long, h: Int): Unit = {
+    if ((live + 1) * 4L > slots.length * 3L) resize(slots.length * 2)
+    place(v, h)
+    live += 1
+  }
+
+  private def place(v: Long, h: Int): Unit = {
     val mask = slots.length - 1
     var s = h & mask
-    while (slots(s) != 0L && slots(s) != Deleted) s = (s + 1) & mask
-    if (slots(s) == 0L) filled += 1
+    while (slots(s) != 0L) s = (s + 1) & mask
     slots(s) = v
   }
 
-  /** A new index for the live entries, without Deleted slots, at most half full. */
-  private def rebuild(): Unit = {
+  /** A new index of `size` slots for the live entries (but `without`'s). */
+  private def resize(size: Int, without: Owner = null): Unit = {
     val old = slots
-    var live = 0
-    old.foreach(v => if (v != 0L && v != Deleted) live += 1)
-    var size = MinSlots
-    while (size < live * 2L + 2) size *= 2
     slots = new Array[Long](size)
-    filled = 0
-    val mask = size - 1
+    live = 0
     old.foreach { v =>
-      if (v != 0L && v != Deleted) {
-        var s = segment(v).buf.getInt(offset(v) + 4) & mask
-        while (slots(s) != 0L) s = (s + 1) & mask
-        slots(s) = v
-        filled += 1
+      if (v != 0L) {
+        val seg = segment(v)
+        val off = offset(v)
+        if (without != null && seg.buf.getInt(off) == without.id) account(without, -sizeAt(seg, off))
+        else { place(v, seg.buf.getInt(off + 4)); live += 1 }
       }
     }
   }
 
-  def remove(owner: Owner, key: StoreKey): Unit = synchronized(remove0(owner, key.bytes, mix(owner, key.hashCode)))
+  /** Empties slot `s`, shifting back the entries after it that probing would no longer reach. */
+  private def deleteSlot(s: Int): Unit = {
+    val mask = slots.length - 1
+    var hole = s
+    var j = (s + 1) & mask
+    while (slots(j) != 0L) {
+      val home = hashAt(slots(j)) & mask
+      if (((j - home) & mask) >= ((j - hole) & mask)) {
+        slots(hole) = slots(j)
+        hole = j
+      }
+      j = (j + 1) & mask
+    }
+    slots(hole) = 0L
+    live -= 1
+  }
 
-  private def remove0(owner: Owner, key: Array[Byte], h: Int): Unit = {
-    val s = find(owner, key, h)
+  def remove(owner: Owner, key: StoreKey): Unit =
+    synchronized(remove0(owner, key.bytes, 0, key.bytes.length, mix(owner, key.hashCode)))
+
+  private def remove0(owner: Owner, key: Array[Byte], from: Int, len: Int, h: Int): Unit = {
+    val s = find(owner, key, from, len, h)
     if (s >= 0) drop(s)
   }
 
-  /** Removes the entry in slot `s` (its bytes stay in its segment until that is dropped). */
+  /** Removes the entry in slot `s` (its bytes stay in its segment until that is evicted). */
   private def drop(s: Int): Unit = {
     val seg = segment(slots(s))
     val off = offset(slots(s))
-    slots(s) = Deleted
-    val o = owners.get(seg.buf.getInt(off))
-    account(o, -sizeAt(seg, off))
+    account(owners.get(seg.buf.getInt(off)), -sizeAt(seg, off))
+    deleteSlot(s)
   }
 
   /** Drops every entry of `owner` (a provider closing). */
   def removeOwner(owner: Owner): Unit = synchronized {
-    var s = 0
-    while (s < slots.length) {
-      val v = slots(s)
-      if (v != 0L && v != Deleted && segment(v).buf.getInt(offset(v)) == owner.id) drop(s)
-      s += 1
-    }
+    resize(slots.length, without = owner)
     owners.remove(owner.id)
   }
 
@@ -257,13 +273,11 @@ object HotCache {
     if (owner != null) owner.bytes += delta
   }
 
-  /** Drops the oldest segments (and their live entries) while segments and index pass the
-   *  limit; `keep` (a segment being filled) stays. Empty, it drops the index too. */
-  private def evict(keep: Segment): Unit = {
-    while (segmentBytes + slots.length * 8L > limit && !segments.isEmpty && (segments.get(0) ne keep)) {
-      val seg = segments.remove(0)
-      firstSeq += 1
-      segmentBytes -= seg.data.length
+  /** Evicts the oldest segments (and their live entries) while segments and index, with `more`
+   *  bytes of a new segment, would pass the limit; then shrinks an index that is mostly empty. */
+  private def evict(more: Long): Unit = {
+    while (!segments.isEmpty && segmentBytes + more + slots.length * 8L > limit) {
+      val seg = segments.get(0)
       var off = 0
       while (off < seg.used) {
         val h = seg.buf.getInt(off + 4)
@@ -272,16 +286,20 @@ object HotCache {
         var s = h & mask
         while (slots(s) != 0L && slots(s) != v) s = (s + 1) & mask
         if (slots(s) == v) {
-          slots(s) = Deleted
           account(owners.get(seg.buf.getInt(off)), -sizeAt(seg, off))
+          deleteSlot(s)
         }
         off += Header + seg.buf.getInt(off + 24) + seg.buf.getInt(off + 28)
       }
+      segments.remove(0)
+      firstSeq += 1
+      segmentBytes -= seg.data.length
+      if (limit > 0) spare = seg.data
     }
-    if (segments.isEmpty) {
-      firstSeq = nextSeq
-      if (slots.length > MinSlots || filled > 0) { slots = new Array[Long](MinSlots); filled = 0 }
-    }
+    if (segments.isEmpty) firstSeq = nextSeq
+    var size = slots.length
+    while (size > MinSlots && live * 4L < size) size /= 2
+    if (size < slots.length) resize(size)
   }
 }
 

@@ -12,32 +12,45 @@ package ttlstate.cache
  *  passes `limitBytes`; a put that would make it pass is refused (false). A refused update of a
  *  key already recorded drops that key from the record (never left stale).
  *
+ *  Sized at first for `entriesHint` entries of `bytesHint` key and value bytes in all (what the
+ *  store's previous task recorded), so that it need not grow by copying, if that is within the
+ *  bound.
+ *
  *  Not thread-safe: one task writes it; the commit's publishing reads it while the task waits. */
-final class TaskRecord(val limitBytes: Long) {
+final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Long = 0L) {
   import TaskRecord._
 
-  private var data = new Array[Byte](InitialData)
+  private val (firstEntries, firstData) = {
+    var n = InitialEntries
+    while (n < entriesHint + entriesHint / 8L && n < (1 << 30)) n *= 2
+    val d = math.max(InitialData.toLong, bytesHint + bytesHint / 8)
+    if (footprint(d, n, n * 2L) <= limitBytes) (n, d.toInt) else (InitialEntries, InitialData)
+  }
+  private var bytesArray = new Array[Byte](firstData)
   private var used = 0
   // Per entry, by index in insertion order.
-  private var keyOff = new Array[Int](InitialEntries)
-  private var keyLen = new Array[Int](InitialEntries)
-  private var valOff = new Array[Int](InitialEntries)
-  private var valLen = new Array[Int](InitialEntries) // -1: absent
-  private var valCap = new Array[Int](InitialEntries) // bytes reserved for the value at valOff
-  private var stamps = new Array[Long](InitialEntries)
-  private var hashes = new Array[Int](InitialEntries)
-  private var flags = new Array[Byte](InitialEntries)
+  private var keyOff = new Array[Int](firstEntries)
+  private var keyLen = new Array[Int](firstEntries)
+  private var valOff = new Array[Int](firstEntries)
+  private var valLen = new Array[Int](firstEntries) // -1: absent
+  private var valCap = new Array[Int](firstEntries) // bytes reserved for the value at valOff
+  private var stamps = new Array[Long](firstEntries)
+  private var hashes = new Array[Int](firstEntries)
+  private var flags = new Array[Byte](firstEntries)
   private var count = 0
   // Slot -> entry index + 1 (0: empty); at most half full.
-  private var table = new Array[Int](InitialEntries * 2)
+  private var table = new Array[Int](firstEntries * 2)
   private var cost = 0L
   private var dropCount = 0L
 
   /** Entries recorded (dropped ones included): indexes are 0 until size. */
   def size: Int = count
 
+  /** Bytes of keys and values recorded (a hint for the store's next record). */
+  def dataBytes: Long = used
+
   /** The record's heap: its arrays. */
-  def bytes: Long = footprint(data.length, keyOff.length, table.length)
+  def bytes: Long = footprint(bytesArray.length, keyOff.length, table.length)
 
   /** What the recorded live entries would cost the cross-batch cache (HotCache.entryBytes each,
    *  counted when an entry is added). */
@@ -61,18 +74,25 @@ final class TaskRecord(val limitBytes: Long) {
   }
 
   private def keyEquals(i: Int, key: Array[Byte]): Boolean = keyLen(i) == key.length &&
-    java.util.Arrays.equals(data, keyOff(i), keyOff(i) + key.length, key, 0, key.length)
+    java.util.Arrays.equals(bytesArray, keyOff(i), keyOff(i) + key.length, key, 0, key.length)
 
   def hasValue(i: Int): Boolean = valLen(i) >= 0
   def dropped(i: Int): Boolean = (flags(i) & Dropped) != 0
   def ts(i: Int): Long = stamps(i)
   def inCommitted(i: Int): Boolean = (flags(i) & InCommitted) != 0
   def hash(i: Int): Int = hashes(i)
-  def key(i: Int): Array[Byte] = java.util.Arrays.copyOfRange(data, keyOff(i), keyOff(i) + keyLen(i))
+  // Where entry i's bytes are in `data` (valid until the next put): what the cache copies.
+  private[cache] def data: Array[Byte] = bytesArray
+  private[cache] def keyOffset(i: Int): Int = keyOff(i)
+  private[cache] def keyLength(i: Int): Int = keyLen(i)
+  private[cache] def valueOffset(i: Int): Int = valOff(i)
+  private[cache] def valueLength(i: Int): Int = math.max(valLen(i), 0)
+
+  def key(i: Int): Array[Byte] = java.util.Arrays.copyOfRange(bytesArray, keyOff(i), keyOff(i) + keyLen(i))
 
   /** A copy of the entry's value, or null when the key is absent. */
   def value(i: Int): Array[Byte] =
-    if (valLen(i) < 0) null else java.util.Arrays.copyOfRange(data, valOff(i), valOff(i) + valLen(i))
+    if (valLen(i) < 0) null else java.util.Arrays.copyOfRange(bytesArray, valOff(i), valOff(i) + valLen(i))
 
   /** Records that a read of `key` now returns `value` (null: absent) last accessed at `ts`; a
    *  key recorded before keeps `inCommitted` if it had it. False if the bound refused it (a key
@@ -87,7 +107,7 @@ final class TaskRecord(val limitBytes: Long) {
         valCap(i) = n
         used += n
       }
-      if (n > 0) System.arraycopy(value, 0, data, valOff(i), n)
+      if (n > 0) System.arraycopy(value, 0, bytesArray, valOff(i), n)
       valLen(i) = n
       stamps(i) = ts
       if (inCommitted) flags(i) = (flags(i) | InCommitted).toByte
@@ -96,14 +116,14 @@ final class TaskRecord(val limitBytes: Long) {
       val room = math.max(n, 0) + key.length
       if (!ensureEntries() || !ensureData(room)) return false
       val j = count
-      System.arraycopy(key, 0, data, used, key.length)
+      System.arraycopy(key, 0, bytesArray, used, key.length)
       keyOff(j) = used
       keyLen(j) = key.length
       used += key.length
       valOff(j) = used
       valCap(j) = math.max(n, 0)
       valLen(j) = n
-      if (n > 0) System.arraycopy(value, 0, data, used, n)
+      if (n > 0) System.arraycopy(value, 0, bytesArray, used, n)
       used += math.max(n, 0)
       stamps(j) = ts
       hashes(j) = hash
@@ -119,7 +139,7 @@ final class TaskRecord(val limitBytes: Long) {
 
   /** Forgets every entry and gives the arrays back (a new version, or the task ended). */
   def clear(): Unit = {
-    data = new Array[Byte](InitialData)
+    bytesArray = new Array[Byte](InitialData)
     used = 0
     keyOff = new Array[Int](InitialEntries)
     keyLen = new Array[Int](InitialEntries)
@@ -142,12 +162,12 @@ final class TaskRecord(val limitBytes: Long) {
   }
 
   /** Room for `n` more bytes of keys and values, within the bound. */
-  private def ensureData(n: Int): Boolean = (used.toLong + n <= data.length) || {
+  private def ensureData(n: Int): Boolean = (used.toLong + n <= bytesArray.length) || {
     val needed = used.toLong + n
     val fixed = footprint(0, keyOff.length, table.length)
-    val grown = math.min(math.max(needed, data.length * 2L), math.min(limitBytes - fixed, MaxData))
+    val grown = math.min(math.max(needed, bytesArray.length * 2L), math.min(limitBytes - fixed, MaxData))
     grown >= needed && {
-      data = java.util.Arrays.copyOf(data, grown.toInt)
+      bytesArray = java.util.Arrays.copyOf(bytesArray, grown.toInt)
       true
     }
   }
@@ -155,7 +175,7 @@ final class TaskRecord(val limitBytes: Long) {
   /** Room for one more entry (and its table slot), within the bound. */
   private def ensureEntries(): Boolean = (count < keyOff.length) || {
     val cap = keyOff.length * 2
-    footprint(data.length, cap, cap * 2) <= limitBytes && {
+    footprint(bytesArray.length, cap, cap * 2) <= limitBytes && {
       keyOff = java.util.Arrays.copyOf(keyOff, cap)
       keyLen = java.util.Arrays.copyOf(keyLen, cap)
       valOff = java.util.Arrays.copyOf(valOff, cap)

@@ -50,7 +50,7 @@ final class TtlStateStore(
   // one batch time a live entry stays live and every write to the store goes through this
   // object. Bounded (dense: a few arrays, whatever the number of keys). At commit it is what the
   // cross-batch cache learns.
-  private val known = new TaskRecord(TaskRecord.defaultLimit)
+  private val known = new TaskRecord(TaskRecord.defaultLimit, provider.recordHint._1, provider.recordHint._2)
   // Set by the provider after LOAD (and on upgrade); null: every read asks the server.
   private[ttlstate] var keyFilter: KeyFilter = null
   private var readsSkipped = 0L
@@ -422,6 +422,7 @@ final class TtlStateStore(
       else if (usableCache) publishKnown()
       cache.committed(loaded.generation, loaded.handle, loaded.lineage, version, committedVersion)
     }
+    provider.recordHint = (known.size, known.dataBytes)
     known.clear() // published: its arrays need not live as long as Spark keeps the store
     finish("committed")
     if (provider.commitValidation) {

@@ -73,6 +73,35 @@ class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
     HotCache.removeOwner(o)
   }
 
+  test("random puts, removes and reads of two owners answer as a map does (no eviction)") {
+    val rnd = new scala.util.Random(7)
+    val owners = Seq(HotCache.newOwner(), HotCache.newOwner())
+    var model = Map.empty[(Int, String), Seq[Byte]]
+    (1 to 20000).foreach { n =>
+      val o = rnd.nextInt(2)
+      val k = s"key${rnd.nextInt(3000)}"
+      rnd.nextInt(4) match {
+        case 0 =>
+          HotCache.remove(owners(o), key(k))
+          model -= ((o, k))
+        case 1 | 2 =>
+          val v = value(rnd.nextInt(40)).map(_ => rnd.nextInt(256).toByte)
+          put(owners(o), 1, k -> v)
+          model += (o, k) -> v.toSeq
+        case _ =>
+          assert(Option(HotCache.get(owners(o), 1, key(k))).map(_.value.toSeq) == model.get((o, k)), s"op $n")
+      }
+    }
+    model.foreach { case ((o, k), v) => assert(HotCache.get(owners(o), 1, key(k)).value.toSeq == v) }
+    val expected = model.map { case ((_, k), v) => HotCache.entryBytes(key(k), v.toArray) }.sum
+    assert(HotCache.usedBytes == expected)
+    HotCache.removeOwner(owners(0))
+    assert(model.filter(_._1._1 == 1).forall { case ((_, k), v) => HotCache.get(owners(1), 1, key(k)).value.toSeq == v })
+    assert(model.filter(_._1._1 == 0).forall { case ((_, k), _) => HotCache.get(owners(0), 1, key(k)) == null })
+    HotCache.removeOwner(owners(1))
+    assert(HotCache.usedBytes == 0)
+  }
+
   test("a value larger than a quarter of the cache is not kept, nor is an absent one") {
     val o = HotCache.newOwner()
     HotCache.setLimit(4000)

@@ -92,6 +92,14 @@ class TaskRecordSuite extends AnyFunSuite {
     assert(r.size == 0 && r.find(k, StoreKey.hashOf(k)) == -1 && r.bytes < full / 10 && r.cacheBytes == 0)
   }
 
+  test("sized from a hint, it holds that many entries without growing; a hint past the bound is ignored") {
+    val r = new TaskRecord(1L << 20, 1000, 20000)
+    val first = r.bytes
+    (0 until 1000).foreach { i => val k = f"key$i%05d".getBytes("UTF-8"); assert(r.put(k, StoreKey.hashOf(k), k, i, false)) }
+    assert(r.bytes == first && r.dataBytes == 16000)
+    assert(new TaskRecord(1L << 16, 1 << 20, 1L << 30).bytes < (1L << 16))
+  }
+
   test("cacheBytes counts what the entries would cost the cross-batch cache") {
     val r = new TaskRecord(1L << 20)
     val k = "abc".getBytes("UTF-8")
