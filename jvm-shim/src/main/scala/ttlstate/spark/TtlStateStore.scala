@@ -3,6 +3,8 @@ package ttlstate.spark
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
+import org.apache.spark.unsafe.Platform
+import org.apache.spark.unsafe.array.ByteArrayMethods
 import ttlstate.cache.CacheView
 import ttlstate.cache.Expiry
 import ttlstate.cache.HotCache
@@ -70,6 +72,7 @@ final class TtlStateStore(
   private var now: Long = loaded.now
   // The first access ticks at once: while a Real-time batch runs, its offset log entry is not
   // written yet, so the version was loaded at the previous batch's timestamp (BatchTime).
+  private var lastKey: StoreKey = null // see keyOf
   private var nextTickNanos: Long = if (provider.clockIntervalMs > 0) System.nanoTime() else Long.MaxValue
 
   override def id: StateStoreId = provider.stateStoreId
@@ -127,6 +130,22 @@ final class TtlStateStore(
     val ts = known.ts(i)
     !known.hasValue(i) || ttl < 0 ||
       (!Expiry.isExpired(ts, ttl, now) && !(provider.updateOnRead && !readOnly && ts != now))
+  }
+
+  /** The encoded key of `row`, which the store never changes: the previous one again when the
+   *  row holds the same bytes (Spark reads a key, then writes it, through a row it reuses), else
+   *  a new one, never the row's own buffer. */
+  private def keyOf(row: UnsafeRow): StoreKey = {
+    val last = lastKey
+    if (last != null && codec.plain && row.getSizeInBytes == last.bytes.length &&
+        ByteArrayMethods.arrayEquals(row.getBaseObject, row.getBaseOffset, last.bytes, Platform.BYTE_ARRAY_OFFSET,
+          last.bytes.length)) last
+    else {
+      val encoded = codec.encode(row)
+      val k = new StoreKey(if (encoded eq row.getBaseObject) encoded.clone() else encoded)
+      lastKey = k
+      k
+    }
   }
 
   private def valueRow(bytes: Array[Byte]): UnsafeRow = {
@@ -193,8 +212,8 @@ final class TtlStateStore(
     requireOpen()
     checkCf(colFamilyName)
     advanceClock()
-    val encoded = codec.encode(key)
-    val sk = new StoreKey(encoded)
+    val sk = keyOf(key)
+    val encoded = sk.bytes
     val k = known.find(encoded, sk.hashCode)
     if (k >= 0) {
       if (stillKnown(k)) return valueRow(known.value(k))
@@ -312,8 +331,8 @@ final class TtlStateStore(
     startScans()
     if (value == null) throw new IllegalArgumentException("Cannot put a null value")
     advanceClock()
-    val encoded = codec.encode(key)
-    val sk = new StoreKey(encoded)
+    val sk = keyOf(key)
+    val encoded = sk.bytes
     val bytes = value.getBytes
     // A key the filter has never seen is not in the committed store (no false negatives): the
     // server then counts it as new at commit without reading it.
@@ -355,8 +374,8 @@ final class TtlStateStore(
     checkCf(colFamilyName)
     startScans()
     advanceClock()
-    val encoded = codec.encode(key)
-    val sk = new StoreKey(encoded)
+    val sk = keyOf(key)
+    val encoded = sk.bytes
     queueWrite(Protocol.WRITE_REMOVE, encoded, null)
     if (!remember(sk, null, 0L)) forget(sk)
   }
