@@ -38,7 +38,8 @@ object HotCache {
   /** Bytes per entry besides key and value: its header in a segment and its share of the index. */
   val Overhead: Long = Header + 16L
   private val MaxSegmentBytes = 1 << 20
-  private val MinSlots = 1024
+  private val MinSlots = 64
+  private val MinSegmentBytes = 256L
   // An index slot: 0 empty, else 1 + the entry's location: 19 bits of its hash (a probe reads
   // the entry's segment only when they match), the segment's sequence number (its low 24 bits)
   // and the offset in it (20 bits: segments hold at most 1 MiB, or one larger entry at offset
@@ -187,7 +188,7 @@ object HotCache {
     val last = if (segments.isEmpty) null else segments.get(segments.size - 1)
     if (last != null && last.data.length - last.used >= n) last
     else {
-      val size = math.max(n, math.min(MaxSegmentBytes.toLong, math.max(4096L, limit / 32)).toInt)
+      val size = math.max(n, math.min(MaxSegmentBytes.toLong, math.max(MinSegmentBytes, limit / 32)).toInt)
       evict(size)
       val data = if (spare != null && spare.length == size) spare else new Array[Byte](size)
       spare = null
