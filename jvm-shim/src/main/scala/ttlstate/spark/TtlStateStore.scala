@@ -70,9 +70,9 @@ final class TtlStateStore(
   // The time TTL uses: the batch time the server loaded the version at and, in Real-time Mode
   // with `realTime.clockInterval`, the wall clock it advances to while the long batch runs.
   private var now: Long = loaded.now
+  private var lastKey: StoreKey = null // see keyOf
   // The first access ticks at once: while a Real-time batch runs, its offset log entry is not
   // written yet, so the version was loaded at the previous batch's timestamp (BatchTime).
-  private var lastKey: StoreKey = null // see keyOf
   private var nextTickNanos: Long = if (provider.clockIntervalMs > 0) System.nanoTime() else Long.MaxValue
 
   override def id: StateStoreId = provider.stateStoreId
