@@ -21,10 +21,9 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
   import TaskRecord._
 
   private val (firstEntries, firstData) = {
-    var n = InitialEntries
-    while (n < entriesHint + entriesHint / 8L && n < (1 << 30)) n *= 2
+    val n = math.max(InitialEntries.toLong, entriesHint + entriesHint / 8L)
     val d = math.max(InitialData.toLong, bytesHint + bytesHint / 8)
-    if (footprint(d, n, n * 2L) <= limitBytes) (n, d.toInt) else (InitialEntries, InitialData)
+    if (footprint(d, n, slotsFor(n)) <= limitBytes) (n.toInt, d.toInt) else (InitialEntries, InitialData)
   }
   private var bytesArray = new Array[Byte](firstData)
   private var used = 0
@@ -39,7 +38,7 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
   private var flags = new Array[Byte](firstEntries)
   private var count = 0
   // Slot -> entry index + 1 (0: empty); at most half full.
-  private var table = new Array[Int](firstEntries * 2)
+  private var table = new Array[Int](slotsFor(firstEntries))
   private var cost = 0L
   private var dropCount = 0L
 
@@ -175,7 +174,7 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
   /** Room for one more entry (and its table slot), within the bound. */
   private def ensureEntries(): Boolean = (count < keyOff.length) || {
     val cap = keyOff.length * 2
-    footprint(bytesArray.length, cap, cap * 2) <= limitBytes && {
+    footprint(bytesArray.length, cap, slotsFor(cap)) <= limitBytes && {
       keyOff = java.util.Arrays.copyOf(keyOff, cap)
       keyLen = java.util.Arrays.copyOf(keyLen, cap)
       valOff = java.util.Arrays.copyOf(valOff, cap)
@@ -184,7 +183,7 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
       stamps = java.util.Arrays.copyOf(stamps, cap)
       hashes = java.util.Arrays.copyOf(hashes, cap)
       flags = java.util.Arrays.copyOf(flags, cap)
-      table = new Array[Int](cap * 2)
+      table = new Array[Int](slotsFor(cap))
       var i = 0
       while (i < count) { insertSlot(i); i += 1 }
       true
@@ -200,6 +199,13 @@ object TaskRecord {
   private val Dropped = 2
   /** Bytes of the per-entry arrays per entry: five ints, a long, an int hash, a flag byte. */
   private val PerEntry = 5 * 4 + 8 + 4 + 1
+
+  /** Table slots for `entries` entries: a power of two, at least twice as many. */
+  private def slotsFor(entries: Long): Int = {
+    var n = 2
+    while (n < entries * 2 && n < (1 << 30)) n *= 2
+    n
+  }
 
   private def footprint(dataBytes: Long, entries: Long, slots: Long): Long = dataBytes + entries * PerEntry + slots * 4
 
