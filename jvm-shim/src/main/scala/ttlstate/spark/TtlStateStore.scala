@@ -442,7 +442,9 @@ final class TtlStateStore(
       cache.committed(loaded.generation, loaded.handle, loaded.lineage, version, committedVersion)
     }
     provider.recordHint = (known.size, known.dataBytes)
-    known.clear() // published: its arrays need not live as long as Spark keeps the store
+    // Published: its arrays need not live as long as Spark keeps the store (unless an interrupt
+    // ended the wait while the cache still reads them).
+    if (publishing == null || publishing.isDone) known.clear()
     finish("committed")
     if (provider.commitValidation) {
       StateStore.reportCommitToCoordinator(committedVersion, provider.commitStateStoreId, provider.hadoop)
