@@ -189,7 +189,8 @@ MEMORY_WRITE_BUFFER_RATIO = ConfKey("memory.writeBufferRatio", "0.5", "a number 
                                     option="memory_write_buffer_ratio")
 CACHE_MAX_BYTES = ConfKey("cache.maxBytes", "64m", "a size such as 64m or 1g; 0 = off",
                          "The executor's cross-batch cache of recently used state entries in the JVM, "
-                         "shared by all stores of the executor, least recently used evicted first: a "
+                         "shared by all stores of the executor, the oldest evicted first unless in use "
+                         "(entries and index together stay within this many bytes of heap): a "
                          "read of a hot key needs no round trip to the state server. Exact under TTL "
                          "(it applies Flink's expiry rule itself); off for stores whose reads must "
                          "all reach the server (ReturnExpiredIfNotCleanedUp, per-record incremental "

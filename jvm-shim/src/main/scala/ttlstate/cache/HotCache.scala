@@ -1,56 +1,81 @@
 package ttlstate.cache
 
-import java.util.concurrent.atomic.AtomicLong
+import java.util.concurrent.atomic.AtomicInteger
 import ttlstate.conf.ConfValues
 
 /** The executor's cache of recently used state entries, kept across batches: encoded key ->
  *  (last-access timestamp, value bytes) per store, so a read of a hot key needs no round trip to
- *  the state server. One per JVM, shared by all stores, bounded in bytes (`cache.maxBytes`),
- *  evicting the least recently used entry first (a LinkedHashMap in access order).
+ *  the state server. One per JVM, shared by all stores, bounded in bytes (`cache.maxBytes`).
+ *
+ *  Dense: entries are appended to segments (byte arrays of up to 1 MiB) and found through an
+ *  open-addressing index of their locations (a long array), so the garbage collector sees a few
+ *  dozen arrays instead of six objects per entry, which the publishing of every task's entries
+ *  would otherwise promote and then evict, batch after batch. The bound is real: segments and
+ *  index together stay within `cache.maxBytes`. Eviction drops the oldest segment; a hit on an
+ *  entry in the older half of the segments moves it to the newest one, so entries in use stay
+ *  (an approximation of least-recently-used).
  *
  *  An entry is only ever what the store's committed state holds: each store tags its entries
  *  with an epoch that it renews whenever the server's local DB may have changed by anything but
  *  this provider's own commits (see `CacheView`), which makes all older entries misses. */
 object HotCache {
   /** What a key maps to: the value and its last-access time at the tagged version. */
-  final class Entry(val epoch: Long, val ts: Long, val value: Array[Byte]) {
-    def size(key: StoreKey): Long = entryBytes(key, value)
-  }
+  final class Entry(val epoch: Long, val ts: Long, val value: Array[Byte])
 
   /** What an entry of `key` -> `value` (null: none) costs the cache. */
   def entryBytes(key: StoreKey, value: Array[Byte]): Long =
     key.bytes.length + (if (value == null) 0 else value.length) + Overhead
 
   /** One provider instance's share of the cache; `bytes` is guarded by the cache's lock. */
-  final class Owner private[HotCache] (val id: Long) {
+  final class Owner private[HotCache] (val id: Int) {
     private[HotCache] var bytes = 0L
   }
 
-  /** An owner's key; its hash is the key's, computed once, mixed with the owner. */
-  private final class Key(val owner: Owner, val key: StoreKey) {
-    override val hashCode: Int = key.hashCode * 31 + java.lang.Long.hashCode(owner.id)
-    override def equals(o: Any): Boolean = o match {
-      case k: Key => (k.owner eq owner) && k.key == key
-      case _ => false
-    }
+  // An entry in a segment: owner id (i32), mixed hash (i32), epoch (i64), ts (i64), key length
+  // (i32), value length (i32), key bytes, value bytes. Little-endian.
+  private val Header = 32
+
+  /** Bytes per entry besides key and value: its header in a segment and its share of the index. */
+  val Overhead: Long = Header + 16L
+  private val MaxSegmentBytes = 1 << 20
+  private val MinSlots = 64
+  private val MinSegmentBytes = 256L
+  // An index slot: 0 empty, else 1 + the entry's location: 19 bits of its hash (a probe reads
+  // the entry's segment only when they match), the segment's sequence number (its low 24 bits)
+  // and the offset in it (20 bits: segments hold at most 1 MiB, or one larger entry at offset
+  // 0). Linear probing; a removal shifts the entries after it back (no tombstones).
+  private val SeqMask = 0xffffffL
+
+  private final class Segment(val seq: Long, val data: Array[Byte]) {
+    val buf: java.nio.ByteBuffer = java.nio.ByteBuffer.wrap(data).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+    var used = 0
   }
 
-  /** Bytes per entry besides key and value: map node, key wrappers, entry object, array headers. */
-  val Overhead = 176L
-
-  private val map = new java.util.LinkedHashMap[Key, Entry](1 << 12, 0.75f, true)
-  private var bytes = 0L
+  private val segments = new java.util.ArrayList[Segment]() // oldest first
+  private var firstSeq = 0L
+  private var nextSeq = 0L
+  private var segmentBytes = 0L
+  private var spare: Array[Byte] = null // the last evicted segment's array, for the next segment
+  private var slots = new Array[Long](MinSlots)
+  private var live = 0
+  private var bytes = 0L // live entries, by entryBytes
   @volatile private var limit = ConfValues.DEFAULT_CACHE_MAX_BYTES
-  private val owners = new AtomicLong(0)
+  private val ownerIds = new AtomicInteger(0)
+  private val owners = new java.util.HashMap[Integer, Owner]()
 
   /** A new owner, one per provider instance. */
-  def newOwner(): Owner = new Owner(owners.incrementAndGet())
+  def newOwner(): Owner = synchronized {
+    val o = new Owner(ownerIds.incrementAndGet())
+    owners.put(o.id, o)
+    o
+  }
 
   /** The executor-wide bound; the most recent value applies (all stores of an application see
    *  the same conf). Shrinking evicts at once. */
   def setLimit(maxBytes: Long): Unit = synchronized {
     limit = maxBytes
-    evict()
+    spare = null
+    evict(0)
   }
 
   def enabled: Boolean = limit > 0
@@ -58,96 +83,245 @@ object HotCache {
   /** Whether entries of `bytes` (by `entryBytes`) fit in the cache at all. */
   def fits(bytes: Long): Boolean = bytes <= limit
 
+  /** Bytes of the live entries, by `entryBytes`. */
   def usedBytes: Long = synchronized(bytes)
+
+  /** Bytes the cache holds: its segments and its index. */
+  def heapBytes: Long = synchronized(segmentBytes + slots.length * 8L)
 
   def ownerBytes(owner: Owner): Long = synchronized(owner.bytes)
 
+  private def mix(owner: Owner, keyHash: Int): Int = {
+    val h = keyHash * 31 + owner.id
+    h ^ (h >>> 16)
+  }
+
+  private def fragment(h: Int): Long = ((h * 0x9e3779b9) >>> 13).toLong
+  private def slotOf(h: Int, seq: Long, off: Int): Long = ((fragment(h) << 44) | ((seq & SeqMask) << 20) | off) + 1
+  private def seqOf(v: Long): Long = firstSeq + ((((v - 1) >>> 20) - firstSeq) & SeqMask)
+  private def segment(v: Long): Segment = segments.get((seqOf(v) - firstSeq).toInt)
+  private def offset(v: Long): Int = ((v - 1) & 0xfffffL).toInt
+  private def hashAt(v: Long): Int = segment(v).buf.getInt(offset(v) + 4)
+
+  private def sizeAt(seg: Segment, off: Int): Long =
+    seg.buf.getInt(off + 24).toLong + seg.buf.getInt(off + 28) + Overhead
+
+  /** The index slot of `owner`'s key (`len` bytes of `key` from `from`), or -1. */
+  private def find(owner: Owner, key: Array[Byte], from: Int, len: Int, h: Int): Int = {
+    val mask = slots.length - 1
+    val frag = fragment(h)
+    var s = h & mask
+    while (slots(s) != 0L) {
+      val v = slots(s)
+      if (((v - 1) >>> 44) == frag) {
+        val seg = segment(v)
+        val off = offset(v)
+        if (seg.buf.getInt(off + 4) == h && seg.buf.getInt(off) == owner.id && seg.buf.getInt(off + 24) == len &&
+            java.util.Arrays.equals(seg.data, off + Header, off + Header + len, key, from, from + len)) return s
+      }
+      s = (s + 1) & mask
+    }
+    -1
+  }
+
   /** The entry of `key` for `owner`, if it belongs to `epoch`; a stale one is dropped. */
   def get(owner: Owner, epoch: Long, key: StoreKey): Entry = synchronized {
-    val k = new Key(owner, key)
-    val e = map.get(k)
-    if (e == null) null
-    else if (e.epoch == epoch) e
-    else { drop(k, e); null }
-  }
-
-  /** Remembers the committed state of many keys at once (one lock): a value, or absent (null).
-   *  The keys are kept as given: callers hand over keys they no longer change. */
-  def putAll(owner: Owner, epoch: Long, entries: java.util.Map[StoreKey, Known]): Unit = synchronized {
-    val it = entries.entrySet.iterator
-    while (it.hasNext) {
-      val e = it.next()
-      val known = e.getValue
-      if (known.value == null || limit <= 0) remove0(owner, e.getKey)
-      else put0(owner, e.getKey, new Entry(epoch, known.ts, known.value))
-    }
-    evict()
-  }
-
-  private def put0(owner: Owner, key: StoreKey, e: Entry): Unit = {
-    if (e.size(key) > limit / 4) { remove0(owner, key); return } // one huge value must not flush the rest
-    val k = new Key(owner, key)
-    val old = map.put(k, e)
-    if (old != null) account(owner, -old.size(key))
-    account(owner, e.size(key))
-  }
-
-  def remove(owner: Owner, key: StoreKey): Unit = synchronized(remove0(owner, key))
-
-  private def remove0(owner: Owner, key: StoreKey): Unit = {
-    val k = new Key(owner, key)
-    val old = map.get(k)
-    if (old != null) drop(k, old)
-  }
-
-  /** Drops every entry of `owner` (a provider closing). */
-  def removeOwner(owner: Owner): Unit = synchronized {
-    val it = map.entrySet.iterator
-    while (it.hasNext) {
-      val e = it.next()
-      if (e.getKey.owner == owner) {
-        account(owner, -e.getValue.size(e.getKey.key))
-        it.remove()
+    val h = mix(owner, key.hashCode)
+    val k = key.bytes
+    val s = find(owner, k, 0, k.length, h)
+    if (s < 0) null
+    else {
+      val v = slots(s)
+      val seg = segment(v)
+      val off = offset(v)
+      if (seg.buf.getLong(off + 8) != epoch) { drop(s); null }
+      else {
+        val ts = seg.buf.getLong(off + 16)
+        val valueAt = off + Header + k.length
+        val value = java.util.Arrays.copyOfRange(seg.data, valueAt, valueAt + seg.buf.getInt(off + 28))
+        // In the older half: moved to the newest segment, so that entries in use are not evicted.
+        if (seqOf(v) - firstSeq < segments.size / 2) {
+          drop(s)
+          put0(owner, h, epoch, ts, k, 0, k.length, value, 0, value.length)
+        }
+        new Entry(epoch, ts, value)
       }
     }
   }
 
-  private def drop(k: Key, e: Entry): Unit = {
-    map.remove(k)
-    account(k.owner, -e.size(k.key))
+  /** Remembers the committed state of a task's recorded keys at once (one lock): a value, or
+   *  absent. Keys and values are copied from the record's bytes into the segments. */
+  def putAll(owner: Owner, epoch: Long, record: TaskRecord): Unit = synchronized {
+    val data = record.data
+    var i = 0
+    while (i < record.size) {
+      if (!record.dropped(i)) {
+        val h = mix(owner, record.hash(i))
+        if (!record.hasValue(i) || limit <= 0) remove0(owner, data, record.keyOffset(i), record.keyLength(i), h)
+        else put0(owner, h, epoch, record.ts(i), data, record.keyOffset(i), record.keyLength(i), data,
+          record.valueOffset(i), record.valueLength(i))
+      }
+      i += 1
+    }
+  }
+
+  private def put0(owner: Owner, h: Int, epoch: Long, ts: Long, key: Array[Byte], keyFrom: Int, keyLen: Int,
+      value: Array[Byte], valueFrom: Int, valueLen: Int): Unit = {
+    remove0(owner, key, keyFrom, keyLen, h)
+    val size = keyLen + valueLen + Overhead
+    if (size > limit / 4) return // one huge value must not flush the rest
+    val n = Header + keyLen + valueLen
+    val seg = segmentFor(n)
+    val off = seg.used
+    seg.buf.putInt(off, owner.id).putInt(off + 4, h).putLong(off + 8, epoch).putLong(off + 16, ts)
+      .putInt(off + 24, keyLen).putInt(off + 28, valueLen)
+    System.arraycopy(key, keyFrom, seg.data, off + Header, keyLen)
+    System.arraycopy(value, valueFrom, seg.data, off + Header + keyLen, valueLen)
+    seg.used += n
+    insert(slotOf(h, seg.seq, off), h)
+    account(owner, size)
+  }
+
+  /** The newest segment if it has room for `n` bytes, else a new one, after evicting the oldest
+   *  ones as far as the limit asks (the evicted array is reused when it has the size). */
+  private def segmentFor(n: Int): Segment = {
+    val last = if (segments.isEmpty) null else segments.get(segments.size - 1)
+    if (last != null && last.data.length - last.used >= n) last
+    else {
+      val size = math.max(n, math.min(MaxSegmentBytes.toLong, math.max(MinSegmentBytes, limit / 32)).toInt)
+      evict(size)
+      val data = if (spare != null && spare.length == size) spare else new Array[Byte](size)
+      spare = null
+      val seg = new Segment(nextSeq, data)
+      if (segments.isEmpty) firstSeq = nextSeq
+      nextSeq += 1
+      segments.add(seg)
+      segmentBytes += size
+      seg
+    }
+  }
+
+  /** Puts slot value `v` (hash `h`) in the index, growing it past three quarters full. */
+  private def insert(v: Long, h: Int): Unit = {
+    if ((live + 1) * 4L > slots.length * 3L) resize(slots.length * 2)
+    place(v, h)
+    live += 1
+  }
+
+  private def place(v: Long, h: Int): Unit = {
+    val mask = slots.length - 1
+    var s = h & mask
+    while (slots(s) != 0L) s = (s + 1) & mask
+    slots(s) = v
+  }
+
+  /** A new index of `size` slots for the live entries (but `without`'s). */
+  private def resize(size: Int, without: Owner = null): Unit = {
+    val old = slots
+    slots = new Array[Long](size)
+    live = 0
+    old.foreach { v =>
+      if (v != 0L) {
+        val seg = segment(v)
+        val off = offset(v)
+        if (without != null && seg.buf.getInt(off) == without.id) account(without, -sizeAt(seg, off))
+        else { place(v, seg.buf.getInt(off + 4)); live += 1 }
+      }
+    }
+  }
+
+  /** Empties slot `s`, shifting back the entries after it that probing would no longer reach. */
+  private def deleteSlot(s: Int): Unit = {
+    val mask = slots.length - 1
+    var hole = s
+    var j = (s + 1) & mask
+    while (slots(j) != 0L) {
+      val home = hashAt(slots(j)) & mask
+      if (((j - home) & mask) >= ((j - hole) & mask)) {
+        slots(hole) = slots(j)
+        hole = j
+      }
+      j = (j + 1) & mask
+    }
+    slots(hole) = 0L
+    live -= 1
+  }
+
+  def remove(owner: Owner, key: StoreKey): Unit =
+    synchronized(remove0(owner, key.bytes, 0, key.bytes.length, mix(owner, key.hashCode)))
+
+  private def remove0(owner: Owner, key: Array[Byte], from: Int, len: Int, h: Int): Unit = {
+    val s = find(owner, key, from, len, h)
+    if (s >= 0) drop(s)
+  }
+
+  /** Removes the entry in slot `s` (its bytes stay in its segment until that is evicted). */
+  private def drop(s: Int): Unit = {
+    val seg = segment(slots(s))
+    val off = offset(slots(s))
+    account(owners.get(seg.buf.getInt(off)), -sizeAt(seg, off))
+    deleteSlot(s)
+  }
+
+  /** Drops every entry of `owner` (a provider closing). */
+  def removeOwner(owner: Owner): Unit = synchronized {
+    resize(slots.length, without = owner)
+    owners.remove(owner.id)
   }
 
   private def account(owner: Owner, delta: Long): Unit = {
     bytes += delta
-    owner.bytes += delta
+    if (owner != null) owner.bytes += delta
   }
 
-  private def evict(): Unit = {
-    val it = map.entrySet.iterator
-    while (bytes > limit && it.hasNext) {
-      val e = it.next()
-      account(e.getKey.owner, -e.getValue.size(e.getKey.key))
-      it.remove()
+  /** Evicts the oldest segments (and their live entries) while segments and index, with `more`
+   *  bytes of a new segment, would pass the limit; then shrinks an index that is mostly empty. */
+  private def evict(more: Long): Unit = {
+    while (!segments.isEmpty && segmentBytes + more + slots.length * 8L > limit) {
+      val seg = segments.get(0)
+      var off = 0
+      while (off < seg.used) {
+        val h = seg.buf.getInt(off + 4)
+        val v = slotOf(h, seg.seq, off)
+        val mask = slots.length - 1
+        var s = h & mask
+        while (slots(s) != 0L && slots(s) != v) s = (s + 1) & mask
+        if (slots(s) == v) {
+          account(owners.get(seg.buf.getInt(off)), -sizeAt(seg, off))
+          deleteSlot(s)
+        }
+        off += Header + seg.buf.getInt(off + 24) + seg.buf.getInt(off + 28)
+      }
+      segments.remove(0)
+      firstSeq += 1
+      segmentBytes -= seg.data.length
+      if (limit > 0) spare = seg.data
     }
+    if (segments.isEmpty) firstSeq = nextSeq
+    var size = slots.length
+    while (size > MinSlots && live * 4L < size) size /= 2
+    if (size < slots.length) resize(size)
   }
 }
-
-/** What a task knows a key maps to in its version: the value (null: absent), the entry's
- *  last-access time, and whether the committed store is known to hold the key (a live entry of
- *  the cross-batch cache), which a later put tells the server so that its commit need not look
- *  the key up to count rows. */
-final class Known(val value: Array[Byte], val ts: Long, val inCommitted: Boolean)
 
 /** An encoded state key as a map key: equality by content, the hash computed once (a key is
  *  looked up in several maps per operation). Its bytes must not change while a map holds it:
  *  `stable()` before keeping a key whose bytes the caller may reuse. */
 final class StoreKey private (val bytes: Array[Byte], override val hashCode: Int) {
-  def this(bytes: Array[Byte]) = this(bytes, scala.util.hashing.MurmurHash3.bytesHash(bytes))
+  def this(bytes: Array[Byte]) = this(bytes, StoreKey.hashOf(bytes))
   def stable(): StoreKey = new StoreKey(java.util.Arrays.copyOf(bytes, bytes.length), hashCode)
   override def equals(o: Any): Boolean = o match {
     case k: StoreKey => k.hashCode == hashCode && java.util.Arrays.equals(k.bytes, bytes)
     case _ => false
   }
+}
+
+object StoreKey {
+  /** The hash a StoreKey of `bytes` has (TaskRecord indexes keys by it too). */
+  def hashOf(bytes: Array[Byte]): Int = scala.util.hashing.MurmurHash3.bytesHash(bytes)
+
+  /** A StoreKey of `bytes` whose `hashOf` is known to be `hash`. */
+  private[ttlstate] def withHash(bytes: Array[Byte], hash: Int): StoreKey = new StoreKey(bytes, hash)
 }
 
 /** One provider's use of the cache: which committed version its entries describe (`version`),

@@ -16,6 +16,8 @@ sealed trait KeyCodec {
   def encode(key: UnsafeRow): Array[Byte]
   def decode(stored: Array[Byte]): UnsafeRow
   def scanPrefix(prefixKey: UnsafeRow): Array[Byte]
+  /** Whether the encoded key is the key row's bytes as they are. */
+  def plain: Boolean
 }
 
 object KeyCodec {
@@ -30,6 +32,7 @@ object KeyCodec {
 
   final class Plain(numFields: Int) extends KeyCodec {
     def encode(key: UnsafeRow): Array[Byte] = rowBytes(key)
+    def plain: Boolean = true
     def decode(stored: Array[Byte]): UnsafeRow = {
       val row = new UnsafeRow(numFields)
       row.pointTo(stored, stored.length)
@@ -50,6 +53,7 @@ object KeyCodec {
     }
 
     def encode(key: UnsafeRow): Array[Byte] = withPrefix(rowBytes(prefixProjection(key)), rowBytes(key))
+    def plain: Boolean = false
     def decode(stored: Array[Byte]): UnsafeRow = {
       val prefixLen = ByteBuffer.wrap(stored, 0, 4).getInt
       val offset = 4 + prefixLen

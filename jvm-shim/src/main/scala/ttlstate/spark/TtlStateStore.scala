@@ -3,12 +3,14 @@ package ttlstate.spark
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
+import org.apache.spark.unsafe.Platform
+import org.apache.spark.unsafe.array.ByteArrayMethods
 import ttlstate.cache.CacheView
 import ttlstate.cache.Expiry
 import ttlstate.cache.HotCache
 import ttlstate.cache.KeyFilter
-import ttlstate.cache.Known
 import ttlstate.cache.StoreKey
+import ttlstate.cache.TaskRecord
 import ttlstate.client.PayloadReader
 import ttlstate.client.PayloadWriter
 import ttlstate.client.Protocol
@@ -48,10 +50,9 @@ final class TtlStateStore(
   // Keys this task has read or written in this version, what a read now returns (null:
   // absent) and its last-access time. Exact when the server says reads are cacheable: within
   // one batch time a live entry stays live and every write to the store goes through this
-  // object. Bounded. At commit it is what the cross-batch cache learns.
-  private val known = new java.util.HashMap[StoreKey, Known]()
-  private var knownBytes = 0L
-  private val KnownLimit = 32L << 20
+  // object. Bounded (dense: a few arrays, whatever the number of keys). At commit it is what the
+  // cross-batch cache learns.
+  private val known = new TaskRecord(TaskRecord.defaultLimit, provider.recordHint._1, provider.recordHint._2)
   // Set by the provider after LOAD (and on upgrade); null: every read asks the server.
   private[ttlstate] var keyFilter: KeyFilter = null
   private var readsSkipped = 0L
@@ -69,6 +70,7 @@ final class TtlStateStore(
   // The time TTL uses: the batch time the server loaded the version at and, in Real-time Mode
   // with `realTime.clockInterval`, the wall clock it advances to while the long batch runs.
   private var now: Long = loaded.now
+  private var lastKey: StoreKey = null // see keyOf
   // The first access ticks at once: while a Real-time batch runs, its offset log entry is not
   // written yet, so the version was loaded at the previous batch's timestamp (BatchTime).
   private var nextTickNanos: Long = if (provider.clockIntervalMs > 0) System.nanoTime() else Long.MaxValue
@@ -123,10 +125,27 @@ final class TtlStateStore(
   /** Whether what this task remembers of a key still answers a read at `now`: an absent key
    *  stays absent; a value must not have expired since, and with OnReadAndWrite a write store
    *  must not owe it a refresh (the server then answers, deleting or refreshing the entry). */
-  private def stillKnown(k: Known): Boolean = {
+  private def stillKnown(i: Int): Boolean = {
     val ttl = provider.ttlMs
-    k.value == null || ttl < 0 ||
-      (!Expiry.isExpired(k.ts, ttl, now) && !(provider.updateOnRead && !readOnly && k.ts != now))
+    val ts = known.ts(i)
+    !known.hasValue(i) || ttl < 0 ||
+      (!Expiry.isExpired(ts, ttl, now) && !(provider.updateOnRead && !readOnly && ts != now))
+  }
+
+  /** The encoded key of `row`, which the store never changes: the previous one again when the
+   *  row holds the same bytes (Spark reads a key, then writes it, through a row it reuses), else
+   *  a new one, never the row's own buffer. */
+  private def keyOf(row: UnsafeRow): StoreKey = {
+    val last = lastKey
+    if (last != null && codec.plain && row.getSizeInBytes == last.bytes.length &&
+        ByteArrayMethods.arrayEquals(row.getBaseObject, row.getBaseOffset, last.bytes, Platform.BYTE_ARRAY_OFFSET,
+          last.bytes.length)) last
+    else {
+      val encoded = codec.encode(row)
+      val k = new StoreKey(if (encoded eq row.getBaseObject) encoded.clone() else encoded)
+      lastKey = k
+      k
+    }
   }
 
   private def valueRow(bytes: Array[Byte]): UnsafeRow = {
@@ -134,19 +153,13 @@ final class TtlStateStore(
     else { val row = new UnsafeRow(numValueFields); row.pointTo(bytes, bytes.length); row }
   }
 
-  /** Remembers what a read of `key` returns from now on; false if it could not (full). */
+  /** Remembers what a read of `key` returns from now on; false if it could not (full). A key
+   *  remembered before that the record had to drop is forgotten (`forget`): it may have been
+   *  this task's write. Copies the bytes. */
   private def remember(key: StoreKey, value: Array[Byte], ts: Long, inCommitted: Boolean = false): Boolean =
       provider.readsCacheable && {
-    val old = known.get(key)
-    if (old != null) {
-      // an existing entry keeps its own key copy; never left stale
-      known.put(key, new Known(value, ts, inCommitted || old.inCommitted))
-      true
-    } else if (knownBytes < KnownLimit) {
-      known.put(key.stable(), new Known(value, ts, inCommitted)) // the caller may reuse its row buffer
-      knownBytes += HotCache.entryBytes(key, value)
-      true
-    } else false
+    val drops = known.drops
+    known.put(key.bytes, key.hashCode, value, ts, inCommitted) || { if (known.drops != drops) forget(key); false }
   }
 
   private def usableCache: Boolean = cache != null && cache.epoch == cacheEpoch && cache.describes(version)
@@ -157,7 +170,7 @@ final class TtlStateStore(
     // A task whose entries alone exceed the whole cache would evict everything else and then
     // part of its own (tasks that cycle through more than the cache get no hits from an LRU):
     // the store forgets its entries instead, at the cost of one epoch renewal.
-    if (HotCache.fits(knownBytes)) HotCache.putAll(cache.owner, cacheEpoch, known) else cache.invalidate()
+    if (HotCache.fits(known.cacheBytes)) HotCache.putAll(cache.owner, cacheEpoch, known) else cache.invalidate()
   }
 
   /** A cache hit, with TTL applied as the server would: an expired entry is hidden (and, in a
@@ -182,7 +195,6 @@ final class TtlStateStore(
     requireOpen()
     if (usableCache) publishKnown() // committed entries of this version, as read
     known.clear() // read-only reads neither refresh nor delete: forget them
-    knownBytes = 0
     if (readOnly) {
       call("upgrade", request(Protocol.OP_UPGRADE).frame(Protocol.OP_UPGRADE))
       readOnly = false
@@ -200,11 +212,11 @@ final class TtlStateStore(
     requireOpen()
     checkCf(colFamilyName)
     advanceClock()
-    val encoded = codec.encode(key)
-    val sk = new StoreKey(encoded)
-    val k = known.get(sk)
-    if (k != null) {
-      if (stillKnown(k)) return valueRow(k.value)
+    val sk = keyOf(key)
+    val encoded = sk.bytes
+    val k = known.find(encoded, sk.hashCode)
+    if (k >= 0) {
+      if (stillKnown(k)) return valueRow(known.value(k))
     } else {
       if (usableCache) {
         val e = HotCache.get(cache.owner, cacheEpoch, sk)
@@ -319,8 +331,8 @@ final class TtlStateStore(
     startScans()
     if (value == null) throw new IllegalArgumentException("Cannot put a null value")
     advanceClock()
-    val encoded = codec.encode(key)
-    val sk = new StoreKey(encoded)
+    val sk = keyOf(key)
+    val encoded = sk.bytes
     val bytes = value.getBytes
     // A key the filter has never seen is not in the committed store (no false negatives): the
     // server then counts it as new at commit without reading it.
@@ -331,7 +343,7 @@ final class TtlStateStore(
       else Protocol.WRITE_PUT
     queueWrite(kind, encoded, bytes)
     if (keyFilter != null) keyFilter.add(encoded)
-    if (!remember(sk, java.util.Arrays.copyOf(bytes, bytes.length), now)) forget(sk)
+    if (!remember(sk, bytes, now)) forget(sk)
   }
 
   /** A write `known` has no room for: the cache's committed entry of the key must no longer
@@ -344,8 +356,8 @@ final class TtlStateStore(
   }
 
   private def isKnownInCommitted(key: StoreKey): Boolean = {
-    val k = known.get(key)
-    k != null && k.inCommitted
+    val k = known.find(key.bytes, key.hashCode)
+    k >= 0 && known.inCommitted(k)
   }
 
   /** A pipelined write (no reply); scans created earlier must not see it. */
@@ -362,8 +374,8 @@ final class TtlStateStore(
     checkCf(colFamilyName)
     startScans()
     advanceClock()
-    val encoded = codec.encode(key)
-    val sk = new StoreKey(encoded)
+    val sk = keyOf(key)
+    val encoded = sk.bytes
     queueWrite(Protocol.WRITE_REMOVE, encoded, null)
     if (!remember(sk, null, 0L)) forget(sk)
   }
@@ -404,7 +416,7 @@ final class TtlStateStore(
     // tagged with the epoch they were published under, and a commit that fails renews the
     // epoch (they become misses); commit returns only once they are all in.
     val publishing =
-      if (cache != null && !writesForgotten && usableCache && HotCache.fits(knownBytes)) {
+      if (cache != null && !writesForgotten && usableCache && HotCache.fits(known.cacheBytes)) {
         val (owner, epoch, entries) = (cache.owner, cacheEpoch, known)
         TtlStateStore.inBackground(() => HotCache.putAll(owner, epoch, entries))
       } else null
@@ -429,6 +441,10 @@ final class TtlStateStore(
       else if (usableCache) publishKnown()
       cache.committed(loaded.generation, loaded.handle, loaded.lineage, version, committedVersion)
     }
+    provider.recordHint = (known.size, known.dataBytes)
+    // Published: its arrays need not live as long as Spark keeps the store (unless an interrupt
+    // ended the wait while the cache still reads them).
+    if (publishing == null || publishing.isDone) known.clear()
     finish("committed")
     if (provider.commitValidation) {
       StateStore.reportCommitToCoordinator(committedVersion, provider.commitStateStoreId, provider.hadoop)

@@ -62,6 +62,9 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   // Real-time Mode: how often a loaded version's "now" advances to the wall clock; -1: never.
   private[ttlstate] var clockIntervalMs: Long = -1L
   private lazy val cacheView = new CacheView(HotCache.newOwner())
+  // What the last committed task of this store recorded (entries, key and value bytes): the
+  // size a new task's record starts at.
+  @volatile private[ttlstate] var recordHint: (Int, Long) = (0, 0L)
 
   override def init(
       stateStoreId: StateStoreId,

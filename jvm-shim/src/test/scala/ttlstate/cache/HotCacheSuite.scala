@@ -10,9 +10,9 @@ class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
   private def key(s: String) = new StoreKey(s.getBytes("UTF-8"))
   private def value(n: Int) = Array.fill[Byte](n)(1)
   private def put(owner: HotCache.Owner, epoch: Long, entries: (String, Array[Byte])*): Unit = {
-    val m = new java.util.LinkedHashMap[StoreKey, Known]()
-    entries.foreach { case (k, v) => m.put(key(k), new Known(v, 42L, true)) }
-    HotCache.putAll(owner, epoch, m)
+    val r = new TaskRecord(1L << 20)
+    entries.foreach { case (k, v) => val sk = key(k); assert(r.put(sk.bytes, sk.hashCode, v, 42L, true)) }
+    HotCache.putAll(owner, epoch, r)
   }
 
   override def afterEach(): Unit = HotCache.setLimit(64L << 20)
@@ -38,17 +38,68 @@ class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
     HotCache.removeOwner(o2)
   }
 
-  test("past the limit the least recently used entries go first") {
+  test("past the limit the oldest entries go first, but not those in use; the bound is real") {
     val o = HotCache.newOwner()
-    val each = HotCache.entryBytes(key("k0"), value(100))
-    HotCache.setLimit(each * 4)
-    put(o, 1, "k0" -> value(100), "k1" -> value(100), "k2" -> value(100), "k3" -> value(100))
-    assert(HotCache.get(o, 1, key("k0")) != null) // k0 is now the most recently used
-    put(o, 1, "k4" -> value(100))
-    assert(HotCache.get(o, 1, key("k1")) == null)
-    assert(Seq("k0", "k2", "k3", "k4").forall(k => HotCache.get(o, 1, key(k)) != null))
-    assert(HotCache.usedBytes <= each * 4)
+    val limit = 256L << 10
+    HotCache.setLimit(limit)
+    val each = HotCache.entryBytes(key("k00000"), value(100))
+    val n = (4 * limit / each).toInt // four times what fits
+    (0 until n).foreach { i =>
+      put(o, 1, f"k$i%05d" -> value(100))
+      if (i % 50 == 0) assert(HotCache.get(o, 1, key("k00000")) != null) // in use throughout
+      assert(HotCache.heapBytes <= limit && HotCache.usedBytes <= limit)
+    }
+    val used = HotCache.usedBytes
+    assert(HotCache.ownerBytes(o) == used && used % each == 0)
+    assert(used / each > limit / each / 2, s"${used / each} entries of ${limit / each} kept")
+    assert(HotCache.get(o, 1, key("k00000")) != null)
+    assert(HotCache.get(o, 1, key("k00001")) == null) // the oldest untouched ones are gone
+    assert(HotCache.get(o, 1, key(f"k${n - 1}%05d")).value.toSeq == value(100).toSeq) // the newest are there
     HotCache.removeOwner(o)
+    assert(HotCache.usedBytes == 0)
+  }
+
+  test("an entry written again replaces the old one; a removed one is gone; shrinking evicts") {
+    val o = HotCache.newOwner()
+    put(o, 1, "a" -> value(10), "b" -> value(10))
+    put(o, 2, "a" -> value(30))
+    val a = HotCache.get(o, 2, key("a"))
+    assert(a.value.length == 30 && a.epoch == 2)
+    assert(HotCache.usedBytes == HotCache.entryBytes(key("a"), value(30)) + HotCache.entryBytes(key("b"), value(10)))
+    HotCache.remove(o, key("b"))
+    assert(HotCache.get(o, 1, key("b")) == null)
+    HotCache.setLimit(0)
+    assert(HotCache.get(o, 2, key("a")) == null && HotCache.usedBytes == 0 && HotCache.heapBytes <= 8L * 1024)
+    HotCache.removeOwner(o)
+  }
+
+  test("random puts, removes and reads of two owners answer as a map does (no eviction)") {
+    val rnd = new scala.util.Random(7)
+    val owners = Seq(HotCache.newOwner(), HotCache.newOwner())
+    var model = Map.empty[(Int, String), Seq[Byte]]
+    (1 to 20000).foreach { n =>
+      val o = rnd.nextInt(2)
+      val k = s"key${rnd.nextInt(3000)}"
+      rnd.nextInt(4) match {
+        case 0 =>
+          HotCache.remove(owners(o), key(k))
+          model -= ((o, k))
+        case 1 | 2 =>
+          val v = value(rnd.nextInt(40)).map(_ => rnd.nextInt(256).toByte)
+          put(owners(o), 1, k -> v)
+          model += (o, k) -> v.toSeq
+        case _ =>
+          assert(Option(HotCache.get(owners(o), 1, key(k))).map(_.value.toSeq) == model.get((o, k)), s"op $n")
+      }
+    }
+    model.foreach { case ((o, k), v) => assert(HotCache.get(owners(o), 1, key(k)).value.toSeq == v) }
+    val expected = model.map { case ((_, k), v) => HotCache.entryBytes(key(k), v.toArray) }.sum
+    assert(HotCache.usedBytes == expected)
+    HotCache.removeOwner(owners(0))
+    assert(model.filter(_._1._1 == 1).forall { case ((_, k), v) => HotCache.get(owners(1), 1, key(k)).value.toSeq == v })
+    assert(model.filter(_._1._1 == 0).forall { case ((_, k), _) => HotCache.get(owners(0), 1, key(k)) == null })
+    HotCache.removeOwner(owners(1))
+    assert(HotCache.usedBytes == 0)
   }
 
   test("a value larger than a quarter of the cache is not kept, nor is an absent one") {

@@ -1,0 +1,215 @@
+package ttlstate.cache
+
+/** What one task has read or written in its version of a store: encoded key -> value (null:
+ *  absent), last-access time, and whether the committed store is known to hold the key (a live
+ *  entry of the cross-batch cache; a later put tells the server so, and its commit need not look
+ *  the key up to count rows).
+ *
+ *  Dense: key and value bytes live in one byte array, the rest in primitive arrays indexed by an
+ *  open-addressing table (linear probing), so a task's tens of thousands of entries are a few
+ *  arrays for the garbage collector instead of five objects each, which survived every young
+ *  collection of the task and made the heap grow. Bounded: `bytes`, the arrays' real size, never
+ *  passes `limitBytes`; a put that would make it pass is refused (false). A refused update of a
+ *  key already recorded drops that key from the record (never left stale).
+ *
+ *  Sized at first for `entriesHint` entries of `bytesHint` key and value bytes in all (what the
+ *  store's previous task recorded), so that it need not grow by copying, if that is within the
+ *  bound.
+ *
+ *  Not thread-safe: one task writes it; the commit's publishing reads it while the task waits. */
+final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Long = 0L) {
+  import TaskRecord._
+
+  private val (firstEntries, firstData) = {
+    val n = math.max(InitialEntries.toLong, entriesHint + entriesHint / 8L)
+    val d = math.max(InitialData.toLong, bytesHint + bytesHint / 8)
+    if (footprint(d, n, slotsFor(n)) <= limitBytes) (n.toInt, d.toInt) else (InitialEntries, InitialData)
+  }
+  private var bytesArray = new Array[Byte](firstData)
+  private var used = 0
+  // Per entry, by index in insertion order.
+  private var keyOff = new Array[Int](firstEntries)
+  private var keyLen = new Array[Int](firstEntries)
+  private var valOff = new Array[Int](firstEntries)
+  private var valLen = new Array[Int](firstEntries) // -1: absent
+  private var valCap = new Array[Int](firstEntries) // bytes reserved for the value at valOff
+  private var stamps = new Array[Long](firstEntries)
+  private var hashes = new Array[Int](firstEntries)
+  private var flags = new Array[Byte](firstEntries)
+  private var count = 0
+  // Slot -> entry index + 1 (0: empty); at most half full.
+  private var table = new Array[Int](slotsFor(firstEntries))
+  private var cost = 0L
+  private var dropCount = 0L
+
+  /** Entries recorded (dropped ones included): indexes are 0 until size. */
+  def size: Int = count
+
+  /** Bytes of keys and values recorded (a hint for the store's next record). */
+  def dataBytes: Long = used
+
+  /** The record's heap: its arrays. */
+  def bytes: Long = footprint(bytesArray.length, keyOff.length, table.length)
+
+  /** What the recorded live entries would cost the cross-batch cache (HotCache.entryBytes each,
+   *  counted when an entry is added). */
+  def cacheBytes: Long = cost
+
+  /** How many recorded keys a refused put dropped so far. */
+  def drops: Long = dropCount
+
+  /** The entry of `key` (whose `StoreKey.hashOf` is `hash`), or -1. */
+  def find(key: Array[Byte], hash: Int): Int = {
+    val mask = table.length - 1
+    var slot = hash & mask
+    while (true) {
+      val e = table(slot)
+      if (e == 0) return -1
+      val i = e - 1
+      if (hashes(i) == hash && (flags(i) & Dropped) == 0 && keyEquals(i, key)) return i
+      slot = (slot + 1) & mask
+    }
+    -1
+  }
+
+  private def keyEquals(i: Int, key: Array[Byte]): Boolean = keyLen(i) == key.length &&
+    java.util.Arrays.equals(bytesArray, keyOff(i), keyOff(i) + key.length, key, 0, key.length)
+
+  def hasValue(i: Int): Boolean = valLen(i) >= 0
+  def dropped(i: Int): Boolean = (flags(i) & Dropped) != 0
+  def ts(i: Int): Long = stamps(i)
+  def inCommitted(i: Int): Boolean = (flags(i) & InCommitted) != 0
+  def hash(i: Int): Int = hashes(i)
+  // Where entry i's bytes are in `data` (valid until the next put): what the cache copies.
+  private[cache] def data: Array[Byte] = bytesArray
+  private[cache] def keyOffset(i: Int): Int = keyOff(i)
+  private[cache] def keyLength(i: Int): Int = keyLen(i)
+  private[cache] def valueOffset(i: Int): Int = valOff(i)
+  private[cache] def valueLength(i: Int): Int = math.max(valLen(i), 0)
+
+  def key(i: Int): Array[Byte] = java.util.Arrays.copyOfRange(bytesArray, keyOff(i), keyOff(i) + keyLen(i))
+
+  /** A copy of the entry's value, or null when the key is absent. */
+  def value(i: Int): Array[Byte] =
+    if (valLen(i) < 0) null else java.util.Arrays.copyOfRange(bytesArray, valOff(i), valOff(i) + valLen(i))
+
+  /** Records that a read of `key` now returns `value` (null: absent) last accessed at `ts`; a
+   *  key recorded before keeps `inCommitted` if it had it. False if the bound refused it (a key
+   *  recorded before is then dropped). The bytes are copied: callers may reuse theirs. */
+  def put(key: Array[Byte], hash: Int, value: Array[Byte], ts: Long, inCommitted: Boolean): Boolean = {
+    val n = if (value == null) -1 else value.length
+    val i = find(key, hash)
+    if (i >= 0) {
+      if (n > valCap(i)) {
+        if (!ensureData(n)) { flags(i) = (flags(i) | Dropped).toByte; dropCount += 1; return false }
+        valOff(i) = used
+        valCap(i) = n
+        used += n
+      }
+      if (n > 0) System.arraycopy(value, 0, bytesArray, valOff(i), n)
+      valLen(i) = n
+      stamps(i) = ts
+      if (inCommitted) flags(i) = (flags(i) | InCommitted).toByte
+      true
+    } else {
+      val room = math.max(n, 0) + key.length
+      if (!ensureEntries() || !ensureData(room)) return false
+      val j = count
+      System.arraycopy(key, 0, bytesArray, used, key.length)
+      keyOff(j) = used
+      keyLen(j) = key.length
+      used += key.length
+      valOff(j) = used
+      valCap(j) = math.max(n, 0)
+      valLen(j) = n
+      if (n > 0) System.arraycopy(value, 0, bytesArray, used, n)
+      used += math.max(n, 0)
+      stamps(j) = ts
+      hashes(j) = hash
+      flags(j) = (if (inCommitted) InCommitted else 0).toByte
+      count += 1
+      insertSlot(j)
+      cost += entryCost(j)
+      true
+    }
+  }
+
+  private def entryCost(i: Int): Long = keyLen(i) + math.max(valLen(i), 0) + HotCache.Overhead
+
+  /** Forgets every entry and gives the arrays back (a new version, or the task ended). */
+  def clear(): Unit = {
+    bytesArray = new Array[Byte](InitialData)
+    used = 0
+    keyOff = new Array[Int](InitialEntries)
+    keyLen = new Array[Int](InitialEntries)
+    valOff = new Array[Int](InitialEntries)
+    valLen = new Array[Int](InitialEntries)
+    valCap = new Array[Int](InitialEntries)
+    stamps = new Array[Long](InitialEntries)
+    hashes = new Array[Int](InitialEntries)
+    flags = new Array[Byte](InitialEntries)
+    table = new Array[Int](InitialEntries * 2)
+    count = 0
+    cost = 0L
+  }
+
+  private def insertSlot(i: Int): Unit = {
+    val mask = table.length - 1
+    var slot = hashes(i) & mask
+    while (table(slot) != 0) slot = (slot + 1) & mask
+    table(slot) = i + 1
+  }
+
+  /** Room for `n` more bytes of keys and values, within the bound. */
+  private def ensureData(n: Int): Boolean = (used.toLong + n <= bytesArray.length) || {
+    val needed = used.toLong + n
+    val fixed = footprint(0, keyOff.length, table.length)
+    val grown = math.min(math.max(needed, bytesArray.length * 2L), math.min(limitBytes - fixed, MaxData))
+    grown >= needed && {
+      bytesArray = java.util.Arrays.copyOf(bytesArray, grown.toInt)
+      true
+    }
+  }
+
+  /** Room for one more entry (and its table slot), within the bound. */
+  private def ensureEntries(): Boolean = (count < keyOff.length) || {
+    val cap = keyOff.length * 2
+    footprint(bytesArray.length, cap, slotsFor(cap)) <= limitBytes && {
+      keyOff = java.util.Arrays.copyOf(keyOff, cap)
+      keyLen = java.util.Arrays.copyOf(keyLen, cap)
+      valOff = java.util.Arrays.copyOf(valOff, cap)
+      valLen = java.util.Arrays.copyOf(valLen, cap)
+      valCap = java.util.Arrays.copyOf(valCap, cap)
+      stamps = java.util.Arrays.copyOf(stamps, cap)
+      hashes = java.util.Arrays.copyOf(hashes, cap)
+      flags = java.util.Arrays.copyOf(flags, cap)
+      table = new Array[Int](slotsFor(cap))
+      var i = 0
+      while (i < count) { insertSlot(i); i += 1 }
+      true
+    }
+  }
+}
+
+object TaskRecord {
+  private val InitialData = 4096
+  private val InitialEntries = 64
+  private val MaxData = Int.MaxValue - 16L
+  private val InCommitted = 1
+  private val Dropped = 2
+  /** Bytes of the per-entry arrays per entry: five ints, a long, an int hash, a flag byte. */
+  private val PerEntry = 5 * 4 + 8 + 4 + 1
+
+  /** Table slots for `entries` entries: a power of two, at least twice as many. */
+  private def slotsFor(entries: Long): Int = {
+    var n = 2
+    while (n < entries * 2 && n < (1 << 30)) n *= 2
+    n
+  }
+
+  private def footprint(dataBytes: Long, entries: Long, slots: Long): Long = dataBytes + entries * PerEntry + slots * 4
+
+  /** A task's bound: 32 MiB, or 1/64 of the JVM's maximum heap if that is less (two tasks per
+   *  core may hold one each while the cross-batch cache learns the previous ones). */
+  def defaultLimit: Long = math.min(32L << 20, Runtime.getRuntime.maxMemory / 64)
+}
