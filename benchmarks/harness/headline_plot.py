@@ -1,8 +1,8 @@
 """One PNG of the current headline figures, drawn from committed result files only.
 
-Throughput (`spark_side_by_side`, the median of three runs), restore in a fresh JVM
-(`restore_rerun`, three repeats in alternating order) and the median batch while the state
-grows (`growth`), Spark's RocksDB provider against ttlstate with TTL on. The README and
+Throughput (`spark_side_by_side`, the median of three runs), and the restore in a fresh JVM
+and the median batch while the state grows to 5M keys (`growth`, medians of three rounds in
+alternating order), Spark's RocksDB provider against ttlstate with TTL on. The README and
 docs/performance.md show it, with the same numbers in their text:
 
     python -m benchmarks.harness.headline_plot            # the defaults below -> docs/img/headline.png
@@ -18,10 +18,7 @@ from typing import Any
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 DEFAULTS = {
     "side_by_side": RESULTS / "2026-11-24-side-by-side-three-runs.json",
-    "restore_3m": RESULTS / "2026-11-24-restore-rerun-3m.json",
-    "restore_6m": RESULTS / "2026-11-24-restore-rerun-6m.json",
-    "growth_3m": RESULTS / "2026-11-24-growth-restore.json",
-    "growth_6m": RESULTS / "2026-11-24-growth-restore-6m.json",
+    "growth": RESULTS / "2026-11-24-growth-sst-5m.json",
 }
 OUT = Path(__file__).resolve().parents[2] / "docs" / "img" / "headline.png"
 SPARK, TTLSTATE = "Spark RocksDB", "ttlstate (TTL on)"
@@ -48,13 +45,9 @@ def figures(paths: dict[str, Path]) -> dict[str, dict[str, tuple[float, float]]]
     out: dict[str, dict[str, tuple[float, float]]] = {"throughput": {}, "restore": {}, "batch": {}}
     for workload in ("aggregation", "dropDuplicates"):
         out["throughput"][workload] = median_run(_load(paths["side_by_side"]), workload)
-    for size in ("3m", "6m"):
-        restore = _load(paths[f"restore_{size}"])["summary"]
-        med = {s["variant"]: s["median_restore_ms"] / 1000 for s in restore}
-        out["restore"][size.upper() + " keys"] = (med["rocksdb"], med["ttlstate"])
-        growth = _load(paths[f"growth_{size}"])["summary"]
-        batch = {s["variant"]: s["median_batch_ms"] / 1000 for s in growth}
-        out["batch"][size.upper() + " keys"] = (batch["rocksdb"], batch["ttlstate"])
+    growth = {s["variant"]: s for s in _load(paths["growth"])["summary"]}
+    for panel, field in (("restore", "restore_ms"), ("batch", "median_batch_ms")):
+        out[panel]["5M keys"] = (growth["rocksdb"][field] / 1000, growth["ttlstate"][field] / 1000)
     return out
 
 
@@ -66,7 +59,7 @@ def plot(paths: dict[str, Path], out: Path) -> dict[str, dict[str, tuple[float, 
 
     figs = figures(paths)
     panels = (("throughput", "throughput, 1M rows over 200k keys\n(k rows/s, higher is better)"),
-              ("restore", "restore in a fresh JVM, median of 3\n(seconds, lower is better)"),
+              ("restore", "restore in a fresh JVM, median of 3 rounds\n(seconds, lower is better)"),
               ("batch", "median batch while growing by 500k keys\n(seconds, lower is better)"))
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
     for ax, (name, title) in zip(axes, panels, strict=True):
