@@ -100,7 +100,8 @@ def _run_logged(cmd: list[str], cwd: str, log: str) -> None:
 def _built(tree: str) -> str | None:
     """The Python a complete earlier build of tree was made with, or None."""
     stamp = os.path.join(tree, STAMP)
-    natives = glob.glob(os.path.join(tree, "python", "ttlstate", "_native*.so"))
+    # the pybind11 extension of older trees (_native*.so) or the C ABI library (libttlstate_native.so)
+    natives = glob.glob(os.path.join(tree, "python", "ttlstate", "*native*.so"))
     if not (os.path.exists(stamp) and natives and os.path.exists(os.path.join(tree, JAR))):
         return None
     with open(stamp) as f:
