@@ -578,7 +578,9 @@ class StoreProvider:
     def _replay_changelog(self, name: str, local: str, header: RecordFileHeader, version: int,
                           keys_after: int | None = None) -> None:
         """`keys_after`: the number of keys once it is applied, when the next changelog (which
-        continues it) recorded it; then no lookups count them."""
+        continues it) recorded it; then no lookups count them. (With the compaction filter that
+        is the writer's count: entries its filter had removed may still be here, expired and
+        never read, until this DB's filter removes them and the store recounts.)"""
         try:
             delta = self.plane.replay_changelog(self.engine, local, header, self._collecting,
                                                 count_keys=keys_after is None)

@@ -83,7 +83,7 @@ class SstSnapshots:
                 path = os.path.join(prepared.directory, local)
                 known = SstFile(local, sst_file_name(prepared.token, local), os.path.getsize(path),
                                 file_crc32(path))
-                self._files.publish(path, known.name)
+                self._files.upload(path, known.name)
             files.append(known)
         small = []
         for local in prepared.small:

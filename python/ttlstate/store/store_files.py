@@ -91,6 +91,14 @@ class StoreFiles:
         if self._listed is not None:
             self._listed.add(name)
 
+    def upload(self, local: str, name: str) -> None:
+        """`publish` without holding the store: the cached listing (which the store's lock guards)
+        is left alone, so only for files no restore plan lists (SST files; retention lists afresh)."""
+        try:
+            self.location.publish(local, name)
+        finally:
+            os.unlink(local)
+
     def delete(self, doomed: list[str]) -> None:
         self.location.delete(doomed)
         if self._listed is not None:
