@@ -317,3 +317,21 @@ def test_a_replay_counts_keys_from_the_next_changelog_and_exactly(make, layout, 
     assert len(_state(fresh, 4)) == want == fresh.num_keys == fresh.engine.count_keys()
     # (a record snapshot is built in one pass with the changelogs after it: no replay at all)
     assert counted == ([False, False, True] if layout is SnapshotLayout.SST else [])
+
+
+def test_a_shared_file_deleted_meanwhile_is_uploaded_again(make) -> None:  # noqa: ANN001
+    """Another writer's retention may delete a file this DB still holds once no snapshot names
+    it: the next snapshot uploads it again rather than name a file that is not there."""
+    p = make()
+    _batch(p, 0, range(0, 1000))
+    p.write_snapshot()
+    shared = sorted(_manifest(p, 1).names)[0]
+    os.unlink(os.path.join(p.checkpoint.directory, names.snapshot_name(1)))
+    os.unlink(os.path.join(p.checkpoint.directory, shared))
+    _batch(p, 1, range(1000, 1100))
+    p.write_snapshot()
+    assert shared in _manifest(p, 2).names and shared in _ssts(p)
+    for f in os.listdir(p.checkpoint.directory):
+        if f.endswith(".changelog"):
+            os.unlink(os.path.join(p.checkpoint.directory, f))
+    assert len(_state(make(), 2)) == 1100  # from the snapshot's files alone

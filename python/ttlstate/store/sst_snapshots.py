@@ -77,12 +77,15 @@ class SstSnapshots:
         """Uploads the SST files the checkpoint does not hold yet (without holding the store);
         returns the manifest naming them all."""
         files: list[SstFile] = []
+        # A file uploaded before may have been deleted since (another writer's retention, once no
+        # snapshot named it): a manifest must never name a file that is not there.
+        present = set(self._files.location.list_files()) if prepared.known else set()
         for local in prepared.ssts:
             known = prepared.known.get(local)
-            if known is None:
+            if known is None or known.name not in present:
                 path = os.path.join(prepared.directory, local)
-                known = SstFile(local, sst_file_name(prepared.token, local), os.path.getsize(path),
-                                file_crc32(path))
+                name = known.name if known is not None else sst_file_name(prepared.token, local)
+                known = SstFile(local, name, os.path.getsize(path), file_crc32(path))
                 self._files.upload(path, known.name)
             files.append(known)
         small = []
