@@ -156,13 +156,20 @@ def test_sst_files_no_snapshot_names_go_after_the_grace_period_only(make) -> Non
         assert len(_state(make(), v)) == v * 2000
 
 
+def _snapshot_losing_a_file(p: StoreProvider, versions: int, per: int) -> str:
+    """`versions` batches of `per` new keys, a snapshot of the last, then one of its SST files
+    deleted; returns that file's name."""
+    for v in range(versions):
+        _batch(p, v, range(v * per, (v + 1) * per))
+    p.write_snapshot()
+    victim = sorted(_manifest(p, versions).names)[0]
+    os.unlink(os.path.join(p.checkpoint.directory, victim))
+    return victim
+
+
 def test_a_snapshot_whose_files_are_gone_is_passed_over(make, caplog) -> None:  # noqa: ANN001
     p = make()
-    for v in range(3):
-        _batch(p, v, range(v * 1000, (v + 1) * 1000))
-    p.write_snapshot()
-    victim = sorted(_manifest(p, 3).names)[0]
-    os.unlink(os.path.join(p.checkpoint.directory, victim))
+    victim = _snapshot_losing_a_file(p, 3, 1000)
     with caplog.at_level(logging.WARNING):
         assert len(_state(make(), 3)) == 3000  # from the changelogs instead
     assert victim in caplog.text and "older base" in caplog.text
@@ -278,12 +285,7 @@ def test_inspect_counts_sst_files_and_names_a_missing_one(tmp_path) -> None:  # 
 
 def test_a_snapshot_asked_for_by_name_with_files_gone_fails_naming_them(make) -> None:  # noqa: ANN001
     """The state data source's snapshotStartBatchId: no other base will do."""
-    p = make()
-    for v in range(2):
-        _batch(p, v, range(v * 100, (v + 1) * 100))
-    p.write_snapshot()
-    victim = sorted(_manifest(p, 2).names)[0]
-    os.unlink(os.path.join(p.checkpoint.directory, victim))
+    victim = _snapshot_losing_a_file(make(), 2, 100)
     with pytest.raises(CheckpointError, match=victim + ", which is missing"):
         make().get_store(2, from_snapshot=2)
 

@@ -743,13 +743,20 @@ class StoreProvider:
         finally:
             view.close()
         with self._lock:
-            if self.lineage != loaded or self._closed:
-                os.unlink(local)
-                log.info("ttlstate store %s: snapshot of version %d not published: the local "
-                         "state was reloaded while it was being written", self.store_id, version)
+            if not self._still_loaded(loaded, local, version, "it was being written"):
                 return None
             self._publish_snapshot(local, name, dropped_n, started)
         return name
+
+    def _still_loaded(self, loaded: int, local: str, version: int, while_: str) -> bool:
+        """Whether the local DB a snapshot was taken of is still the loaded one (the store held);
+        if not, the snapshot's file is dropped unpublished."""
+        if self.lineage == loaded and not self._closed:
+            return True
+        os.unlink(local)
+        log.info("ttlstate store %s: snapshot of version %d not published: the local state was "
+                 "reloaded while %s", self.store_id, version, while_)
+        return False
 
     def _snapshot_layout(self) -> SnapshotLayout:
         """SST files where the engine can checkpoint and the config does not say records.
@@ -791,10 +798,7 @@ class StoreProvider:
         finally:
             shutil.rmtree(prepared.directory, ignore_errors=True)
         with self._lock:
-            if self.lineage != loaded or self._closed:
-                os.unlink(local)
-                log.info("ttlstate store %s: snapshot of version %d not published: the local "
-                         "state was reloaded while its files were uploaded", self.store_id, version)
+            if not self._still_loaded(loaded, local, version, "its files were uploaded"):
                 return None
             self._publish_snapshot(local, name, 0, started)
             self.sst.published(name, prepared, manifest)
