@@ -433,6 +433,14 @@ ttl_status ttl_txn_apply(ttl_txn* t, const char* sst_path, int end, int64_t* key
   return Guard([&] { *key_change = t->txn->Apply(sst_path, end != 0); });
 }
 
+ttl_status ttl_txn_known_delta(ttl_txn* t, int* known, int64_t* key_change) {
+  return Guard([&] {
+    const auto delta = t->txn->KnownDelta();
+    *known = delta ? 1 : 0;
+    *key_change = delta.value_or(0);
+  });
+}
+
 ttl_status ttl_txn_end(ttl_txn* t, const char* state) { return Guard([&] { t->txn->End(EndState(state)); }); }
 
 ttl_status ttl_txn_state(ttl_txn* t, const char** data, size_t* size) {

@@ -50,16 +50,73 @@ FileHandle& FileHandle::operator=(FileHandle&& other) noexcept {
   return *this;
 }
 
-void RecordFileWriter::CctxDeleter::operator()(void* p) const { ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(p)); }
+void RecordEncoder::CctxDeleter::operator()(void* p) const { ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(p)); }
 void RecordFileReader::DctxDeleter::operator()(void* p) const { ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(p)); }
+
+RecordEncoder::RecordEncoder(int zstd_level, size_t chunk) : cctx_(ZSTD_createCCtx()), chunk_(chunk) {
+  if (!cctx_) throw std::runtime_error("cannot allocate a zstd context");
+  ZSTD_CCtx_setParameter(static_cast<ZSTD_CCtx*>(cctx_.get()), ZSTD_c_compressionLevel, zstd_level);
+  pending_.reserve(chunk_ + 4096);
+}
+
+void RecordEncoder::AppendRecordHead(uint8_t op, std::string_view key) {
+  if (ended_) throw std::logic_error("record encoder: a record added after the end");
+  pending_.push_back(static_cast<char>(op));
+  big_endian::Append<uint32_t>(&pending_, static_cast<uint32_t>(key.size()));
+  pending_.append(key.data(), key.size());
+}
+
+void RecordEncoder::Put(std::string_view key, std::string_view value) {
+  AppendRecordHead(kRecordPut, key);
+  big_endian::Append<uint32_t>(&pending_, static_cast<uint32_t>(value.size()));
+  pending_.append(value.data(), value.size());
+  ++count_;
+  if (pending_.size() >= chunk_) Compress(false);
+}
+
+void RecordEncoder::Delete(std::string_view key) {
+  AppendRecordHead(kRecordDelete, key);
+  ++count_;
+  if (pending_.size() >= chunk_) Compress(false);
+}
+
+void RecordEncoder::End() {
+  if (ended_) return;
+  Compress(true);
+  ended_ = true;
+  pending_ = std::string();  // the buffer is not needed any more
+}
+
+void RecordEncoder::Compress(bool end) {
+  auto* cctx = static_cast<ZSTD_CCtx*>(cctx_.get());
+  ZSTD_inBuffer in{pending_.data(), pending_.size(), 0};
+  while (true) {
+    const size_t at = out_.size();
+    out_.resize(at + ZSTD_CStreamOutSize());
+    ZSTD_outBuffer out{out_.data() + at, ZSTD_CStreamOutSize(), 0};
+    const size_t left = ZSTD_compressStream2(cctx, &out, &in, end ? ZSTD_e_end : ZSTD_e_continue);
+    if (ZSTD_isError(left)) throw std::runtime_error(std::string("zstd: ") + ZSTD_getErrorName(left));
+    out_.resize(at + out.pos);
+    if (end ? left == 0 : in.pos == in.size) break;
+  }
+  pending_.clear();
+}
 
 RecordFileWriter::RecordFileWriter(const std::string& path, char kind, std::string_view header_json,
                                    int zstd_level)
-    : path_(path), cctx_(ZSTD_createCCtx()) {
-  if (!cctx_) Fail(path, "cannot allocate a zstd context");
-  ZSTD_CCtx_setParameter(static_cast<ZSTD_CCtx*>(cctx_.get()), ZSTD_c_compressionLevel, zstd_level);
-  file_ = FileHandle(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (file_.get() < 0) Fail(path, std::string("cannot create: ") + std::strerror(errno));
+    : path_(path), body_(zstd_level, kChunk) {
+  WriteHead(kind, header_json);
+}
+
+RecordFileWriter::RecordFileWriter(const std::string& path, char kind, std::string_view header_json,
+                                   RecordEncoder body)
+    : path_(path), body_(std::move(body)) {
+  WriteHead(kind, header_json);
+}
+
+void RecordFileWriter::WriteHead(char kind, std::string_view header_json) {
+  file_ = FileHandle(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (file_.get() < 0) Fail(path_, std::string("cannot create: ") + std::strerror(errno));
   std::string head(kMagic, 8);
   head.push_back(kind);
   big_endian::Append<uint16_t>(&head, kRecordFormatVersion);
@@ -67,7 +124,6 @@ RecordFileWriter::RecordFileWriter(const std::string& path, char kind, std::stri
   head.append(header_json.data(), header_json.size());
   WriteRaw(head.data(), head.size());
   body_start_ = size_;
-  pending_.reserve(kChunk + 4096);
 }
 
 RecordFileWriter::~RecordFileWriter() {
@@ -86,44 +142,31 @@ void RecordFileWriter::WriteRaw(const char* data, size_t n) {
   }
 }
 
-void RecordFileWriter::AppendRecordHead(uint8_t op, std::string_view key) {
-  pending_.push_back(static_cast<char>(op));
-  big_endian::Append<uint32_t>(&pending_, static_cast<uint32_t>(key.size()));
-  pending_.append(key.data(), key.size());
+void RecordFileWriter::Drain() {
+  std::string& out = body_.compressed();
+  WriteRaw(out.data(), out.size());
+  out.clear();
 }
 
 void RecordFileWriter::Put(std::string_view key, std::string_view value) {
-  AppendRecordHead(kRecordPut, key);
-  big_endian::Append<uint32_t>(&pending_, static_cast<uint32_t>(value.size()));
-  pending_.append(value.data(), value.size());
-  ++count_;
-  if (pending_.size() >= kChunk) CompressPending(false);
+  body_.Put(key, value);
+  if (!body_.compressed().empty()) Drain();
 }
 
 void RecordFileWriter::Delete(std::string_view key) {
-  AppendRecordHead(kRecordDelete, key);
-  ++count_;
-  if (pending_.size() >= kChunk) CompressPending(false);
-}
-
-void RecordFileWriter::CompressPending(bool end) {
-  auto* cctx = static_cast<ZSTD_CCtx*>(cctx_.get());
-  ZSTD_inBuffer in{pending_.data(), pending_.size(), 0};
-  out_.resize(ZSTD_CStreamOutSize());
-  while (true) {
-    ZSTD_outBuffer out{out_.data(), out_.size(), 0};
-    const size_t left = ZSTD_compressStream2(cctx, &out, &in, end ? ZSTD_e_end : ZSTD_e_continue);
-    if (ZSTD_isError(left)) Fail(path_, std::string("zstd: ") + ZSTD_getErrorName(left));
-    WriteRaw(out_.data(), out.pos);
-    if (end ? left == 0 : in.pos == in.size) break;
-  }
-  pending_.clear();
+  body_.Delete(key);
+  if (!body_.compressed().empty()) Drain();
 }
 
 uint64_t RecordFileWriter::Finish() {
-  CompressPending(true);
+  try {
+    body_.End();
+  } catch (const std::runtime_error& e) {
+    Fail(path_, e.what());
+  }
+  Drain();
   std::string footer(kFooterMagic, 8);
-  big_endian::Append<uint64_t>(&footer, count_);
+  big_endian::Append<uint64_t>(&footer, body_.count());
   big_endian::Append<uint64_t>(&footer, size_ - body_start_);
   const auto crc = static_cast<uint32_t>(
       ::crc32(crc_, reinterpret_cast<const Bytef*>(footer.data()), static_cast<uInt>(footer.size())));
@@ -132,7 +175,7 @@ uint64_t RecordFileWriter::Finish() {
   if (::fsync(file_.get()) != 0) Fail(path_, std::string("fsync failed: ") + std::strerror(errno));
   file_ = FileHandle();
   finished_ = true;
-  return count_;
+  return body_.count();
 }
 
 RecordFileReader::RecordFileReader(const std::string& path) : path_(path), dctx_(ZSTD_createDCtx()) {

@@ -10,6 +10,13 @@
 #include "ttlstate/ttl_value.h"
 
 namespace ttlstate {
+namespace {
+
+// What a transaction buffers before compressing its changelog: small, since every open
+// writable transaction holds one.
+constexpr size_t kChangelogEncodeChunk = 64 * 1024;
+
+}  // namespace
 
 Txn::Txn(std::shared_ptr<DbCore> core, std::string store_label, int64_t version, int64_t now, bool writable,
          TtlRules rules, std::shared_ptr<CleanupCursor> cursor)
@@ -48,6 +55,7 @@ void Txn::End(const char* state) {
     }
     arena_.Clear();
     written_ = 0;
+    changelog_.reset();
   }
 }
 
@@ -70,7 +78,17 @@ Txn::Pending& Txn::Entry(std::string_view key) {
 
 void Txn::WritePending(std::string_view key, Op op, std::string_view stored) {
   Pending& p = Entry(key);
-  if (p.op == Op::kNone) ++written_;
+  if (p.op == Op::kNone) {
+    ++written_;
+    if (!rewritten_) {
+      if (!changelog_) changelog_.emplace(kChangelogZstdLevel, kChangelogEncodeChunk);
+      if (op == Op::kPut) changelog_->Put(key, stored);
+      else changelog_->Delete(key);
+    }
+  } else if (!rewritten_) {
+    rewritten_ = true;
+    changelog_.reset();
+  }
   counters_.pending_bytes += static_cast<int64_t>(key.size() + stored.size());
   p.op = op;
   p.stored = stored.data();
@@ -238,6 +256,12 @@ const Txn::SortedPending& Txn::WritesInKeyOrder() {
 
 uint64_t Txn::WriteChangelog(const std::string& path, const std::string& header_json) {
   CheckWritable();
+  if (changelog_) {
+    RecordEncoder body = std::move(*changelog_);
+    changelog_.reset();  // a second attempt (after a failed write) encodes from the pending writes
+    RecordFileWriter out(path, kKindChangelog, header_json, std::move(body));
+    return out.Finish();
+  }
   // In key order (a changelog holds each key once, so the order carries no meaning): the same
   // order Apply needs, computed once, and one that compresses a little better.
   RecordFileWriter out(path, kKindChangelog, header_json, kChangelogZstdLevel);
@@ -254,6 +278,18 @@ uint64_t Txn::WriteChangelog(const std::string& path, const std::string& header_
     else if (p->op == Op::kDelete) out.Delete(key);
   }
   return out.Finish();
+}
+
+std::optional<int64_t> Txn::KnownDelta() const {
+  CheckWritable();
+  int64_t delta = 0;
+  for (const auto& [key, p] : pending_) {
+    if (p.op == Op::kNone) continue;
+    if (p.in_db < 0) return std::nullopt;
+    if (p.op == Op::kPut && p.in_db == 0) ++delta;
+    if (p.op == Op::kDelete && p.in_db == 1) --delta;
+  }
+  return delta;
 }
 
 int64_t Txn::Apply(const std::string& sst_path, bool end) {

@@ -260,6 +260,13 @@ class Txn(_Handle):
         lib.ttl_txn_apply(self._h, text(sst_path), int(end), byref(out))
         return out.value
 
+    def known_delta(self) -> int | None:
+        """The change in keys `apply` will return, when no written key needs a lookup to know
+        it; None otherwise. Safe while `apply` runs on another thread."""
+        known, out = c_int(), c_int64()
+        lib.ttl_txn_known_delta(self._h, byref(known), byref(out))
+        return out.value if known.value else None
+
     def end(self, state: str) -> None:
         lib.ttl_txn_end(self._h, text(state))
 

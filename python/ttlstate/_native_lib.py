@@ -121,6 +121,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "ttl_txn_incremental_step": ("status", [P]),
     "ttl_txn_write_changelog": ("status", [P, c_char_p, c_char_p, POINTER(c_uint64)]),
     "ttl_txn_apply": ("status", [P, c_char_p, c_int, POINTER(c_int64)]),
+    "ttl_txn_known_delta": ("status", [P, POINTER(c_int), POINTER(c_int64)]),
     "ttl_txn_end": ("status", [P, c_char_p]),
     "ttl_txn_state": ("status", [P, BUF, SIZE]),
     "ttl_txn_field_of": (c_int64, [P, c_int]),

@@ -113,6 +113,8 @@ TTL_API ttl_status ttl_txn_write_changelog(ttl_txn* t, const char* path, const c
 // end: 0 leaves the transaction open (its pending writes readable by a concurrent
 // ttl_txn_write_changelog) until ttl_txn_end(t, "committed").
 TTL_API ttl_status ttl_txn_apply(ttl_txn* t, const char* sst_path, int end, int64_t* key_change);
+// *known = 1 and *key_change set when the change in keys is known without the apply's lookups.
+TTL_API ttl_status ttl_txn_known_delta(ttl_txn* t, int* known, int64_t* key_change);
 TTL_API ttl_status ttl_txn_end(ttl_txn* t, const char* state);
 TTL_API ttl_status ttl_txn_state(ttl_txn* t, const char** data, size_t* size);
 TTL_API int64_t ttl_txn_field_of(const ttl_txn* t, ttl_txn_field field);

@@ -40,10 +40,44 @@ class FileHandle {
   int fd_ = -1;
 };
 
+// Records compressed into memory as they are added: the body of a record file. A file writer
+// drains it as it grows; a transaction encodes its changelog here while the batch's writes
+// arrive, so the commit only closes it.
+class RecordEncoder {
+ public:
+  explicit RecordEncoder(int zstd_level, size_t chunk = size_t{1} << 20);
+  RecordEncoder(RecordEncoder&&) noexcept = default;
+  RecordEncoder& operator=(RecordEncoder&&) noexcept = default;
+  RecordEncoder(const RecordEncoder&) = delete;
+  RecordEncoder& operator=(const RecordEncoder&) = delete;
+
+  void Put(std::string_view key, std::string_view value);
+  void Delete(std::string_view key);
+  // Compresses what is buffered and closes the zstd frame; nothing may be added after.
+  void End();
+  // The compressed bytes produced so far (all of the body once ended); the owner may drain it.
+  std::string& compressed() { return out_; }
+  uint64_t count() const { return count_; }
+
+ private:
+  void AppendRecordHead(uint8_t op, std::string_view key);
+  void Compress(bool end);
+
+  struct CctxDeleter { void operator()(void* p) const; };
+  std::unique_ptr<void, CctxDeleter> cctx_;
+  size_t chunk_;
+  std::string pending_;  // uncompressed records not yet handed to zstd
+  std::string out_;
+  uint64_t count_ = 0;
+  bool ended_ = false;
+};
+
 class RecordFileWriter {
  public:
   RecordFileWriter(const std::string& path, char kind, std::string_view header_json,
                    int zstd_level = kSnapshotZstdLevel);
+  // A file whose body was encoded beforehand (ended here if it is not yet).
+  RecordFileWriter(const std::string& path, char kind, std::string_view header_json, RecordEncoder body);
   ~RecordFileWriter();
   RecordFileWriter(const RecordFileWriter&) = delete;
   RecordFileWriter& operator=(const RecordFileWriter&) = delete;
@@ -54,20 +88,16 @@ class RecordFileWriter {
   uint64_t Finish();
 
  private:
-  void AppendRecordHead(uint8_t op, std::string_view key);
-  void CompressPending(bool end);
+  void WriteHead(char kind, std::string_view header_json);
+  void Drain();  // writes the encoder's compressed bytes out
   void WriteRaw(const char* data, size_t n);
 
   std::string path_;
   FileHandle file_;
-  struct CctxDeleter { void operator()(void* p) const; };
-  std::unique_ptr<void, CctxDeleter> cctx_;
-  std::string pending_;   // uncompressed records not yet handed to zstd
-  std::string out_;       // compressed bytes not yet written
+  RecordEncoder body_;
   uint32_t crc_ = 0;
   uint64_t size_ = 0;
   uint64_t body_start_ = 0;
-  uint64_t count_ = 0;
   bool finished_ = false;
 };
 

@@ -18,6 +18,7 @@
 
 #include "ttlstate/arena.h"
 #include "ttlstate/db.h"
+#include "ttlstate/record_file.h"
 
 namespace ttlstate {
 
@@ -92,7 +93,8 @@ class Txn : public std::enable_shared_from_this<Txn> {
   void CheckOpen() const;      // throws StateError naming the store, version and state
   void CheckWritable() const;
   void IncrementalStep();  // checks the next `incremental_size` committed entries after the cursor
-  // Commit: the changelog of the pending writes, in key order; returns the record count.
+  // Commit: the changelog of the pending writes, each key once; returns the record count. It
+  // was encoded as the writes arrived unless a key was written twice: then in key order now.
   uint64_t WriteChangelog(const std::string& path, const std::string& header_json);
   // Commit: the pending writes applied atomically, in key order (a large batch as an SST file
   // written at `sst_path` and ingested, when given); returns the change in keys. `end`: the
@@ -100,6 +102,10 @@ class Txn : public std::enable_shared_from_this<Txn> {
   // is written, which may run on another thread at the same time as this: both only read the
   // pending writes, and the key order is computed once for both (the first to need it).
   int64_t Apply(const std::string& sst_path = "", bool end = true);
+  // The change in keys Apply will return, when the reads, the key filter or the cache already
+  // told whether each written key is in the committed DB; nothing when one needs a lookup.
+  // Safe beside a running Apply (both only read the pending writes).
+  std::optional<int64_t> KnownDelta() const;
   // Ends the transaction ("aborted", "released", "superseded" ...): later calls fail.
   void End(const char* state);
 
@@ -148,6 +154,10 @@ class Txn : public std::enable_shared_from_this<Txn> {
   Arena arena_;
   std::unordered_map<std::string_view, Pending> pending_;
   size_t written_ = 0;
+  // The changelog's body, encoded as the writes arrive; dropped once a key is written twice (a
+  // changelog holds each key once, so the commit then encodes it from the pending writes).
+  std::optional<RecordEncoder> changelog_;
+  bool rewritten_ = false;
   std::mutex sorted_mu_;
   SortedPending sorted_;
   size_t sorted_for_ = static_cast<size_t>(-1);  // written_ when sorted_ was computed

@@ -129,6 +129,8 @@ def commit(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> byt
     store = conn.version(handle)
     version = store.commit()
     conn.loaded.pop(handle, None)
+    if conn.native is not None:  # its batch may still be going into the local DB: no more requests
+        conn.native.unbind(handle)
     new_id, base_id = opened.provider.last_commit_ids
     return (metrics_payload(P.Writer().i64(version), store.metrics())
             .str(new_id or "").str(base_id or "").payload())

@@ -55,7 +55,14 @@ from ttlstate.errors import StoreStateError
 from ttlstate.faults import crash_point
 from ttlstate.store import metric_names as M
 from ttlstate.store import planes
-from ttlstate.store.planes.base import DataPlane, Fetched, KeyHashes, StoreMetrics, StoreVersion
+from ttlstate.store.planes.base import (
+    DataPlane,
+    Fetched,
+    KeyHashes,
+    PendingApply,
+    StoreMetrics,
+    StoreVersion,
+)
 from ttlstate.store.recorded_settings import recorded_ttl, settings_of, warn_if_changed
 from ttlstate.store.sst_snapshots import PreparedUpload, SstSnapshots
 from ttlstate.store.store_files import StoreFiles
@@ -125,6 +132,9 @@ class StoreProvider:
         # nothing.
         self._restored_key_hashes: KeyHashes | None = None
         self._collecting: KeyHashes | None = None  # while a restore runs
+        # The last commit's batch, still going into the local DB after the commit returned, and
+        # its version (see commit_store); waited for before anything uses the local DB again.
+        self._applying: tuple[PendingApply, int] | None = None
 
     # -- engine ---------------------------------------------------------------------------
     @property
@@ -183,6 +193,10 @@ class StoreProvider:
         self._batch_times[header.version] = header.batch_time_ms
 
     def _drop_local(self) -> None:
+        pending, self._applying = self._applying, None
+        if pending is not None and pending[0].abandon():
+            log.info("ttlstate store %s: the local DB is dropped while version %d was still being "
+                     "applied to it", self.store_id, pending[1])
         if self._engine is not None:
             try:
                 self._engine.close()
@@ -237,6 +251,7 @@ class StoreProvider:
         with self._lock:
             if self._closed:
                 raise StoreStateError(f"ttlstate store {self.store_id}: provider is closed")
+            self._settle()
             self._restored_key_hashes = None
             if self._engine is not None and not os.path.isdir(self._db_dir):
                 log.warning("ttlstate store %s: local state directory vanished; restoring "
@@ -592,6 +607,7 @@ class StoreProvider:
     # -- commit ---------------------------------------------------------------------------
     def commit_store(self, store: StoreVersion) -> int:
         with self._lock:
+            self._settle()
             if store.version != self._local_version:
                 raise StoreStateError(f"ttlstate store {self.store_id}: cannot commit version "
                                       f"{store.version + 1}; the local state moved to "
@@ -614,23 +630,30 @@ class StoreProvider:
                 store.incremental_step()
             # The native plane applies the batch to the local DB while the changelog is written
             # and uploaded (an upload is a round trip to the checkpoint's file system): the two
-            # are independent (both only read the batch's writes, in the key order computed
-            # once for both), so a failed changelog write or upload then discards the local DB,
-            # as a failed apply does. The store's lock, held throughout, keeps every other use
-            # of this transaction out meanwhile. A large batch is bulk-loaded through an SST
-            # file written in the staging directory. The portable plane applies after the
-            # upload, on this thread.
+            # are independent (both only read the batch's writes), so a failed changelog write
+            # or upload then discards the local DB, as a failed apply does. The store's lock,
+            # held throughout, keeps every other use of this transaction out meanwhile. A large
+            # batch is bulk-loaded through an SST file written in the staging directory. Once
+            # the changelog is published the version is committed: when the change in keys is
+            # known without the apply's lookups, the commit returns without waiting for the
+            # apply, and `_settle` waits for it before anything uses the local DB again. The
+            # portable plane applies after the upload, on this thread.
             applying = store.start_apply(local + ".sst")
             try:
                 store.write_changelog(local, header)
                 state_id = new_id or file_fingerprint(local)
                 crash_point("commit-before-upload")  # tests only; inert unless TTLSTATE_FAULTS is set
                 self._publish_changelog(local, name, new_version)
-                self.num_keys += applying.result()
+                delta = applying.known_delta()
+                if delta is None:
+                    delta = applying.result()
+                else:
+                    self._applying = (applying, new_version)
             except BaseException:
                 if applying.abandon():
                     self._drop_local()
                 raise
+            self.num_keys += delta
             base_id = None if self._state_format1 else self._state_id  # Spark's id of the base
             self.last_commit_ids = (new_id, base_id) if new_id else (None, None)
             self._local_version = new_version
@@ -640,13 +663,36 @@ class StoreProvider:
                 self._v2_lineage = tuple(v2_lineage)
             self._trusted_snapshots = {v for v in self._trusted_snapshots if v < new_version}
             self._batch_times[new_version] = store.now_ms
-            self._maybe_compact(new_version)
-            self._recount_if_filter_removed()
+            if self._applying is None:
+                self._applied(new_version)
             if self._empty_at is not None and self._empty_at == store.version and store.version > 0:
                 self.write_snapshot()
             self._empty_at = None
             self._unreported[M.COMMIT_TIME_MS.name] += int((time.monotonic() - started) * 1000)
             return new_version
+
+    def _settle(self) -> None:
+        """Waits for the last commit's apply if it is still running (see commit_store). One that
+        failed leaves the local DB unknown: it is dropped, and the next load rebuilds the version
+        from the checkpoint, which holds its changelog already."""
+        pending, self._applying = self._applying, None
+        if pending is None:
+            return
+        applying, version = pending
+        try:
+            applying.result()
+        except Exception as e:
+            log.warning("ttlstate store %s: applying committed version %d to the local DB failed "
+                        "(%s); the next load rebuilds it from the checkpoint", self.store_id,
+                        version, e)
+            self._drop_local()
+            return
+        self._applied(version)
+
+    def _applied(self, version: int) -> None:
+        """What follows a commit's apply: maintenance of the local DB that reads what it holds."""
+        self._maybe_compact(version)
+        self._recount_if_filter_removed()
 
     def _commit_lineage(self, version: int) -> list[tuple[int, str]]:
         """Format 2: the lineage a commit on `version` records, newest first, down to the first
@@ -686,6 +732,7 @@ class StoreProvider:
     def do_snapshot_maintenance(self) -> None:
         """Snapshot the loaded version when `snapshot_interval` versions passed since the last."""
         with self._lock:
+            self._settle()
             if self._closed or self._engine is None or self._local_version is None:
                 return
             version = self._local_version
@@ -705,6 +752,10 @@ class StoreProvider:
         """
         with self._lock:
             started = time.monotonic()
+            if self._applying is not None:
+                self._settle()
+                if self._local_version is None:
+                    return None  # the apply failed: the local DB was dropped (see _settle)
             version = self._local_version
             if version is None:
                 raise StoreStateError(f"ttlstate store {self.store_id}: no version is loaded")
@@ -866,6 +917,7 @@ class StoreProvider:
 
     def close(self) -> None:
         with self._lock:
+            self._settle()
             self._closed = True
             self._stamp += 1
             if self._plane is not None:

@@ -51,6 +51,11 @@ class PendingApply(Protocol):
     def result(self) -> int:
         """Waits; the change in the number of keys. Raises what the apply raised."""
 
+    def known_delta(self) -> int | None:
+        """The change in the number of keys, when it is known without waiting for the apply
+        (every written key's presence in the DB is known); None otherwise. Not None only where
+        the apply runs on its own thread, so the commit may return before it ends."""
+
     def abandon(self) -> bool:
         """The commit failed elsewhere: waits for the apply to end; True if the local DB may
         now hold part of the batch (it must then be dropped and reloaded)."""

@@ -123,13 +123,17 @@ class _PinnedView:
 
 class _BackgroundApply:
     """The batch goes into the local DB on its own thread (the call releases the GIL) while
-    the changelog is written and uploaded: the two are independent. `done` runs on the
-    committing thread once the apply succeeded and the caller is finished with the batch's
-    writes (it ends the transaction, which frees them)."""
+    the changelog is written and uploaded: the two are independent. When the change in keys
+    is `known` without it, the commit returns before the apply ends (the provider waits for it
+    before the local DB is used again). `done` runs on the thread that waits, once the apply
+    succeeded and the batch's writes are no longer needed (it ends the transaction, which frees
+    them)."""
 
-    def __init__(self, fn: Callable[[], int], done: Callable[[], None]) -> None:
+    def __init__(self, fn: Callable[[], int], done: Callable[[], None],
+                 known: Callable[[], int | None]) -> None:
         self._future: Future[int] = Future()
         self._done = done
+        self._known = known
 
         def run() -> None:
             try:
@@ -143,6 +147,9 @@ class _BackgroundApply:
         delta = int(self._future.result())
         self._done()
         return delta
+
+    def known_delta(self) -> int | None:
+        return self._known()
 
     def abandon(self) -> bool:
         if self._future.exception() is None:  # waits for the apply to end
@@ -242,7 +249,7 @@ class NativeVersion:
 
     def start_apply(self, sst_path: str) -> _BackgroundApply:
         return _BackgroundApply(lambda: self.txn.apply(sst_path, end=False),
-                                lambda: self.txn.end("committed"))
+                                lambda: self.txn.end("committed"), self.txn.known_delta)
 
     # -- metrics ---------------------------------------------------------------------------
     @property

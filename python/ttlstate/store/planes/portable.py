@@ -151,6 +151,9 @@ class _DeferredApply:
         self._started = True
         return self._apply()
 
+    def known_delta(self) -> int | None:
+        return None  # applied on the committing thread: the commit waits for it anyway
+
     def abandon(self) -> bool:
         return self._started
 
