@@ -147,7 +147,7 @@ def test_a_commit_returns_before_its_apply_only_when_every_key_count_is_known(ma
     for k in (b"a", b"b"):
         assert s.get(k) is None
         s.put(k, b"1")
-    assert s.commit() == 1
+    assert s.commit() == 1 and s.has_committed
     assert p._applying is not None and p.num_keys == 2
     s = p.get_store(1)  # waits for it
     assert p._applying is None

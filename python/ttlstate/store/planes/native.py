@@ -163,6 +163,7 @@ class NativeVersion:
         self.txn = txn
         self.version: int = txn.version
         self.now_ms: int = txn.now
+        self._committed = False  # the transaction ends "committed" only once its apply did
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -171,7 +172,7 @@ class NativeVersion:
 
     @property
     def has_committed(self) -> bool:
-        return self.txn.state == "committed"
+        return self._committed
 
     def make_writable(self) -> None:
         with _state_errors():
@@ -180,7 +181,9 @@ class NativeVersion:
     def commit(self) -> int:
         with _state_errors():
             self.txn.check_writable()
-        return self._p.commit_store(self)
+        version = self._p.commit_store(self)
+        self._committed = True
+        return version
 
     def abort(self) -> None:
         """Drop uncommitted writes. Idempotent; a no-op after commit or on a superseded handle."""
