@@ -66,11 +66,14 @@ TTL_EXPIRED_TOTAL = MetricName("ttlExpiredTotal", "sum",
                                ui="entries that left the state by TTL in this batch, all ways together")
 COMMIT_TIME_MS = MetricName("storeCommitTimeMs", "timing",
                             "time ttlstate spent committing versions durably (Spark's commitTimeMs "
-                            "includes it)", "part of `commitTimeMs`")
+                            "includes it): the changelog's close and upload, and the batch's apply "
+                            "to the local DB when the key count needs it (otherwise the next load "
+                            "waits for what is left of the apply)", "part of `commitTimeMs`")
 SNAPSHOT_TIME_MS = MetricName("storeSnapshotTimeMs", "timing", "time to write snapshots", "none")
 LOAD_LATENCY_MS = MetricName("rocksdbLoadLatencyMs", "timing",
                              "time to load the version: the state server's restore when it rebuilt its "
-                             "local DB from the checkpoint, and filling the Bloom filter",
+                             "local DB from the checkpoint, what was left of the last commit's apply "
+                             "to the local DB, and filling the Bloom filter",
                              "the same name and meaning")
 ENGINE_FALLBACK = MetricName("engineFallback", "sum",
                              "stores running on rocksdict because engine=auto found no native build",
