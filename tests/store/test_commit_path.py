@@ -218,3 +218,30 @@ def test_snapshot_and_close_wait_for_the_apply(make_provider, monkeypatch) -> No
     threading.Timer(0.2, gate.set).start()
     p.close()
     assert gate.is_set() and p._applying is None
+
+
+@_native_plane_only
+def test_abort_or_release_after_commit_leave_the_running_apply_alone(make_provider, monkeypatch) -> None:  # noqa: ANN001
+    """Ending a committed version is a no-op: its writes may still be going into the local DB."""
+    p = make_provider(snapshot_interval=1000)
+    gate = threading.Event()
+    real_apply = _native.Txn.apply
+
+    def gated_apply(self, *args: object, **kwargs: object) -> int:  # noqa: ANN001
+        gate.wait(10)
+        return real_apply(self, *args, **kwargs)
+
+    monkeypatch.setattr(_native.Txn, "apply", gated_apply)
+    s = p.get_store(0)
+    for i in range(6000):
+        assert s.get(b"k%05d" % i) is None
+        s.put(b"k%05d" % i, b"x")
+    assert s.commit() == 1
+    loaded = p.lineage
+    s.abort()
+    s.release()
+    gate.set()
+    s = p.get_store(1)
+    assert p.lineage == loaded  # the apply succeeded: no reload from the checkpoint
+    assert s.has_committed is False and sum(1 for _ in s.iterator()) == 6000
+    s.abort()

@@ -187,13 +187,19 @@ class NativeVersion:
 
     def abort(self) -> None:
         """Drop uncommitted writes. Idempotent; a no-op after commit or on a superseded handle."""
-        self.txn.end("aborted")
+        self._end("aborted")
 
     def release(self) -> None:
-        self.txn.end("released")
+        self._end("released")
 
     def supersede(self) -> None:
-        self.txn.end("superseded")
+        self._end("superseded")
+
+    def _end(self, state: str) -> None:
+        # Once committed, the batch's writes may still be going into the local DB on another
+        # thread: the provider ends the transaction when that is done, never anyone else.
+        if not self._committed:
+            self.txn.end(state)
 
     def advance_now(self, now_ms: int) -> int:
         self.now_ms = int(self.txn.advance_now(int(now_ms)))  # the transaction owns its now
