@@ -636,15 +636,18 @@ class StoreProvider:
             # batch is bulk-loaded through an SST file written in the staging directory. Once
             # the changelog is published the version is committed: when the change in keys is
             # known without the apply's lookups, the commit returns without waiting for the
-            # apply, and `_settle` waits for it before anything uses the local DB again. The
-            # portable plane applies after the upload, on this thread.
+            # apply, and `_settle` waits for it before anything uses the local DB again; unless
+            # the commit's metrics need the applied DB (a `compactEvery` compaction is due, or
+            # the compaction filter removed keys to recount). The portable plane applies after
+            # the upload, on this thread.
             applying = store.start_apply(local + ".sst")
             try:
                 store.write_changelog(local, header)
                 state_id = new_id or file_fingerprint(local)
                 crash_point("commit-before-upload")  # tests only; inert unless TTLSTATE_FAULTS is set
                 self._publish_changelog(local, name, new_version)
-                delta = applying.known_delta()
+                count_now = self._compaction_due(new_version) or self._filter_removed_uncounted()
+                delta = None if count_now else applying.known_delta()
                 if delta is None:
                     delta = applying.result()
                 else:
@@ -713,12 +716,18 @@ class StoreProvider:
         # mixing them in.
         crash_point("commit-after-upload")
 
+    def _compaction_due(self, version: int) -> bool:
+        cf = self.config.ttl.compaction_filter
+        return (self.config.ttl.enabled and cf is not None and cf.compact_every_commits > 0
+                and self.engine.has_compaction_filter and version % cf.compact_every_commits == 0)
+
     def _maybe_compact(self, version: int) -> None:
         """`compactEvery`: a full compaction runs the filter over everything, memtable included."""
-        cf = self.config.ttl.compaction_filter
-        if (self.config.ttl.enabled and cf is not None and cf.compact_every_commits > 0
-                and self.engine.has_compaction_filter and version % cf.compact_every_commits == 0):
+        if self._compaction_due(version):
             self.engine.compact()
+
+    def _filter_removed_uncounted(self) -> bool:
+        return self.engine.metrics().get("filter_removed", 0) != self._filter_removed_counted
 
     def _recount_if_filter_removed(self) -> None:
         """The compaction filter deletes behind our back; recount keys when it did."""
