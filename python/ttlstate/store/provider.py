@@ -194,9 +194,8 @@ class StoreProvider:
 
     def _drop_local(self) -> None:
         pending, self._applying = self._applying, None
-        if pending is not None and pending[0].abandon():
-            log.info("ttlstate store %s: the local DB is dropped while version %d was still being "
-                     "applied to it", self.store_id, pending[1])
+        if pending is not None:
+            pending[0].abandon()  # waits: the apply writes to the DB about to be closed
         if self._engine is not None:
             try:
                 self._engine.close()
