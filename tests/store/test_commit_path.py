@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import random
 import threading
+import time
 
 import pytest
 
@@ -149,6 +150,10 @@ def test_a_commit_returns_before_its_apply_only_when_every_key_count_is_known(ma
         s.put(k, b"1")
     assert s.commit() == 1 and s.has_committed
     assert p._applying is not None and p.num_keys == 2
+    deadline = time.monotonic() + 10
+    while s.txn.state != "committed" and time.monotonic() < deadline:  # the apply frees the batch
+        time.sleep(0.01)
+    assert s.txn.state == "committed" and p._applying is not None
     s = p.get_store(1)  # waits for it
     assert p._applying is None
     s.put(b"c", b"1")  # never read: the commit waits for the lookup

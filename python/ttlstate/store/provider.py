@@ -650,6 +650,7 @@ class StoreProvider:
                 if delta is None:
                     delta = applying.result()
                 else:
+                    applying.detach()
                     self._applying = (applying, new_version)
             except BaseException:
                 if applying.abandon():

@@ -56,6 +56,10 @@ class PendingApply(Protocol):
         (every written key's presence in the DB is known); None otherwise. Not None only where
         the apply runs on its own thread, so the commit may return before it ends."""
 
+    def detach(self) -> None:
+        """The commit returns before the apply ends (`known_delta` was not None) and is finished
+        with the batch's writes: they are freed as soon as the apply ends."""
+
     def abandon(self) -> bool:
         """The commit failed elsewhere: waits for the apply to end; True if the local DB may
         now hold part of the batch (it must then be dropped and reloaded)."""

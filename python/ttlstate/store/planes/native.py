@@ -125,21 +125,32 @@ class _BackgroundApply:
     """The batch goes into the local DB on its own thread (the call releases the GIL) while
     the changelog is written and uploaded: the two are independent. When the change in keys
     is `known` without it, the commit returns before the apply ends (the provider waits for it
-    before the local DB is used again). `done` runs on the thread that waits, once the apply
-    succeeded and the batch's writes are no longer needed (it ends the transaction, which frees
-    them)."""
+    before the local DB is used again). `done` ends the transaction, which frees the batch's
+    writes: once the apply succeeded and the committing thread is finished with them (`result`,
+    or `detach` for a commit that returns first: then as soon as the apply ends, on its own
+    thread, so a store does not hold its last batch until its next load). Ending is idempotent."""
 
     def __init__(self, fn: Callable[[], int], done: Callable[[], None],
                  known: Callable[[], int | None]) -> None:
         self._future: Future[int] = Future()
         self._done = done
         self._known = known
+        self._lock = threading.Lock()
+        self._applied = False
+        self._detached = False
 
         def run() -> None:
             try:
-                self._future.set_result(fn())
-            except BaseException as e:  # re-raised by result(), on the committing thread
+                delta = fn()
+            except BaseException as e:  # re-raised by result(), on the thread that waits
                 self._future.set_exception(e)
+                return
+            with self._lock:
+                self._applied = True
+                end_now = self._detached
+            if end_now:
+                self._done()
+            self._future.set_result(delta)
 
         threading.Thread(target=run, name="ttlstate-apply", daemon=True).start()
 
@@ -150,6 +161,13 @@ class _BackgroundApply:
 
     def known_delta(self) -> int | None:
         return self._known()
+
+    def detach(self) -> None:
+        with self._lock:
+            self._detached = True
+            end_now = self._applied
+        if end_now:
+            self._done()
 
     def abandon(self) -> bool:
         if self._future.exception() is None:  # waits for the apply to end

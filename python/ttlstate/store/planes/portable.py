@@ -154,6 +154,9 @@ class _DeferredApply:
     def known_delta(self) -> int | None:
         return None  # applied on the committing thread: the commit waits for it anyway
 
+    def detach(self) -> None:
+        raise AssertionError("a portable commit never returns before its apply")
+
     def abandon(self) -> bool:
         return self._started
 
