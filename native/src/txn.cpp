@@ -55,6 +55,8 @@ void Txn::End(const char* state) {
     }
     arena_.Clear();
     written_ = 0;
+    unknown_ = 0;
+    known_delta_ = 0;
     changelog_.reset();
   }
 }
@@ -90,7 +92,9 @@ void Txn::WritePending(std::string_view key, Op op, std::string_view stored) {
     changelog_.reset();
   }
   counters_.pending_bytes += static_cast<int64_t>(key.size() + stored.size());
+  Account(p, -1);
   p.op = op;
+  Account(p, +1);
   p.stored = stored.data();
   p.stored_size = static_cast<uint32_t>(stored.size());
 }
@@ -133,7 +137,7 @@ std::optional<std::string> Txn::ReadOne(std::string_view key, int64_t* ts) {
   }
   if (it != pending_.end() && it->second.in_db == 0) return std::nullopt;
   auto stored = DbGet(key);
-  if (writable_) Entry(key).in_db = stored ? 1 : 0;  // the commit then needs no read
+  if (writable_) SetInDb(Entry(key), stored ? 1 : 0);  // the commit then needs no read
   if (!stored) return std::nullopt;
   auto out = Visible(key, *stored, true, ts);
   if (!out && ts != nullptr) *ts = 0;
@@ -155,7 +159,7 @@ void Txn::RemoveIfExpired(std::string_view key) {
   if (stored && IsExpired(TtlTimestamp(*stored), rules_.ttl, now_)) {
     ++counters_.expired_on_read;
     WritePending(key, Op::kDelete, std::string_view());
-    Entry(key).in_db = 1;
+    SetInDb(Entry(key), 1);
   }
 }
 
@@ -180,7 +184,7 @@ void Txn::Put(std::string_view key, std::string_view value, Committed known) {
   WritePending(key, Op::kPut, arena_.CopyTtlValue(now_, value));
   if (known != Committed::kUnknown) {
     Pending& entry = Entry(key);
-    if (entry.in_db < 0) entry.in_db = static_cast<int8_t>(known);
+    if (entry.in_db < 0) SetInDb(entry, static_cast<int8_t>(known));
   }
 }
 
@@ -224,7 +228,7 @@ void Txn::IncrementalStep() {
     const bool written = p != pending_.end() && p->second.op != Op::kNone;
     if (!written && IsExpired(TtlTimestamp(std::string_view(v.data(), v.size())), rules_.ttl, now_)) {
       WritePending(*last, Op::kDelete, std::string_view());
-      Entry(*last).in_db = 1;
+      SetInDb(Entry(*last), 1);
       ++counters_.removed_incremental;
     }
     return checked < rules_.incremental_size;
@@ -280,16 +284,23 @@ uint64_t Txn::WriteChangelog(const std::string& path, const std::string& header_
   return out.Finish();
 }
 
+void Txn::Account(const Pending& p, int64_t sign) {
+  if (p.op == Op::kNone) return;
+  if (p.in_db < 0) unknown_ += sign;
+  else if (p.op == Op::kPut && p.in_db == 0) known_delta_ += sign;
+  else if (p.op == Op::kDelete && p.in_db == 1) known_delta_ -= sign;
+}
+
+void Txn::SetInDb(Pending& p, int8_t in_db) {
+  Account(p, -1);
+  p.in_db = in_db;
+  Account(p, +1);
+}
+
 std::optional<int64_t> Txn::KnownDelta() const {
   CheckWritable();
-  int64_t delta = 0;
-  for (const auto& [key, p] : pending_) {
-    if (p.op == Op::kNone) continue;
-    if (p.in_db < 0) return std::nullopt;
-    if (p.op == Op::kPut && p.in_db == 0) ++delta;
-    if (p.op == Op::kDelete && p.in_db == 1) --delta;
-  }
-  return delta;
+  if (unknown_ > 0) return std::nullopt;
+  return known_delta_;
 }
 
 int64_t Txn::Apply(const std::string& sst_path, bool end) {

@@ -104,7 +104,7 @@ class Txn : public std::enable_shared_from_this<Txn> {
   int64_t Apply(const std::string& sst_path = "", bool end = true);
   // The change in keys Apply will return, when the reads, the key filter or the cache already
   // told whether each written key is in the committed DB; nothing when one needs a lookup.
-  // Safe beside a running Apply (both only read the pending writes).
+  // Kept as the writes arrive, so it costs nothing at commit.
   std::optional<int64_t> KnownDelta() const;
   // Ends the transaction ("aborted", "released", "superseded" ...): later calls fail.
   void End(const char* state);
@@ -136,6 +136,10 @@ class Txn : public std::enable_shared_from_this<Txn> {
   Pending& Entry(std::string_view key);  // finds or inserts (copying the key into the arena)
 
   void WritePending(std::string_view key, Op op, std::string_view stored);
+  // Every change of a written entry's op or presence goes through these, keeping KnownDelta's
+  // sums: `sign` -1 takes the entry's share out, +1 puts it back.
+  void Account(const Pending& p, int64_t sign);
+  void SetInDb(Pending& p, int8_t in_db);
   using SortedPending = std::vector<std::pair<std::string_view, const Pending*>>;
   // The written keys (read markers left out) in key order: computed once for the commit, by
   // whichever of WriteChangelog and Apply comes first (they may run concurrently), and again
@@ -154,6 +158,8 @@ class Txn : public std::enable_shared_from_this<Txn> {
   Arena arena_;
   std::unordered_map<std::string_view, Pending> pending_;
   size_t written_ = 0;
+  int64_t unknown_ = 0;      // written keys whose presence in the committed DB is unknown
+  int64_t known_delta_ = 0;  // the change in keys the other written keys make
   // The changelog's body, encoded as the writes arrive; dropped once a key is written twice (a
   // changelog holds each key once, so the commit then encodes it from the pending writes).
   std::optional<RecordEncoder> changelog_;

@@ -166,8 +166,8 @@ class _BackgroundApply:
         with self._lock:
             self._detached = True
             end_now = self._applied
-        if end_now:
-            self._done()
+        if end_now:  # freeing a large batch's writes takes a while: not on the commit's path
+            threading.Thread(target=self._done, name="ttlstate-free", daemon=True).start()
 
     def abandon(self) -> bool:
         if self._future.exception() is None:  # waits for the apply to end
