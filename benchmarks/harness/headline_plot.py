@@ -18,7 +18,7 @@ from typing import Any
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 DEFAULTS = {
     "side_by_side": RESULTS / "2026-11-24-side-by-side-three-runs.json",
-    "growth": RESULTS / "2026-11-24-growth-sst-5m.json",
+    "growth": RESULTS / "2026-11-25-growth-commit-5m.json",
 }
 OUT = Path(__file__).resolve().parents[2] / "docs" / "img" / "headline.png"
 SPARK, TTLSTATE = "Spark RocksDB", "ttlstate (TTL on)"
@@ -80,7 +80,7 @@ def plot(paths: dict[str, Path], out: Path) -> dict[str, dict[str, tuple[float, 
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=8, loc="upper left")
     fig.suptitle("ttlstate against Spark's RocksDB provider (both in the same run in each panel), "
-                 "local[2], 4 partitions, 2 cores, 2026-11-24", fontsize=11)
+                 "local[2], 4 partitions, 2 cores, 2026-11-24 and 25", fontsize=11)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
