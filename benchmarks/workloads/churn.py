@@ -89,7 +89,10 @@ def run_variant(name: str, args: argparse.Namespace, input_dir: str, work: str, 
     os.makedirs(here)
     confs = {k: v.replace("{ttl}", args.ttl) for k, v in variant.confs.items()}
     spark_confs = {"spark.sql.shuffle.partitions": str(args.partitions),
-                   "spark.sql.streaming.numRecentProgressUpdates": "1000",
+                   # A processing-time transformWithState query runs a batch without data every
+                   # few hundred ms after its last file, until the deadline: the batches that read
+                   # data must stay in the recent progress (1000 were pushed out in 600 s).
+                   "spark.sql.streaming.numRecentProgressUpdates": "100000",
                    "spark.driver.memory": args.driver_memory}
     if query == "tws-scala" and jar:
         spark_confs["spark.jars"] = jar
