@@ -192,10 +192,8 @@ def test_an_apply_that_fails_after_its_commit_returned_is_rebuilt_from_the_check
     s.abort()
 
 
-@_native_plane_only
-def test_snapshot_and_close_wait_for_the_apply(make_provider, monkeypatch) -> None:  # noqa: ANN001
-    """A snapshot taken right after a commit holds its batch, and closing waits for the apply."""
-    p = make_provider(snapshot_interval=1000)
+def _gate_applies(monkeypatch) -> threading.Event:  # noqa: ANN001
+    """Every apply of the native plane waits until the returned event is set (10 s at most)."""
     gate = threading.Event()
     real_apply = _native.Txn.apply
 
@@ -204,6 +202,14 @@ def test_snapshot_and_close_wait_for_the_apply(make_provider, monkeypatch) -> No
         return real_apply(self, *args, **kwargs)
 
     monkeypatch.setattr(_native.Txn, "apply", gated_apply)
+    return gate
+
+
+@_native_plane_only
+def test_snapshot_and_close_wait_for_the_apply(make_provider, monkeypatch) -> None:  # noqa: ANN001
+    """A snapshot taken right after a commit holds its batch, and closing waits for the apply."""
+    p = make_provider(snapshot_interval=1000)
+    gate = _gate_applies(monkeypatch)
     s = p.get_store(0)
     assert s.get(b"a") is None
     s.put(b"a", b"1")
@@ -229,14 +235,7 @@ def test_snapshot_and_close_wait_for_the_apply(make_provider, monkeypatch) -> No
 def test_abort_or_release_after_commit_leave_the_running_apply_alone(make_provider, monkeypatch) -> None:  # noqa: ANN001
     """Ending a committed version is a no-op: its writes may still be going into the local DB."""
     p = make_provider(snapshot_interval=1000)
-    gate = threading.Event()
-    real_apply = _native.Txn.apply
-
-    def gated_apply(self, *args: object, **kwargs: object) -> int:  # noqa: ANN001
-        gate.wait(10)
-        return real_apply(self, *args, **kwargs)
-
-    monkeypatch.setattr(_native.Txn, "apply", gated_apply)
+    gate = _gate_applies(monkeypatch)
     s = p.get_store(0)
     for i in range(6000):
         assert s.get(b"k%05d" % i) is None
