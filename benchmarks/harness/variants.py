@@ -25,6 +25,7 @@ SNAPSHOT_INTERVAL_KEY = TTL_PREFIX + "snapshotInterval"
 KEY_FILTER_KEY = TTL_PREFIX + "keyFilter.maxKeys"
 SNAPSHOT_LAYOUT_KEY = TTL_PREFIX + "snapshot.layout"
 CACHE_KEY = TTL_PREFIX + "cache.maxBytes"
+READ_AHEAD_KEY = TTL_PREFIX + "readAhead.chunkRows"
 CHANGELOG_KEY = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
 

@@ -15,14 +15,17 @@ from benchmarks.harness.sparkjob import child_main, imported_ttlstate, progresse
 
 
 def _bridge_counts(batches: list[dict[str, Any]]) -> dict[str, int]:
-    """ttlstate's round trips and key-filter answers, and the state rows written, summed."""
-    out = {"state_ops": 0, "round_trips": 0, "skipped": 0}
+    """ttlstate's round trips (and the task time spent in them), key-filter answers, keys read
+    ahead, and the state rows written, summed."""
+    out = {"state_ops": 0, "round_trips": 0, "round_trip_ms": 0, "skipped": 0, "read_ahead": 0}
     for p in batches:
         for op in p.get("stateOperators", []):
             custom = op.get("customMetrics", {})
             out["state_ops"] += int(op.get("numRowsUpdated", 0)) + int(op.get("numRowsRemoved", 0))
             out["round_trips"] += int(custom.get("storeCallCount", 0))
+            out["round_trip_ms"] += int(custom.get("storeCallTimeMs", 0))
             out["skipped"] += int(custom.get("bloomFilterSkippedReadCount", 0))
+            out["read_ahead"] += int(custom.get("readAheadKeyCount", 0))
     return out
 
 
@@ -60,8 +63,10 @@ def run_one(spark: Any, workload: str, input_dir: str, ck: str, ttlstate: bool,
         c = _bridge_counts(batches)
         out["bridge_round_trips"] = c["round_trips"]
         out["round_trips_per_input_row"] = round(c["round_trips"] / rows, 4) if rows else None
+        out["bridge_time_ms"] = c["round_trip_ms"]
         out["state_rows_updated"] = c["state_ops"]
         out["reads_answered_by_key_filter"] = c["skipped"]
+        out["keys_read_ahead"] = c["read_ahead"]
     return out
 
 

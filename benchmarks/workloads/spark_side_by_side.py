@@ -3,7 +3,8 @@
 `ttlstate-ttl-on-no-keyfilter` is ttlstate with TTL on and the shim's key filter off
 (`keyFilter.maxKeys=0`), `ttlstate-ttl-on-no-cache` with the executor's cross-batch cache off
 (`cache.maxBytes=0`), `ttlstate-ttl-on-small-cache` with a 4 MiB cache (a tenth of the default
-workload's working set): the before/after of those optimisations, measured in the same run.
+workload's working set), `ttlstate-ttl-on-no-read-ahead` without the read-ahead of state
+(`readAhead.chunkRows=0`): the before/after of those optimisations, measured in the same run.
 `--distribution zipf` draws keys from a Zipf distribution (s = 1.1) instead of uniformly.
 `--input parquet` writes the batches as Parquet files instead of JSON. `--preset cold-uniform`
 is large, cold state where no executor cache can help: 8 batches of 500k rows drawn uniformly
@@ -45,6 +46,7 @@ from benchmarks.harness.variants import (
     CACHE_KEY,
     HDFS,
     KEY_FILTER_KEY,
+    READ_AHEAD_KEY,
     ROCKSDB,
     TTL_KEY,
     TTLSTATE,
@@ -65,6 +67,8 @@ VARIANTS: dict[str, Variant] = {
                                         {TTL_KEY: "1h", CACHE_KEY: "0"}),
     "ttlstate-ttl-on-small-cache": Variant("ttlstate-ttl-on-small-cache", TTLSTATE,
                                            {TTL_KEY: "1h", CACHE_KEY: "4m"}),
+    "ttlstate-ttl-on-no-read-ahead": Variant("ttlstate-ttl-on-no-read-ahead", TTLSTATE,
+                                             {TTL_KEY: "1h", READ_AHEAD_KEY: "0"}),
 }
 WORKLOADS = ("aggregation", "dropDuplicates")
 # Named workload sizes: rows, keys, batches, input format and default providers.

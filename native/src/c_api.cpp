@@ -272,6 +272,7 @@ ttl_status ttl_constants(const char** data, size_t* size) {
         {"protocol.OP_LOAD", p::kOpLoad},
         {"protocol.OP_GET", p::kOpGet},
         {"protocol.OP_MULTI_GET", p::kOpMultiGet},
+        {"protocol.OP_GET_ENTRIES", p::kOpGetEntries},
         {"protocol.OP_WRITES", p::kOpWrites},
         {"protocol.OP_ITER", p::kOpIter},
         {"protocol.OP_ITER_NEXT", p::kOpIterNext},

@@ -196,7 +196,10 @@ bool Connection::Dispatch(uint8_t code, std::string_view payload) {
     FinishResponse(p::kRespOk);
     return true;
   }
-  if (code != p::kOpGet && code != p::kOpMultiGet && code != p::kOpIter && code != p::kOpKeys) return false;
+  if (code != p::kOpGet && code != p::kOpGetEntries && code != p::kOpMultiGet && code != p::kOpIter &&
+      code != p::kOpKeys) {
+    return false;
+  }
   const auto txn = BoundTxn(r.U32());
   if (!txn) return false;
   BeginResponse();
@@ -205,6 +208,15 @@ bool Connection::Dispatch(uint8_t code, std::string_view payload) {
     const auto value = txn->GetEntry(r.Bytes(), &ts);
     PutBytes(&out_, value ? &*value : nullptr);
     big_endian::Append<uint64_t>(&out_, static_cast<uint64_t>(ts));
+  } else if (code == p::kOpGetEntries) {  // n OP_GETs in one round trip, in order
+    const uint32_t n = r.U32();
+    big_endian::Append<uint32_t>(&out_, n);
+    for (uint32_t i = 0; i < n; ++i) {
+      int64_t ts = 0;
+      const auto value = txn->GetEntry(r.Bytes(), &ts);
+      PutBytes(&out_, value ? &*value : nullptr);
+      big_endian::Append<uint64_t>(&out_, static_cast<uint64_t>(ts));
+    }
   } else if (code == p::kOpMultiGet) {
     const uint32_t n = r.U32();
     std::vector<std::string_view> keys;

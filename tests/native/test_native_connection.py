@@ -85,6 +85,10 @@ def test_hot_requests_never_reach_python(served) -> None:  # noqa: ANN001
     assert (code, r.bytes_or_none()) == (P.RESP_OK, b"A")
     code, r = peer.call(P.OP_MULTI_GET, P.Writer().u32(H).u32(3).bytes(b"a").bytes(b"b").bytes(b"zz"))
     assert code == P.RESP_OK and [r.bytes_or_none() for _ in range(r.u32())] == [b"A", None, None]
+    code, r = peer.call(P.OP_GET_ENTRIES, P.Writer().u32(H).u32(3).bytes(b"c").bytes(b"b").bytes(b"a"))
+    assert code == P.RESP_OK and r.u32() == 3
+    got = [(r.bytes_or_none(), r.i64()) for _ in range(3)]
+    assert [v for v, _ts in got] == [b"C", None, b"A"] and got[1][1] == 0
     code, r = peer.call(P.OP_ITER, P.Writer().u32(H).bytes(None))
     assert code == P.RESP_OK
     _iter_id, done, n = r.u32(), r.u8(), r.u32()

@@ -66,6 +66,37 @@ def test_store_round_trip_with_callbacks_and_ttl(server, confs) -> None:  # noqa
     assert c.get(h, b"a") is None
 
 
+@pytest.mark.parametrize("update_type", ["OnCreateAndWrite", "OnReadAndWrite"])
+def test_get_entries_answers_as_gets_one_by_one(server, confs, update_type: str) -> None:  # noqa: ANN001
+    """OP_GET_ENTRIES (the shim's read-ahead) answers each key as OP_GET would, in order, with
+    the same side effects: an expired entry deleted, a live one refreshed when reads update it."""
+    _proc, sockets, tmp = server
+    c = Client(sockets[0])
+    c.hello()
+    confs = {**confs, K.UPDATE_TYPE.key: update_type}
+    answers = {}
+    for way in ("one by one", "in one request"):
+        h = c.open(f"entries-{update_type}-{way}", confs, INFO, os.path.join(tmp, f"ck-{way}"))
+        c.load(h, 0, 1000)
+        c.writes(h, [(b"old", b"1"), (b"live", b"2")])
+        c.commit(h)
+        c.load(h, 1, 1050)
+        c.writes(h, [(b"live", b"3")])  # written at 1050
+        c.commit(h)
+        c.load(h, 2, 1120)  # "old" (1000) has expired, "live" (1050) has not
+        keys = [b"live", b"old", b"none", b"live"]
+        got = [c.get_entry(h, k) for k in keys] if way == "one by one" else c.get_entries(h, keys)
+        _version, num_keys, _metrics = c.commit(h)
+        c.load(h, 3, 1160)  # 1160 - 1050 > 100ms unless the read at 1120 refreshed "live"
+        answers[way] = (got, num_keys, c.get(h, b"live"))
+    assert answers["in one request"] == answers["one by one"]
+    got, num_keys, later = answers["one by one"]
+    assert got == [(b"3", 1050 if update_type == "OnCreateAndWrite" else 1120), (None, 0), (None, 0),
+                   (b"3", 1050 if update_type == "OnCreateAndWrite" else 1120)]
+    assert num_keys == 1  # the expired entry was deleted by the read
+    assert later == (None if update_type == "OnCreateAndWrite" else b"3")
+
+
 def test_checkpoint_ids_over_the_wire(server, confs) -> None:  # noqa: ANN001
     """Format 2: a commit answers its new id and its base's; a load takes the id; the change feed
     reads the changelog of a version on the lineage of the end version's id."""

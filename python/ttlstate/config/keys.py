@@ -176,6 +176,15 @@ KEY_FILTER_MAX_BYTES = ConfKey("keyFilter.maxBytes", "128m", "a size such as 128
                                "filter that would pass it gives up (its store's reads of absent keys "
                                "reach the state server again, with a warning in the executor log).",
                                option="key_filter_max_bytes")
+READ_AHEAD_CHUNK_ROWS = ConfKey("readAhead.chunkRows", "1024", "an integer >= 0 (0 = off)",
+                                "Spark reads state one input row at a time, and a key neither the "
+                                "executor's cache nor the key filter answers costs a round trip to "
+                                "the state server. A deduplication (`dropDuplicates`) and the restore "
+                                "step of an aggregation instead read this many input rows ahead and "
+                                "fetch the state of their keys in one round trip. Needs "
+                                "`spark.sql.extensions` (which `configure` sets); read when a query "
+                                "plans its batches.",
+                                option="read_ahead_chunk_rows")
 MEMORY_MAX_BYTES = ConfKey("memory.maxBytes", "256m", "a size such as 256m or 1g, at least 16m",
                           "Memory of RocksDB per state server worker process (native engine): one "
                           "block cache shared by all of the worker's stores, which memtables are "
@@ -238,7 +247,8 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, SNAPSHOT_LAYOUT, PYTHON,
-    LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES, MEMORY_MAX_BYTES,
+    LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES, READ_AHEAD_CHUNK_ROWS,
+    MEMORY_MAX_BYTES,
     MEMORY_WRITE_BUFFER_RATIO, CACHE_MAX_BYTES, REQUEST_TIMEOUT, OPERATOR_TTL, OPERATOR_NAME_TTL,
     REAL_TIME_CLOCK_INTERVAL,
 )

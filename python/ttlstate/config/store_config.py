@@ -148,6 +148,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
     parse_int(K.WRITE_BATCH_SIZE.key, get(K.WRITE_BATCH_SIZE), minimum=1024, maximum=1 << 30)
     parse_int(K.KEY_FILTER_MAX_KEYS.key, get(K.KEY_FILTER_MAX_KEYS), minimum=0, maximum=1 << 26)
     parse_bytes(K.KEY_FILTER_MAX_BYTES.key, get(K.KEY_FILTER_MAX_BYTES), minimum=0)
+    parse_int(K.READ_AHEAD_CHUNK_ROWS.key, get(K.READ_AHEAD_CHUNK_ROWS), minimum=0, maximum=1 << 20)
     parse_bytes(K.CACHE_MAX_BYTES.key, get(K.CACHE_MAX_BYTES), minimum=0)
     _request_timeout_ms(get(K.REQUEST_TIMEOUT))
     real_time_clock_interval_ms(get(K.REAL_TIME_CLOCK_INTERVAL))

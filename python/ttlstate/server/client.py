@@ -153,6 +153,14 @@ class Client:
         r = self.call(P.OP_GET, P.Writer().u32(h).bytes(key).payload(), h)
         return r.bytes_or_none(), r.i64()
 
+    def get_entries(self, h: int, keys: list[bytes]) -> list[tuple[bytes | None, int]]:
+        """`get_entry` of each key, in one round trip (OP_GET_ENTRIES: the shim's read-ahead)."""
+        w = P.Writer().u32(h).u32(len(keys))
+        for k in keys:
+            w.bytes(k)
+        r = self.call(P.OP_GET_ENTRIES, w.payload(), h)
+        return [(r.bytes_or_none(), r.i64()) for _ in range(r.u32())]
+
     def writes(self, h: int, ops: list[tuple[bytes, bytes | None]]) -> None:
         w = P.Writer().u32(h).u32(len(ops))
         for k, v in ops:

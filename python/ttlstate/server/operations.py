@@ -88,6 +88,15 @@ def get(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:
     return P.Writer().bytes(value).i64(ts).payload()
 
 
+def get_entries(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:
+    version = conn.version(handle)
+    entries = [version.get_entry(r.bytes()) for _ in range(r.u32())]
+    w = P.Writer().u32(len(entries))
+    for value, ts in entries:
+        w.bytes(value).i64(ts)
+    return w.payload()
+
+
 def multi_get(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:
     keys = [r.bytes() for _ in range(r.u32())]
     values = conn.version(handle).multi_get(keys)
@@ -193,6 +202,7 @@ STORE_REQUESTS: dict[int, Handler] = {
     P.OP_KEY_FILTER_BITS: key_filter_bits,
     P.OP_GET: get,
     P.OP_MULTI_GET: multi_get,
+    P.OP_GET_ENTRIES: get_entries,
     P.OP_ITER: iterate,
     P.OP_KEYS: keys,
     P.OP_ITER_NEXT: iterator_next,

@@ -29,7 +29,7 @@ from ttlstate.errors import (  # noqa: F401  (re-exported: part of the wire prot
     ProtocolError,
 )
 
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 9
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -98,6 +98,11 @@ OP_KEY_FILTER_BITS = 21  # u32 h, u8 bits log2, u8 probes                -> OK b
 OP_SET_TIME = 22      # u32 h, i64 now ms                                -> OK i64 now (the time TTL uses)
 #   Real-time Mode (`realTime.clockInterval`): moves the loaded version's "now" forward (never
 #   back) while its long batch runs; the shim sends its wall clock, never below the batch time
+OP_GET_ENTRIES = 23   # u32 h, u32 n, n x bytes key                      -> OK u32 n, n x (bytes value
+#                                                                          (null: absent), i64 its
+#                                                                          last-access time)
+#   n OP_GETs in one round trip, answered in order, each with the side effects of OP_GET: the
+#   shim's read-ahead of the state a chunk of input rows will read (`readAhead.chunkRows`)
 
 LOAD_READ_ONLY = 1
 LOAD_EMPTY = 2

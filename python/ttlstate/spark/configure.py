@@ -165,8 +165,8 @@ def configure(builder: Any, **options: Any) -> Any:
     state_visibility, time_source, clock_max_gap, reader_include_expired, full_snapshot,
     incremental_size, incremental_per_record, compaction_filter, query_time_after_num_entries,
     periodic_compaction, compact_every, engine, snapshot_interval, snapshot_layout, python, local_mode_python,
-    workers, write_batch_bytes, key_filter_max_keys, key_filter_max_bytes, memory_max_bytes,
-    memory_write_buffer_ratio, cache_max_bytes, request_timeout, real_time_clock_interval
+    workers, write_batch_bytes, key_filter_max_keys, key_filter_max_bytes, read_ahead_chunk_rows,
+    memory_max_bytes, memory_write_buffer_ratio, cache_max_bytes, request_timeout, real_time_clock_interval
     (Real-time Mode: "1s"), and
     operator_ttl (a dict of operator id or name, as progress shows it, to a TTL or "off":
     {"dedupe": "10m", 2: "off"}).

@@ -85,6 +85,9 @@ CACHE_HITS = MetricName("executorCacheHitCount", "sum",
                         "none (not RocksDB's block cache: `rocksdbReadBlockCacheHitCount`)")
 CACHE_MISSES = MetricName("executorCacheMissCount", "sum",
                           "reads the executor's cross-batch cache could not answer", "none")
+READ_AHEAD_KEYS = MetricName("readAheadKeyCount", "sum",
+                             "keys whose state was fetched ahead of Spark's reads, a chunk of input "
+                             "rows per round trip (`readAhead.chunkRows`)", "none")
 CACHE_BYTES = MetricName("executorCacheBytes", "size",
                          "bytes the store's entries take in the executor's cross-batch cache", "none")
 
@@ -92,7 +95,7 @@ ALL_METRICS: tuple[MetricName, ...] = (
     TTL_EXPIRED_ON_READ, TTL_REMOVED_BY_FILTER, TTL_REMOVED_INCREMENTAL, TTL_DROPPED_FROM_SNAPSHOT,
     STORE_CALL_COUNT, STORE_CALL_TIME_MS, BLOOM_FILTER_SKIPPED_READS, ROCKSDB_SST_FILE_SIZE,
     COMMIT_TIME_MS, SNAPSHOT_TIME_MS, LOAD_LATENCY_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES,
-    CACHE_BYTES, STATE_BYTES, TTL_EXPIRED_TOTAL, NUM_REMOVED_STATE_ROWS,
+    CACHE_BYTES, STATE_BYTES, TTL_EXPIRED_TOTAL, NUM_REMOVED_STATE_ROWS, READ_AHEAD_KEYS,
 )
 
 # Former names, for readers of old progress logs and dashboards (docs/metrics.md).

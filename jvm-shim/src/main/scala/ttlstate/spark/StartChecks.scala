@@ -22,13 +22,15 @@ import ttlstate.metadata.SparkMetadata
  *  `WriteToStream` plan, with its resolved checkpoint location, on the calling thread before the
  *  query's thread exists, so an error thrown here is raised by `start()` itself, before any batch
  *  (a StreamingQueryListener's onQueryStarted cannot fail a query: Spark logs and swallows what a
- *  listener throws). */
+ *  listener throws). The extension also plans the read-ahead of state (`ReadAheadRule`). */
 class TtlStateExtensions extends (SparkSessionExtensions => Unit) {
-  override def apply(extensions: SparkSessionExtensions): Unit =
+  override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectCheckRule(session => (plan: LogicalPlan) => plan match {
       case w: WriteToStream => StartChecks.onStart(session, w.resolvedCheckpointLocation, Some(w.inputQuery))
       case _ =>
     })
+    extensions.injectColumnar(ReadAheadRule(_))
+  }
 }
 
 object StartChecks {

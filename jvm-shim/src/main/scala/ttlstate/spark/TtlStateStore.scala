@@ -231,6 +231,39 @@ final class TtlStateStore(
     valueRow(value)
   }
 
+  /** Reads ahead for `get`s to come (`ReadAhead`): of `keys`, those a `get` would have to ask
+   *  the server for are fetched in one round trip and remembered as that `get` would remember
+   *  them, so the `get`s are answered here. Keys this task knows already (its own write must win),
+   *  keys the cross-batch cache holds and keys the key filter rules out are not asked for. Nothing
+   *  when reads are not cacheable (every `get` must reach the server then), nor once the task's
+   *  record refused an entry (what it fetched would be fetched again). */
+  private[spark] def readAhead(keys: Iterator[UnsafeRow]): Unit =
+      if (state == "open" && provider.readsCacheable && !readAheadFull) {
+    advanceClock()
+    val wanted = new java.util.LinkedHashSet[StoreKey]() // distinct, in input order
+    val cached = usableCache
+    keys.foreach { row =>
+      val encoded = codec.encode(row)
+      val sk = new StoreKey(if (encoded eq row.getBaseObject) encoded.clone() else encoded)
+      if (known.find(sk.bytes, sk.hashCode) < 0 && (keyFilter == null || keyFilter.mightContain(sk.bytes)) &&
+          !(cached && HotCache.get(cache.owner, cacheEpoch, sk) != null)) wanted.add(sk)
+    }
+    if (!wanted.isEmpty) {
+      val w = request(Protocol.OP_GET_ENTRIES).u32(wanted.size)
+      wanted.forEach(k => w.bytes(k.bytes))
+      val r = call("read ahead", w.frame(Protocol.OP_GET_ENTRIES))
+      val it = wanted.iterator()
+      (0 until r.u32()).foreach { _ =>
+        val key = it.next()
+        val value = r.bytesOrNull()
+        if (!remember(key, value, r.i64())) readAheadFull = true
+      }
+      readAheadKeys += wanted.size
+    }
+  }
+  private var readAheadKeys = 0L
+  private var readAheadFull = false
+
   override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
     requireOpen()
     checkCf(colFamilyName)
@@ -393,6 +426,7 @@ final class TtlStateStore(
         case MetricNames.BLOOM_FILTER_SKIPPED_READS => readsSkipped
         case MetricNames.CACHE_HITS => cacheHits
         case MetricNames.CACHE_MISSES => cacheMisses
+        case MetricNames.READ_AHEAD_KEYS => readAheadKeys
         case MetricNames.CACHE_BYTES => if (cache == null) 0L else HotCache.ownerBytes(cache.owner)
         case MetricNames.TTL_EXPIRED_ON_READ | MetricNames.TTL_EXPIRED_TOTAL | MetricNames.NUM_REMOVED_STATE_ROWS =>
           reported.getOrElse(m.name, 0L) + expiredInCacheReadOnly

@@ -209,6 +209,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
         attachKeyFilter(store, if (hashesKept) Some(restoredKeyBits(conn, handle)) else None)
         store.loadNanos = System.nanoTime() - started
         attachCache(store)
+        ReadAhead.opened(store)
         store
       }
     } catch {

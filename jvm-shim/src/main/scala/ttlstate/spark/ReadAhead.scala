@@ -1,0 +1,120 @@
+package ttlstate.spark
+
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.util.Try
+
+import org.apache.spark.TaskContext
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, Predicate, SortOrder, UnsafeProjection}
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.execution.{ColumnarRule, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.streaming.operators.stateful.{StateStoreRestoreExec, StreamingDeduplicateExec}
+import org.apache.spark.sql.execution.streaming.state.StateStoreId
+import ttlstate.conf.ConfKeys
+import ttlstate.metadata.SparkMetadata
+
+/** Read-ahead of state for Spark's row-by-row reads.
+ *
+ *  Spark's deduplication and the restore step of its streaming aggregation call `get` once per
+ *  input row, and a key that neither the executor's cache nor the key filter answers costs a
+ *  synchronous round trip to the state server: on large, cold state most of a task's time. A
+ *  `ReadAheadExec` under those operators takes `readAhead.chunkRows` input rows at a time,
+ *  computes their state keys as the operator will, and has the task's store fetch the state of
+ *  the keys it cannot answer in one round trip (`TtlStateStore.readAhead`), remembered as `get`
+ *  would remember it; the rows then flow on unchanged and their `get`s are answered in the JVM
+ *  (Flink 2's batched asynchronous state access, done synchronously a chunk at a time). */
+object ReadAhead {
+  // The store each running task opened, per stateful operator: how the read-ahead, which runs in
+  // the operator's task below it, finds the store the operator reads.
+  private val open = new ConcurrentHashMap[(Long, Long), TtlStateStore]()
+
+  /** Called when a store is opened: registers it for its task until the task ends. */
+  def opened(store: TtlStateStore): Unit = {
+    val task = TaskContext.get()
+    if (task != null && store.id.storeName == StateStoreId.DEFAULT_STORE_NAME) {
+      val key = (task.taskAttemptId(), store.id.operatorId)
+      if (open.put(key, store) == null) task.addTaskCompletionListener[Unit](_ => open.remove(key))
+    }
+  }
+
+  /** The open ttlstate store of `operatorId` in the calling task, if any. */
+  def storeFor(operatorId: Long): Option[TtlStateStore] =
+    Option(TaskContext.get()).flatMap(t => Option(open.get((t.taskAttemptId(), operatorId)))).filter(_.isOpen)
+
+  /** The session's `readAhead.chunkRows`; the state server refuses a bad value at OPEN. */
+  def chunkRows(session: SparkSession): Int =
+    Try(session.conf.get(ConfKeys.READ_AHEAD_CHUNK_ROWS, ConfKeys.READ_AHEAD_CHUNK_ROWS_DEFAULT).trim.toInt)
+      .getOrElse(ConfKeys.READ_AHEAD_CHUNK_ROWS_DEFAULT.toInt)
+}
+
+/** Passes its child's rows on unchanged, `chunkRows` at a time, after reading ahead the state of
+ *  their keys from the store of operator `operatorId`. Rows `skip` holds are not read ahead: the
+ *  operator drops them without reading state (a deduplication's rows later than its watermark). */
+final case class ReadAheadExec(keyExpressions: Seq[Expression], skip: Option[Expression], operatorId: Long,
+    chunkRows: Int, child: SparkPlan) extends UnaryExecNode {
+  override def output: Seq[Attribute] = child.output
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+  override def outputOrdering: Seq[SortOrder] = child.outputOrdering
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val (keys, late, input, op, chunk) = (keyExpressions, skip, child.output, operatorId, chunkRows)
+    child.execute().mapPartitions({ rows =>
+      val dropped = late.map(Predicate.create(_, input))
+      dropped.foreach(_.initialize(TaskContext.getPartitionId()))
+      new ReadAheadRows(rows, UnsafeProjection.create(keys, input), r => dropped.exists(_.eval(r)), op, chunk)
+    }, preservesPartitioning = true)
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): ReadAheadExec = copy(child = newChild)
+}
+
+private final class ReadAheadRows(rows: Iterator[InternalRow], key: UnsafeProjection, skip: InternalRow => Boolean,
+    operatorId: Long, chunkRows: Int) extends Iterator[InternalRow] {
+  private val chunk = new Array[InternalRow](chunkRows)
+  private var filled = 0
+  private var pos = 0
+  // Found at the first row: the operator opens its store before it asks for input. None (not a
+  // ttlstate store, e.g. a checkpoint pinned to another provider): rows pass through.
+  private lazy val store = ReadAhead.storeFor(operatorId)
+
+  override def hasNext: Boolean = pos < filled || (if (store.isEmpty) rows.hasNext else { fill(); pos < filled })
+
+  override def next(): InternalRow = {
+    if (store.isEmpty) return rows.next()
+    if (!hasNext) throw new NoSuchElementException("end of the read-ahead input")
+    pos += 1
+    chunk(pos - 1)
+  }
+
+  private def fill(): Unit = {
+    filled = 0
+    pos = 0
+    // Copies: the child may reuse one row object (a shuffle reader, a hash aggregate's output).
+    while (filled < chunkRows && rows.hasNext) { chunk(filled) = rows.next().copy(); filled += 1 }
+    if (filled > 0) store.foreach(_.readAhead(chunk.iterator.take(filled).filterNot(skip).map(key(_))))
+  }
+}
+
+/** Puts a `ReadAheadExec` under every deduplication and aggregation restore of a streaming query
+ *  on ttlstate, once its state info is set (Spark's streaming planning runs this after its own
+ *  `state` rule). Installed by `TtlStateExtensions` as a columnar rule: the one physical-plan
+ *  hook of an extension that the batches of a streaming query run through. */
+final case class ReadAheadRule(session: SparkSession) extends ColumnarRule {
+  override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
+    override def apply(plan: SparkPlan): SparkPlan = {
+      lazy val chunk = ReadAhead.chunkRows(session)
+      if (session.conf.get(SparkMetadata.ProviderKey, "") != StartChecks.ProviderClass || chunk <= 0) plan
+      else plan.transformUp {
+        case d: StreamingDeduplicateExec if d.stateInfo.isDefined && !d.child.isInstanceOf[ReadAheadExec] =>
+          d.withNewChildren(Seq(ReadAheadExec(d.keyExpressions, d.watermarkExpressionForLateEvents,
+            d.stateInfo.get.operatorId, chunk, d.child)))
+        case r: StateStoreRestoreExec if r.stateInfo.isDefined && !r.child.isInstanceOf[ReadAheadExec] =>
+          r.withNewChildren(Seq(ReadAheadExec(r.keyExpressions, None, r.stateInfo.get.operatorId, chunk, r.child)))
+      }
+    }
+  }
+}
