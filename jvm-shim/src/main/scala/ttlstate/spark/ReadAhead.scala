@@ -72,22 +72,55 @@ final case class ReadAheadExec(keyExpressions: Seq[Expression], skip: Option[Exp
   override protected def withNewChildInternal(newChild: SparkPlan): ReadAheadExec = copy(child = newChild)
 }
 
+/** When a task reads ahead: every chunk while chunks find keys to fetch. A chunk that found
+ *  fewer than one key in `Sparse` to fetch means a hot working set, which the cache and the key
+ *  filter answer without round trips; the read-ahead would only add its own work (a copy of each
+ *  row, each key computed twice), so the next `Probe - 1` chunks' rows pass through untouched and
+ *  the chunk after them probes again. */
+final class ReadAheadPacing(chunkRows: Int) {
+  import ReadAheadPacing._
+  private var passRows = 0L
+
+  /** Whether the next row starts a chunk to read ahead (else it passes through). */
+  def readAhead: Boolean = passRows <= 0
+  def passed(): Unit = passRows -= 1
+
+  /** After a chunk: how many keys its read-ahead fetched (-1: the store reads none ahead). */
+  def fetched(keys: Int): Unit =
+    if (keys < 0) passRows = Long.MaxValue
+    else if (keys.toLong * Sparse < chunkRows) passRows = chunkRows.toLong * (Probe - 1)
+}
+
+object ReadAheadPacing {
+  val Sparse = 64
+  val Probe = 16
+}
+
 private final class ReadAheadRows(rows: Iterator[InternalRow], key: UnsafeProjection, skip: InternalRow => Boolean,
     operatorId: Long, chunkRows: Int) extends Iterator[InternalRow] {
   private val chunk = new Array[InternalRow](chunkRows)
   private var filled = 0
   private var pos = 0
+  private val pacing = new ReadAheadPacing(chunkRows)
   // Found at the first row: the operator opens its store before it asks for input. None (not a
   // ttlstate store, e.g. a checkpoint pinned to another provider): rows pass through.
   private lazy val store = ReadAhead.storeFor(operatorId)
 
-  override def hasNext: Boolean = pos < filled || (if (store.isEmpty) rows.hasNext else { fill(); pos < filled })
+  private def passing: Boolean = store.isEmpty || !pacing.readAhead
+
+  override def hasNext: Boolean = pos < filled || (if (passing) rows.hasNext else { fill(); pos < filled })
 
   override def next(): InternalRow = {
-    if (store.isEmpty) return rows.next()
-    if (!hasNext) throw new NoSuchElementException("end of the read-ahead input")
-    pos += 1
-    chunk(pos - 1)
+    if (pos < filled) {
+      pos += 1
+      chunk(pos - 1)
+    } else if (passing) {
+      pacing.passed()
+      rows.next()
+    } else {
+      if (!hasNext) throw new NoSuchElementException("end of the read-ahead input")
+      next()
+    }
   }
 
   private def fill(): Unit = {
@@ -95,7 +128,7 @@ private final class ReadAheadRows(rows: Iterator[InternalRow], key: UnsafeProjec
     pos = 0
     // Copies: the child may reuse one row object (a shuffle reader, a hash aggregate's output).
     while (filled < chunkRows && rows.hasNext) { chunk(filled) = rows.next().copy(); filled += 1 }
-    if (filled > 0) store.foreach(_.readAhead(chunk.iterator.take(filled).filterNot(skip).map(key(_))))
+    if (filled > 0) pacing.fetched(store.get.readAhead(chunk.iterator.take(filled).filterNot(skip).map(key(_))))
   }
 }
 

@@ -234,11 +234,12 @@ final class TtlStateStore(
   /** Reads ahead for `get`s to come (`ReadAhead`): of `keys`, those a `get` would have to ask
    *  the server for are fetched in one round trip and remembered as that `get` would remember
    *  them, so the `get`s are answered here. Keys this task knows already (its own write must win),
-   *  keys the cross-batch cache holds and keys the key filter rules out are not asked for. Nothing
-   *  when reads are not cacheable (every `get` must reach the server then), nor once the task's
-   *  record refused an entry (what it fetched would be fetched again). */
-  private[spark] def readAhead(keys: Iterator[UnsafeRow]): Unit =
-      if (state == "open" && provider.readsCacheable && !readAheadFull) {
+   *  keys the cross-batch cache holds and keys the key filter rules out are not asked for. Returns
+   *  how many keys it fetched; -1, and nothing is fetched, when reads are not cacheable (every
+   *  `get` must reach the server then) or once the task's record refused an entry (what it
+   *  fetched would be fetched again). */
+  private[spark] def readAhead(keys: Iterator[UnsafeRow]): Int =
+      if (state != "open" || !provider.readsCacheable || readAheadFull) -1 else {
     advanceClock()
     val wanted = new java.util.LinkedHashSet[StoreKey]() // distinct, in input order
     val cached = usableCache
@@ -260,6 +261,7 @@ final class TtlStateStore(
       }
       readAheadKeys += wanted.size
     }
+    wanted.size
   }
   private var readAheadKeys = 0L
   private var readAheadFull = false
