@@ -1,8 +1,9 @@
 """One PNG of the current headline figures, drawn from committed result files only.
 
-Throughput (`spark_side_by_side`, the median of three runs), and the restore in a fresh JVM
-and the median batch while the state grows to 5M keys (`growth`, medians of three rounds in
-alternating order), Spark's RocksDB provider against ttlstate with TTL on. The README and
+Throughput on a hot working set and on cold state (`spark_side_by_side`, and its `--preset
+cold-uniform`), the restore in a fresh JVM and the median batch while the state grows to 5M keys
+(`growth`), each the medians of three rounds in alternating order, Spark's RocksDB provider
+against ttlstate with TTL on. The README and
 docs/performance.md show it, with the same numbers in their text:
 
     python -m benchmarks.harness.headline_plot            # the defaults below -> docs/img/headline.png
@@ -17,7 +18,8 @@ from typing import Any
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 DEFAULTS = {
-    "side_by_side": RESULTS / "2026-11-24-side-by-side-three-runs.json",
+    "hot_set": RESULTS / "2026-11-25-hot-set-read-ahead.json",
+    "cold_uniform": RESULTS / "2026-11-25-cold-uniform-three-rounds.json",
     "growth": RESULTS / "2026-11-25-growth-commit-5m.json",
 }
 OUT = Path(__file__).resolve().parents[2] / "docs" / "img" / "headline.png"
@@ -29,22 +31,21 @@ def _load(path: Path) -> Any:
         return json.load(f)
 
 
-def median_run(runs: list[dict[str, Any]], workload: str) -> tuple[float, float]:
-    """(Spark's RocksDB provider, ttlstate) in k rows/s, from the run whose ratio is the median of
-    the runs' ratios: a same-run pair (rates of different runs do not compare)."""
-    pairs = []
-    for run in runs:
-        rate = {r["provider"]: r["rows_per_s"] / 1000 for r in run["rows"] if r["workload"] == workload}
-        pairs.append((rate["rocksdb"], rate["ttlstate-ttl-on"]))
-    pairs.sort(key=lambda p: p[1] / p[0])
-    return pairs[len(pairs) // 2]
+def medians(rows: list[dict[str, Any]], workload: str) -> tuple[float, float]:
+    """(Spark's RocksDB provider, ttlstate) in k rows/s: the medians of the rounds of one run."""
+    rate = {r["provider"]: r["rows_per_s"] / 1000 for r in rows if r["workload"] == workload}
+    return rate["rocksdb"], rate["ttlstate-ttl-on"]
+
+
+CASES = (("hot_set", "aggregation", "hot count"), ("hot_set", "dropDuplicates", "hot dedup"),
+         ("cold_uniform", "aggregation", "cold count"), ("cold_uniform", "dropDuplicates", "cold dedup"))
 
 
 def figures(paths: dict[str, Path]) -> dict[str, dict[str, tuple[float, float]]]:
     """Per panel and case: (Spark's RocksDB provider, ttlstate), in the panel's unit."""
     out: dict[str, dict[str, tuple[float, float]]] = {"throughput": {}, "restore": {}, "batch": {}}
-    for workload in ("aggregation", "dropDuplicates"):
-        out["throughput"][workload] = median_run(_load(paths["side_by_side"]), workload)
+    for source, workload, case in CASES:
+        out["throughput"][case] = medians(_load(paths[source]), workload)
     growth = {s["variant"]: s for s in _load(paths["growth"])["summary"]}
     for panel, field in (("restore", "restore_ms"), ("batch", "median_batch_ms")):
         out[panel]["5M keys"] = (growth["rocksdb"][field] / 1000, growth["ttlstate"][field] / 1000)
@@ -58,10 +59,11 @@ def plot(paths: dict[str, Path], out: Path) -> dict[str, dict[str, tuple[float, 
     import matplotlib.pyplot as plt
 
     figs = figures(paths)
-    panels = (("throughput", "throughput, 1M rows over 200k keys\n(k rows/s, higher is better)"),
+    panels = (("throughput", "throughput: 1M rows over 200k keys (hot), 4M over 4M keys (cold)\n"
+                             "(k rows/s, higher is better)"),
               ("restore", "restore in a fresh JVM, median of 3 rounds\n(seconds, lower is better)"),
               ("batch", "median batch while growing by 500k keys\n(seconds, lower is better)"))
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.4), gridspec_kw={"width_ratios": [2, 1, 1]})
     for ax, (name, title) in zip(axes, panels, strict=True):
         cases = list(figs[name])
         xs = range(len(cases))
@@ -80,7 +82,7 @@ def plot(paths: dict[str, Path], out: Path) -> dict[str, dict[str, tuple[float, 
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=8, loc="upper left")
     fig.suptitle("ttlstate against Spark's RocksDB provider (both in the same run in each panel), "
-                 "local[2], 4 partitions, 2 cores, 2026-11-24 and 25", fontsize=11)
+                 "local[2], 4 partitions, 2 cores, 2026-11-25", fontsize=11)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
