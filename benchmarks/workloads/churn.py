@@ -37,11 +37,14 @@ from typing import Any
 
 from benchmarks.harness.machine import describe
 from benchmarks.harness.subproc import ChildFailed, run_child
-from benchmarks.harness.variants import ROCKSDB, TTL_KEY, TTLSTATE, Variant, pick, ratio
+from benchmarks.harness.variants import READ_AHEAD_KEY, ROCKSDB, TTL_KEY, TTLSTATE, Variant, pick, ratio
 
 # name -> (provider variant, query kind of churn_child)
 VARIANTS: dict[str, tuple[Variant, str]] = {
     "ttlstate": (Variant("ttlstate", TTLSTATE, {TTL_KEY: "{ttl}"}), "count"),
+    # the same without the read-ahead of state (readAhead.chunkRows=0): what it does under churn
+    "ttlstate-no-read-ahead": (Variant("ttlstate-no-read-ahead", TTLSTATE,
+                                       {TTL_KEY: "{ttl}", READ_AHEAD_KEY: "0"}), "count"),
     "tws-scala": (Variant("tws-scala", ROCKSDB), "tws-scala"),
     "tws-pandas": (Variant("tws-pandas", ROCKSDB), "tws-pandas"),
     "apply-in-pandas": (Variant("apply-in-pandas", ROCKSDB), "apply-in-pandas"),
