@@ -20,7 +20,7 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 DEFAULTS = {
     "hot_set": RESULTS / "2026-11-25-hot-set-read-ahead.json",
     "cold_uniform": RESULTS / "2026-11-25-cold-uniform-three-rounds.json",
-    "growth": RESULTS / "2026-11-25-growth-commit-5m.json",
+    "growth": RESULTS / "2026-11-25-growth-5m-quiet.json",
 }
 OUT = Path(__file__).resolve().parents[2] / "docs" / "img" / "headline.png"
 SPARK, TTLSTATE = "Spark RocksDB", "ttlstate (TTL on)"
