@@ -1,6 +1,9 @@
 // The C ABI of native/include/ttlstate/c_api.h over the engine's C++ classes: opaque handles,
 // C++ exceptions turned into status codes, results in a thread-local buffer. No Python here.
 #include "ttlstate/c_api.h"
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -321,6 +324,14 @@ void ttl_memory_usage(uint64_t* budget_bytes, double* write_buffer_ratio, uint64
   *write_buffer_ratio = budget.write_buffer_ratio;
   *block_cache_bytes = ttlstate::SharedBlockCacheUsage();
   *write_buffer_bytes = ttlstate::SharedWriteBufferUsage();
+}
+
+int ttl_release_free_memory(void) {
+#if defined(__GLIBC__)
+  return malloc_trim(0);
+#else
+  return 0;
+#endif
 }
 
 // KeyHashes

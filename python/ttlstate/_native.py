@@ -98,6 +98,13 @@ def memory_usage() -> dict[str, Any]:
             "block_cache_bytes": cache.value, "write_buffer_bytes": buffers.value}
 
 
+def release_free_memory() -> bool:
+    """Hands what the allocator holds free back to the OS (glibc's malloc_trim): a batch's
+    writes are freed on whichever thread ends them, and glibc keeps such memory in per-thread
+    arenas, so the server's RSS would otherwise stay at its largest batch. Whether any went."""
+    return bool(lib.ttl_release_free_memory())
+
+
 class _Handle:
     """Owns one handle of the library; frees it when collected."""
 

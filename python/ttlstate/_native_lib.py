@@ -96,6 +96,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "ttl_key_hashes_of": (None, [c_char_p, c_size_t, POINTER(c_uint32), POINTER(c_uint32)]),
     "ttl_configure_memory": ("status", [c_size_t, c_double]),
     "ttl_memory_usage": (None, [POINTER(c_uint64), POINTER(c_double), POINTER(c_uint64), POINTER(c_uint64)]),
+    "ttl_release_free_memory": (c_int, []),
     "ttl_key_hashes_new": (P, []),
     "ttl_key_hashes_free": (None, [P]),
     "ttl_key_hashes_add": ("status", [P, c_char_p, c_size_t]),

@@ -81,3 +81,21 @@ def test_the_cache_never_exceeds_its_limit(spark: SparkSession) -> None:
              for p in run.progress]
     assert max(sizes) <= limit and max(sizes) > 0, sizes
     assert _sum(run, "executorCacheHitCount") > 0
+
+
+def test_keys_only_written_stay_out_of_the_cache_until_reads_find_keys(spark: SparkSession) -> None:
+    """A deduplication of new keys only (reads find nothing) leaves the cache empty, where it
+    used to fill it with keys nobody reads back; once a batch's reads find its keys, they are
+    cached again, and the next batch hits them. Output as with the cache off."""
+    new = [[{"k": f"b{b}-{i}", "v": i} for i in range(400)] for b in range(2)]
+    again = [[{"k": f"b1-{i}", "v": i} for i in range(400)]] * 2  # batch 1's keys, found twice
+    dedup = lambda s: s["events"].dropDuplicates(["k"])  # noqa: E731
+    runs = [run_steps(spark, TTLSTATE, dedup, {"events": "k STRING, v INT"}, new + again, confs=extra)
+            for extra in ({}, OFF)]
+    on, off = runs
+    assert on.outputs == off.outputs
+    sizes = [sum(op["customMetrics"]["executorCacheBytes"] for op in p["stateOperators"]) for p in on.progress]
+    hits = [sum(op["customMetrics"]["executorCacheHitCount"] for op in p["stateOperators"]) for p in on.progress]
+    assert sizes[0] == sizes[1] == 0, sizes  # 200 reads per task, none found: nothing admitted
+    assert sizes[2] > 0, sizes  # every read found its key: admitted
+    assert hits[:3] == [0, 0, 0] and hits[3] == 400, hits

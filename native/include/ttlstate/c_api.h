@@ -63,6 +63,9 @@ TTL_API void ttl_key_hashes_of(const char* key, size_t key_size, uint32_t* h1, u
 TTL_API ttl_status ttl_configure_memory(size_t total_bytes, double write_buffer_ratio);
 TTL_API void ttl_memory_usage(uint64_t* budget_bytes, double* write_buffer_ratio, uint64_t* block_cache_bytes,
                               uint64_t* write_buffer_bytes);
+// Hands memory the process's allocator holds free back to the OS (glibc's malloc_trim; elsewhere
+// nothing); returns 1 if it released any.
+TTL_API int ttl_release_free_memory(void);
 
 // KeyHashes
 TTL_API ttl_key_hashes* ttl_key_hashes_new(void);

@@ -21,6 +21,7 @@ from ttlstate.checkpoint.record_file import KIND_SNAPSHOT, RecordFileError, Reco
 from ttlstate.engine.base import Engine
 from ttlstate.engine.native_engine import NativeEngine
 from ttlstate.errors import StoreStateError
+from ttlstate.store.planes import free_memory
 from ttlstate.store.planes.base import Built, DataPlane, Fetched, StoreMetrics, prefix_upper_bound
 
 if TYPE_CHECKING:
@@ -84,6 +85,8 @@ class NativePlane(DataPlane):
         finally:
             if os.path.exists(staging_sst):  # moved into the DB, unless empty or failed
                 os.unlink(staging_sst)
+            del builder  # what it gathered is freed now
+            free_memory.batch_ended()
         if snapshot and snapshot_records != snapshot[2].record_count:
             raise fail(snapshot[0], f"is corrupt ({snapshot_records} records, footer says "
                                     f"{snapshot[2].record_count})")
@@ -96,6 +99,8 @@ class NativePlane(DataPlane):
                                                                         count_keys=count_keys)
         except RuntimeError as e:
             raise RecordFileError(str(e)) from None
+        finally:
+            free_memory.batch_ended()
         return delta
 
     def snapshot_view(self, engine: Engine, ttl: TtlConfig) -> _PinnedView:
@@ -275,8 +280,11 @@ class NativeVersion:
         self.txn.write_changelog(path, header)
 
     def start_apply(self, sst_path: str) -> _BackgroundApply:
-        return _BackgroundApply(lambda: self.txn.apply(sst_path, end=False),
-                                lambda: self.txn.end("committed"), self.txn.known_delta)
+        def end() -> None:
+            self.txn.end("committed")
+            free_memory.batch_ended()
+
+        return _BackgroundApply(lambda: self.txn.apply(sst_path, end=False), end, self.txn.known_delta)
 
     # -- metrics ---------------------------------------------------------------------------
     @property

@@ -7,13 +7,19 @@ import ttlstate.conf.ConfValues
  *  (last-access timestamp, value bytes) per store, so a read of a hot key needs no round trip to
  *  the state server. One per JVM, shared by all stores, bounded in bytes (`cache.maxBytes`).
  *
- *  Dense: entries are appended to segments (byte arrays of up to 1 MiB) and found through an
+ *  Dense: entries are appended to segments (byte arrays of up to 256 KiB) and found through an
  *  open-addressing index of their locations (a long array), so the garbage collector sees a few
- *  dozen arrays instead of six objects per entry, which the publishing of every task's entries
- *  would otherwise promote and then evict, batch after batch. The bound is real: segments and
- *  index together stay within `cache.maxBytes`. Eviction drops the oldest segment; a hit on an
- *  entry in the older half of the segments moves it to the newest one, so entries in use stay
- *  (an approximation of least-recently-used).
+ *  hundred arrays instead of six objects per entry, which the publishing of every task's entries
+ *  would otherwise promote and then evict, batch after batch. Segments stay under half of G1's
+ *  smallest region (1 MiB): a larger array is "humongous", placed in regions of its own, and a
+ *  1 MiB array (plus its header) took two, doubling the cache's heap. The bound is real:
+ *  segments and index together stay within `cache.maxBytes`. Eviction drops the oldest
+ *  segment; a hit on an entry in the older half of the segments moves it to the newest one, so
+ *  entries in use stay (an approximation of least-recently-used).
+ *
+ *  Admission: a task whose reads almost never found a value (see `putAll`'s `onlyFound`; a
+ *  store that only grows, such as a deduplication of new ids) does not add the keys it wrote:
+ *  they would fill the cache, and the heap under it, with entries nobody reads back.
  *
  *  An entry is only ever what the store's committed state holds: each store tags its entries
  *  with an epoch that it renews whenever the server's local DB may have changed by anything but
@@ -37,7 +43,7 @@ object HotCache {
 
   /** Bytes per entry besides key and value: its header in a segment and its share of the index. */
   val Overhead: Long = Header + 16L
-  private val MaxSegmentBytes = 1 << 20
+  private val MaxSegmentBytes = 256 << 10
   private val MinSlots = 64
   private val MinSegmentBytes = 256L
   // An index slot: 0 empty, else 1 + the entry's location: 19 bits of its hash (a probe reads
@@ -90,6 +96,13 @@ object HotCache {
   def heapBytes: Long = synchronized(segmentBytes + slots.length * 8L)
 
   def ownerBytes(owner: Owner): Long = synchronized(owner.bytes)
+
+  /** The largest segment's array (for tests: none may be humongous). */
+  private[ttlstate] def largestSegmentBytes: Long = synchronized {
+    var most = 0L
+    segments.forEach(s => most = math.max(most, s.data.length.toLong))
+    most
+  }
 
   private def mix(owner: Owner, keyHash: Int): Int = {
     val h = keyHash * 31 + owner.id
@@ -150,15 +163,18 @@ object HotCache {
   }
 
   /** Remembers the committed state of a task's recorded keys at once (one lock): a value, or
-   *  absent. Keys and values are copied from the record's bytes into the segments. */
-  def putAll(owner: Owner, epoch: Long, record: TaskRecord): Unit = synchronized {
+   *  absent. Keys and values are copied from the record's bytes into the segments. With
+   *  `onlyFound`, only keys a read of the task found are added; the others' entries are removed
+   *  (an entry of an older value must not stay). */
+  def putAll(owner: Owner, epoch: Long, record: TaskRecord, onlyFound: Boolean = false): Unit = synchronized {
     val data = record.data
     var i = 0
     while (i < record.size) {
       if (!record.dropped(i)) {
         val h = mix(owner, record.hash(i))
-        if (!record.hasValue(i) || limit <= 0) remove0(owner, data, record.keyOffset(i), record.keyLength(i), h)
-        else put0(owner, h, epoch, record.ts(i), data, record.keyOffset(i), record.keyLength(i), data,
+        if (!record.hasValue(i) || limit <= 0 || (onlyFound && !record.found(i))) {
+          remove0(owner, data, record.keyOffset(i), record.keyLength(i), h)
+        } else put0(owner, h, epoch, record.ts(i), data, record.keyOffset(i), record.keyLength(i), data,
           record.valueOffset(i), record.valueLength(i))
       }
       i += 1

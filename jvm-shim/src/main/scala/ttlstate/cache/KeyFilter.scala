@@ -143,6 +143,12 @@ object KeyFilter {
     override def run(): Unit = unreserve(reserved.getAndSet(0L))
   }
 
+  // A layer's words are in pages of 2^15 longs (256 KiB): under half of G1's smallest region
+  // (1 MiB), so no page is "humongous" (placed in regions of its own, where a power-of-two
+  // array and its header would waste up to a whole region).
+  private val PageBits = 15
+  private val PageMask = (1 << PageBits) - 1
+
   /** One Bloom filter of `capacity` keys; probe i of a key is bit h1 + i * h2 (Kirsch-Mitzenmacher).
    *  Loops, not collections: this runs on every read and put. Guarded by its KeyFilter. */
   private object Layer {
@@ -155,16 +161,18 @@ object KeyFilter {
 
   private final class Layer(val capacity: Long, index: Int) {
     val bitsLog2: Int = Layer.bitsLog2(capacity, index)
-    private val words = new Array[Long](1 << (bitsLog2 - 6))
+    private val wordCount = 1 << (bitsLog2 - 6)
+    private val pages = Array.fill((wordCount + PageMask) >>> PageBits)(new Array[Long](math.min(wordCount, 1 << PageBits)))
     private val mask = (1L << bitsLog2) - 1
     private var count = 0L
 
     def full: Boolean = count >= capacity
-    def bytes: Long = words.length * 8L
+    def bytes: Long = wordCount * 8L
 
     def load(bits: Array[Byte], keyCount: Long): Unit = {
       require(bits.length == bytes, s"key filter: ${bits.length} bytes of bits for a layer of $bytes")
-      ByteBuffer.wrap(bits).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(words)
+      val in = ByteBuffer.wrap(bits).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer()
+      pages.foreach(p => in.get(p))
       count = keyCount
     }
 
@@ -172,7 +180,8 @@ object KeyFilter {
       var i = 0
       while (i < Hashes) {
         val bit = (h1 + i * h2) & mask
-        words((bit >>> 6).toInt) |= 1L << (bit & 63)
+        val w = (bit >>> 6).toInt
+        pages(w >>> PageBits)(w & PageMask) |= 1L << (bit & 63)
         i += 1
       }
       count += 1
@@ -183,7 +192,8 @@ object KeyFilter {
       var i = 0
       while (all && i < Hashes) {
         val bit = (h1 + i * h2) & mask
-        all = (words((bit >>> 6).toInt) & (1L << (bit & 63))) != 0
+        val w = (bit >>> 6).toInt
+        all = (pages(w >>> PageBits)(w & PageMask) & (1L << (bit & 63))) != 0
         i += 1
       }
       all

@@ -14,7 +14,10 @@ package ttlstate.cache
  *
  *  Sized at first for `entriesHint` entries of `bytesHint` key and value bytes in all (what the
  *  store's previous task recorded), so that it need not grow by copying, if that is within the
- *  bound.
+ *  bound. Records are reused across tasks (`TaskRecord.acquire` / `release`): a task's record is
+ *  megabytes of arrays, and allocating them afresh for every task was most of what the shim
+ *  allocated, in arrays large enough for the garbage collector to place each in regions of its
+ *  own and start a marking cycle for; a growing heap followed.
  *
  *  Not thread-safe: one task writes it; the commit's publishing reads it while the task waits. */
 final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Long = 0L) {
@@ -79,6 +82,8 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
   def dropped(i: Int): Boolean = (flags(i) & Dropped) != 0
   def ts(i: Int): Long = stamps(i)
   def inCommitted(i: Int): Boolean = (flags(i) & InCommitted) != 0
+  /** Whether a read of the key found a value in this task (see `put`'s `found`). */
+  def found(i: Int): Boolean = (flags(i) & Found) != 0
   def hash(i: Int): Int = hashes(i)
   // Where entry i's bytes are in `data` (valid until the next put): what the cache copies.
   private[cache] def data: Array[Byte] = bytesArray
@@ -94,9 +99,12 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
     if (valLen(i) < 0) null else java.util.Arrays.copyOfRange(bytesArray, valOff(i), valOff(i) + valLen(i))
 
   /** Records that a read of `key` now returns `value` (null: absent) last accessed at `ts`; a
-   *  key recorded before keeps `inCommitted` if it had it. False if the bound refused it (a key
+   *  key recorded before keeps `inCommitted` and `found` if it had them (`found`: this is a read
+   *  that found `value`). False if the bound refused it (a key
    *  recorded before is then dropped). The bytes are copied: callers may reuse theirs. */
-  def put(key: Array[Byte], hash: Int, value: Array[Byte], ts: Long, inCommitted: Boolean): Boolean = {
+  def put(key: Array[Byte], hash: Int, value: Array[Byte], ts: Long, inCommitted: Boolean,
+      found: Boolean = false): Boolean = {
+    val marks = (if (inCommitted) InCommitted else 0) | (if (found) Found else 0)
     val n = if (value == null) -1 else value.length
     val i = find(key, hash)
     if (i >= 0) {
@@ -109,7 +117,7 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
       if (n > 0) System.arraycopy(value, 0, bytesArray, valOff(i), n)
       valLen(i) = n
       stamps(i) = ts
-      if (inCommitted) flags(i) = (flags(i) | InCommitted).toByte
+      flags(i) = (flags(i) | marks).toByte
       true
     } else {
       val room = math.max(n, 0) + key.length
@@ -126,7 +134,7 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
       used += math.max(n, 0)
       stamps(j) = ts
       hashes(j) = hash
-      flags(j) = (if (inCommitted) InCommitted else 0).toByte
+      flags(j) = marks.toByte
       count += 1
       insertSlot(j)
       cost += entryCost(j)
@@ -136,7 +144,36 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
 
   private def entryCost(i: Int): Long = keyLen(i) + math.max(valLen(i), 0) + HotCache.Overhead
 
-  /** Forgets every entry and gives the arrays back (a new version, or the task ended). */
+  /** Forgets every entry and keeps the arrays (a reused record, or a new version). */
+  def reset(): Unit = {
+    java.util.Arrays.fill(table, 0)
+    count = 0
+    used = 0
+    cost = 0L
+    dropCount = 0L
+  }
+
+  /** Room for `entries` entries of `dataBytes` bytes in all without growing, if within the bound. */
+  private def reserve(entries: Long, dataBytes: Long): Unit = {
+    val n = math.max(keyOff.length.toLong, entries + entries / 8)
+    val d = math.max(bytesArray.length.toLong, dataBytes + dataBytes / 8)
+    if ((n > keyOff.length || d > bytesArray.length) && footprint(d, n, slotsFor(n)) <= limitBytes) {
+      if (d > bytesArray.length) bytesArray = new Array[Byte](d.toInt)
+      if (n > keyOff.length) {
+        keyOff = new Array[Int](n.toInt)
+        keyLen = new Array[Int](n.toInt)
+        valOff = new Array[Int](n.toInt)
+        valLen = new Array[Int](n.toInt)
+        valCap = new Array[Int](n.toInt)
+        stamps = new Array[Long](n.toInt)
+        hashes = new Array[Int](n.toInt)
+        flags = new Array[Byte](n.toInt)
+        table = new Array[Int](slotsFor(n))
+      }
+    }
+  }
+
+  /** Forgets every entry and gives the arrays back (a record that is not reused). */
   def clear(): Unit = {
     bytesArray = new Array[Byte](InitialData)
     used = 0
@@ -196,6 +233,7 @@ object TaskRecord {
   private val InitialEntries = 64
   private val MaxData = Int.MaxValue - 16L
   private val InCommitted = 1
+  private val Found = 4
   private val Dropped = 2
   /** Bytes of the per-entry arrays per entry: five ints, a long, an int hash, a flag byte. */
   private val PerEntry = 5 * 4 + 8 + 4 + 1
@@ -212,4 +250,42 @@ object TaskRecord {
   /** A task's bound: 32 MiB, or 1/64 of the JVM's maximum heap if that is less (two tasks per
    *  core may hold one each while the cross-batch cache learns the previous ones). */
   def defaultLimit: Long = math.min(32L << 20, Runtime.getRuntime.maxMemory / 64)
+
+  // Records ended tasks gave back, newest last: at most two per core (a task runs while the
+  // cache learns the previous one's) and 1/16 of the heap in all, so the executor keeps a few
+  // records, not one per store (a query may have hundreds of partitions).
+  private val spares = new java.util.ArrayDeque[TaskRecord]()
+  private var spareBytes = 0L
+  private def maxSpares: Int = 2 * Runtime.getRuntime.availableProcessors
+  private def maxSpareBytes: Long = Runtime.getRuntime.maxMemory / 16
+
+  /** A record for a new task: a spare one, emptied and grown to the hint if it is smaller, or a
+   *  new one. */
+  def acquire(limitBytes: Long, entriesHint: Int, bytesHint: Long): TaskRecord = {
+    val spare = spares.synchronized {
+      val r = spares.pollLast()
+      if (r != null) spareBytes -= r.bytes
+      r
+    }
+    if (spare == null || spare.limitBytes != limitBytes) new TaskRecord(limitBytes, entriesHint, bytesHint)
+    else {
+      spare.reset()
+      spare.reserve(entriesHint, bytesHint)
+      spare
+    }
+  }
+
+  /** Gives back the record of a task that will not touch it again (nor will anything else). */
+  def release(record: TaskRecord): Unit = {
+    record.reset()
+    spares.synchronized {
+      if (spares.size < maxSpares && spareBytes + record.bytes <= maxSpareBytes) {
+        spares.addLast(record)
+        spareBytes += record.bytes
+      }
+    }
+  }
+
+  /** Records kept for reuse (for tests). */
+  private[ttlstate] def spareCount: Int = spares.synchronized(spares.size)
 }

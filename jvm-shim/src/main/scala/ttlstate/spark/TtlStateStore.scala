@@ -51,8 +51,12 @@ final class TtlStateStore(
   // absent) and its last-access time. Exact when the server says reads are cacheable: within
   // one batch time a live entry stays live and every write to the store goes through this
   // object. Bounded (dense: a few arrays, whatever the number of keys). At commit it is what the
-  // cross-batch cache learns.
-  private val known = new TaskRecord(TaskRecord.defaultLimit, provider.recordHint._1, provider.recordHint._2)
+  // cross-batch cache learns. Reused: given back when the task ends (`giveBackRecord`), after
+  // which this store holds null, so that a use after the end fails loudly instead of touching
+  // another task's record.
+  private var known = TaskRecord.acquire(TaskRecord.defaultLimit, provider.recordHint._1, provider.recordHint._2)
+  // The cross-batch cache learning `known` on another thread (commit), if it may still run.
+  private var publishing: java.util.concurrent.Future[_] = null
   // Set by the provider after LOAD (and on upgrade); null: every read asks the server.
   private[ttlstate] var keyFilter: KeyFilter = null
   private var readsSkipped = 0L
@@ -156,11 +160,17 @@ final class TtlStateStore(
   /** Remembers what a read of `key` returns from now on; false if it could not (full). A key
    *  remembered before that the record had to drop is forgotten (`forget`): it may have been
    *  this task's write. Copies the bytes. */
-  private def remember(key: StoreKey, value: Array[Byte], ts: Long, inCommitted: Boolean = false): Boolean =
-      provider.readsCacheable && {
+  private def remember(key: StoreKey, value: Array[Byte], ts: Long, inCommitted: Boolean = false,
+      found: Boolean = false): Boolean = provider.readsCacheable && {
     val drops = known.drops
-    known.put(key.bytes, key.hashCode, value, ts, inCommitted) || { if (known.drops != drops) forget(key); false }
+    known.put(key.bytes, key.hashCode, value, ts, inCommitted, found) || { if (known.drops != drops) forget(key); false }
   }
+
+  /** Whether the cross-batch cache should learn only the keys this task's reads found: when
+   *  under 1/64 of at least 64 reads found a value (a store that only grows, such as a
+   *  deduplication of new ids), the keys it wrote are not read back, and would only fill the
+   *  cache and the heap under it. */
+  private def admitOnlyFound: Boolean = reads >= 64 && readsFound * 64 < reads
 
   private def usableCache: Boolean = cache != null && cache.epoch == cacheEpoch && cache.describes(version)
 
@@ -170,7 +180,8 @@ final class TtlStateStore(
     // A task whose entries alone exceed the whole cache would evict everything else and then
     // part of its own (tasks that cycle through more than the cache get no hits from an LRU):
     // the store forgets its entries instead, at the cost of one epoch renewal.
-    if (HotCache.fits(known.cacheBytes)) HotCache.putAll(cache.owner, cacheEpoch, known) else cache.invalidate()
+    if (HotCache.fits(known.cacheBytes)) HotCache.putAll(cache.owner, cacheEpoch, known, admitOnlyFound)
+    else cache.invalidate()
   }
 
   /** A cache hit, with TTL applied as the server would: an expired entry is hidden (and, in a
@@ -185,8 +196,8 @@ final class TtlStateStore(
     } else {
       if (!readOnly && provider.updateOnRead && e.ts != now) {
         queueWrite(Protocol.WRITE_PUT_PRESENT, key.bytes, e.value) // the server stamps it with its time
-        if (!remember(key, e.value, now, inCommitted = true)) forget(key)
-      } else remember(key, e.value, e.ts, inCommitted = true)
+        if (!remember(key, e.value, now, inCommitted = true, found = true)) forget(key)
+      } else remember(key, e.value, e.ts, inCommitted = true, found = true)
       e.value
     }
   }
@@ -194,7 +205,7 @@ final class TtlStateStore(
   def upgrade(): TtlStateStore = {
     requireOpen()
     if (usableCache) publishKnown() // committed entries of this version, as read
-    known.clear() // read-only reads neither refresh nor delete: forget them
+    known.reset() // read-only reads neither refresh nor delete: forget them
     if (readOnly) {
       call("upgrade", request(Protocol.OP_UPGRADE).frame(Protocol.OP_UPGRADE))
       readOnly = false
@@ -209,6 +220,15 @@ final class TtlStateStore(
 
   // -- reads ------------------------------------------------------------------------------
   override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
+    val row = get0(key, colFamilyName)
+    reads += 1
+    if (row != null) readsFound += 1
+    row
+  }
+  private var reads = 0L
+  private var readsFound = 0L
+
+  private def get0(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
     requireOpen()
     checkCf(colFamilyName)
     advanceClock()
@@ -227,7 +247,7 @@ final class TtlStateStore(
     }
     val r = call("get", request(Protocol.OP_GET).bytes(encoded).frame(Protocol.OP_GET))
     val value = r.bytesOrNull()
-    remember(sk, value, r.i64())
+    remember(sk, value, r.i64(), found = value != null)
     valueRow(value)
   }
 
@@ -257,7 +277,7 @@ final class TtlStateStore(
       (0 until r.u32()).foreach { _ =>
         val key = it.next()
         val value = r.bytesOrNull()
-        if (!remember(key, value, r.i64())) readAheadFull = true
+        if (!remember(key, value, r.i64(), found = value != null)) readAheadFull = true
       }
       readAheadKeys += wanted.size
     }
@@ -451,10 +471,10 @@ final class TtlStateStore(
     // server). Exact: until commit returns nothing reads this store's entries, the entries are
     // tagged with the epoch they were published under, and a commit that fails renews the
     // epoch (they become misses); commit returns only once they are all in.
-    val publishing =
+    publishing =
       if (cache != null && !writesForgotten && usableCache && HotCache.fits(known.cacheBytes)) {
-        val (owner, epoch, entries) = (cache.owner, cacheEpoch, known)
-        TtlStateStore.inBackground(() => HotCache.putAll(owner, epoch, entries))
+        val (owner, epoch, entries, onlyFound) = (cache.owner, cacheEpoch, known, admitOnlyFound)
+        TtlStateStore.inBackground(() => HotCache.putAll(owner, epoch, entries, onlyFound))
       } else null
     try {
       val r = call("commit", request(Protocol.OP_COMMIT).frame(Protocol.OP_COMMIT))
@@ -478,9 +498,7 @@ final class TtlStateStore(
       cache.committed(loaded.generation, loaded.handle, loaded.lineage, version, committedVersion)
     }
     provider.recordHint = (known.size, known.dataBytes)
-    // Published: its arrays need not live as long as Spark keeps the store (unless an interrupt
-    // ended the wait while the cache still reads them).
-    if (publishing == null || publishing.isDone) known.clear()
+    giveBackRecord()
     finish("committed")
     if (provider.commitValidation) {
       StateStore.reportCommitToCoordinator(committedVersion, provider.commitStateStoreId, provider.hadoop)
@@ -488,9 +506,18 @@ final class TtlStateStore(
     committedVersion
   }
 
+  /** Published (or never to be): the record goes back for another task, unless an interrupt
+   *  ended the wait while the cache may still read it (then it is left to the collector). */
+  private def giveBackRecord(): Unit = if (known != null && (publishing == null || publishing.isDone)) {
+    val record = known
+    known = null
+    TaskRecord.release(record)
+  }
+
   private def endWithout(code: Int, newState: String): Unit = if (state == "open") {
     writes.reset()
     pendingWrites = 0
+    giveBackRecord()
     // Best effort. A connection an interrupt closed is not used: the server already aborted what
     // it left open when the connection dropped.
     if (!conn.broken) try conn.call(request(code).frame(code), files) catch { case _: Exception => }

@@ -111,6 +111,31 @@ class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
     HotCache.removeOwner(o)
   }
 
+  test("onlyFound adds the keys a read found and removes the others' older entries") {
+    val o = HotCache.newOwner()
+    put(o, 1, "old" -> value(10), "kept" -> value(10))
+    val r = new TaskRecord(1L << 20)
+    Seq("old" -> false, "new" -> false, "kept" -> true).foreach { case (k, found) =>
+      val sk = key(k)
+      assert(r.put(sk.bytes, sk.hashCode, value(20), 43L, false, found))
+    }
+    HotCache.putAll(o, 1, r, onlyFound = true)
+    assert(HotCache.get(o, 1, key("old")) == null) // written, not found: its old value must not stay
+    assert(HotCache.get(o, 1, key("new")) == null)
+    assert(HotCache.get(o, 1, key("kept")).value.length == 20)
+    HotCache.putAll(o, 1, r)
+    assert(HotCache.get(o, 1, key("new")).ts == 43L)
+    HotCache.removeOwner(o)
+  }
+
+  test("no segment is humongous for G1 (under half of its smallest region), whatever the limit") {
+    val o = HotCache.newOwner()
+    HotCache.setLimit(1L << 30)
+    (0 until 20000).foreach(i => put(o, 1, f"k$i%05d" -> value(100)))
+    assert(HotCache.largestSegmentBytes < (512L << 10))
+    HotCache.removeOwner(o)
+  }
+
   test("a view keeps its epoch while it advances by its own commits, and renews it otherwise") {
     val view = new CacheView(HotCache.newOwner())
     view.attach(1, 1, 1, 5, now = 100)

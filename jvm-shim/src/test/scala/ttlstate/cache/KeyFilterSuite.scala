@@ -14,6 +14,22 @@ class KeyFilterSuite extends AnyFunSuite {
     Seq.fill(n)(Array.fill(1 + rnd.nextInt(40))(rnd.nextInt(256).toByte))
   }
 
+  /** The words of a layer of 2^bitsLog2 bits holding `loaded`, as the state server sends them
+   *  (little-endian u64). */
+  private def serverBits(loaded: Seq[Array[Byte]], bitsLog2: Int): Array[Byte] = {
+    val words = new Array[Long](1 << (bitsLog2 - 6))
+    for (k <- loaded) {
+      val (h1, h2) = KeyFilter.hashes(k)
+      for (i <- 0 until KeyFilter.Hashes) {
+        val bit = (h1.toLong + i * (h2 | 1).toLong) & ((1L << bitsLog2) - 1)
+        words((bit >>> 6).toInt) |= 1L << (bit & 63)
+      }
+    }
+    val bytes = ByteBuffer.allocate(words.length * 8).order(ByteOrder.LITTLE_ENDIAN)
+    bytes.asLongBuffer().put(words)
+    bytes.array
+  }
+
   test("every added key is found while the filter grows layer by layer") {
     val f = KeyFilter.withCapacity(1, 1, 1, 100, 1000000)
     val added = keys(5000, 1)
@@ -44,23 +60,28 @@ class KeyFilterSuite extends AnyFunSuite {
     val model = KeyFilter.withCapacity(1, 1, 1, 1000, 1000000)
     val loaded = keys(500, 6)
     loaded.foreach(model.add)
-    // The words of the model's only layer, as the server would send them (little-endian u64).
     val bitsLog2 = model.firstLayerBitsLog2
-    val words = new Array[Long](1 << (bitsLog2 - 6))
     val rebuilt = KeyFilter.withCapacity(2, 1, 1, 1000, 1000000)
     assert(rebuilt.firstLayerBitsLog2 == bitsLog2)
-    for (k <- loaded) {
-      val (h1, h2) = KeyFilter.hashes(k)
-      for (i <- 0 until KeyFilter.Hashes) {
-        val bit = (h1.toLong + i * (h2 | 1).toLong) & ((1L << bitsLog2) - 1)
-        words((bit >>> 6).toInt) |= 1L << (bit & 63)
-      }
-    }
-    val bytes = ByteBuffer.allocate(words.length * 8).order(ByteOrder.LITTLE_ENDIAN)
-    bytes.asLongBuffer().put(words)
-    rebuilt.fillFirstLayer(bytes.array, loaded.size)
+    rebuilt.fillFirstLayer(serverBits(loaded, bitsLog2), loaded.size)
     assert(rebuilt.size == loaded.size)
     assert(loaded.forall(rebuilt.mightContain))
+    model.close()
+    rebuilt.close()
+  }
+
+  test("a layer larger than a page (2^15 words) holds its keys, added or filled from bits") {
+    val capacity = 300000 // 10 bits per key: 2^22 bits, 2^16 words, two pages
+    val model = KeyFilter.withCapacity(1, 1, 1, capacity, 10000000)
+    assert(model.firstLayerBitsLog2 == 22)
+    val added = keys(50000, 7)
+    added.foreach(model.add)
+    assert(added.forall(model.mightContain) && model.layerCount == 1)
+    val rebuilt = KeyFilter.withCapacity(2, 1, 1, capacity, 10000000)
+    rebuilt.fillFirstLayer(serverBits(added, model.firstLayerBitsLog2), added.size)
+    assert(added.forall(rebuilt.mightContain))
+    val absent = keys(20000, 8)
+    assert(absent.count(rebuilt.mightContain) == absent.count(model.mightContain)) // the same bits
     model.close()
     rebuilt.close()
   }

@@ -100,6 +100,42 @@ class TaskRecordSuite extends AnyFunSuite {
     assert(new TaskRecord(1L << 16, 1 << 20, 1L << 30).bytes < (1L << 16))
   }
 
+  test("a record given back is reused: emptied, it answers as a new one would, and grows to the hint") {
+    // Spares of other suites' tasks may be waiting: take them all first, so the test sees its own.
+    val limit = TaskRecord.defaultLimit
+    val others = Iterator.continually(TaskRecord.acquire(limit, 0, 0)).take(TaskRecord.spareCount).toList
+    val r = TaskRecord.acquire(limit, 0, 0)
+    (0 until 3000).foreach { i => val k = s"key$i".getBytes("UTF-8"); r.put(k, StoreKey.hashOf(k), k, i, true, true) }
+    val grown = r.bytes
+    TaskRecord.release(r)
+    val again = TaskRecord.acquire(limit, 10, 100)
+    assert((again eq r) && again.size == 0 && again.dataBytes == 0 && again.cacheBytes == 0 && again.drops == 0)
+    assert(again.bytes == grown) // the arrays were kept
+    val k1 = "key1".getBytes("UTF-8")
+    assert(again.find(k1, StoreKey.hashOf(k1)) == -1)
+    assert(again.put(k1, StoreKey.hashOf(k1), null, 7L, false))
+    val i = again.find(k1, StoreKey.hashOf(k1))
+    assert(!again.hasValue(i) && again.ts(i) == 7L && !again.inCommitted(i) && !again.found(i))
+    TaskRecord.release(again)
+    val big = TaskRecord.acquire(limit, 20000, 400000) // a hint past what it holds: it grows once
+    assert(big eq r)
+    val before = big.bytes
+    (0 until 20000).foreach { j => val k = f"k$j%018d".getBytes("UTF-8"); assert(big.put(k, StoreKey.hashOf(k), null, j, false)) }
+    assert(before > grown && big.bytes == before && big.size == 20000)
+    TaskRecord.release(big)
+    others.foreach(TaskRecord.release)
+  }
+
+  test("found and inCommitted stay once set, whatever later puts say") {
+    val r = new TaskRecord(1L << 20)
+    val k = "a".getBytes("UTF-8")
+    r.put(k, StoreKey.hashOf(k), Array[Byte](1), 1L, inCommitted = false, found = true)
+    r.put(k, StoreKey.hashOf(k), Array[Byte](2), 2L, inCommitted = true)
+    r.put(k, StoreKey.hashOf(k), Array[Byte](3), 3L, inCommitted = false)
+    val i = r.find(k, StoreKey.hashOf(k))
+    assert(r.found(i) && r.inCommitted(i) && r.ts(i) == 3L)
+  }
+
   test("cacheBytes counts what the entries would cost the cross-batch cache") {
     val r = new TaskRecord(1L << 20)
     val k = "abc".getBytes("UTF-8")
