@@ -6,6 +6,12 @@ import an older ttlstate. The parent polls the resident memory of the child's pr
 every ~100 ms: the JVM (the `java` child: Spark's RocksDB lives in it) and ttlstate's state
 server (`python -m ttlstate.server` and its `ttlstate.server.worker` processes; their RSS is
 summed, each worker being a separate interpreter with its own RocksDB).
+
+Alongside RSS it records PSS (proportional set size, from `/proc/<pid>/smaps_rollup`): a
+page shared by n processes counts 1/n in each. The server's processes share their
+interpreter's and RocksDB's library pages, which a sum of RSS counts once per process; the sum
+of PSS counts them once, which is what the machine pays. For one process alone (the JVM) the
+two differ only by the library pages it shares with others.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ class PeakRss:
     jvm: int = 0
     server: int = 0
     total: int = 0
+    jvm_pss: int = 0
+    server_pss: int = 0
+    total_pss: int = 0
     samples: int = 0
     server_files: set[str] = field(default_factory=set)
     load_sum: float = 0.0  # of the machine's 1-minute load average, one term per sample
@@ -40,7 +49,10 @@ class PeakRss:
         """Also the mean load average while the child ran: on this shared machine it tells how
         much of a difference between two variants may be other work, not the code."""
         return {"jvm_peak_rss_mb": round(self.jvm / MB, 1), "server_peak_rss_mb": round(self.server / MB, 1),
-                "total_peak_rss_mb": round(self.total / MB, 1), "rss_samples": self.samples,
+                "total_peak_rss_mb": round(self.total / MB, 1),
+                "jvm_peak_pss_mb": round(self.jvm_pss / MB, 1),
+                "server_peak_pss_mb": round(self.server_pss / MB, 1),
+                "total_peak_pss_mb": round(self.total_pss / MB, 1), "rss_samples": self.samples,
                 "loadavg_1m_mean": round(self.load_sum / self.samples, 2) if self.samples else None,
                 "server_files": sorted(self.server_files)}
 
@@ -70,6 +82,18 @@ def _ttlstate_mappings(pid: int) -> set[str]:
                     if "ttlstate" in line and len(line.split(None, 5)) == 6}
     except OSError:
         return set()
+
+
+def _pss(pid: int) -> int:
+    """The process's proportional set size in bytes (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 class RssPoller(threading.Thread):
@@ -108,12 +132,14 @@ class RssPoller(threading.Thread):
         except psutil.Error:
             return
         rss = {"jvm": 0, "server": 0}
+        pss = {"jvm": 0, "server": 0}
         for p in procs:
             try:
                 role = self._role_of(p)
                 if role is None:
                     continue
                 rss[role] += p.memory_info().rss
+                pss[role] += _pss(p.pid)
                 if role == "server" and p.pid not in self._mapped:
                     found = _ttlstate_mappings(p.pid)
                     if any(".so" in f for f in found):
@@ -124,6 +150,9 @@ class RssPoller(threading.Thread):
         self.peak.jvm = max(self.peak.jvm, rss["jvm"])
         self.peak.server = max(self.peak.server, rss["server"])
         self.peak.total = max(self.peak.total, rss["jvm"] + rss["server"])
+        self.peak.jvm_pss = max(self.peak.jvm_pss, pss["jvm"])
+        self.peak.server_pss = max(self.peak.server_pss, pss["server"])
+        self.peak.total_pss = max(self.peak.total_pss, pss["jvm"] + pss["server"])
         self.peak.samples += 1
         self.peak.load_sum += os.getloadavg()[0]
 

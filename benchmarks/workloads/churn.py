@@ -110,7 +110,8 @@ def run_variant(name: str, args: argparse.Namespace, input_dir: str, work: str, 
         return {"variant": name, "round": round_no, "finished": False, "error": str(e)[-2000:], "batches": []}
     peak = rss.as_dict()
     run = {"variant": name, "round": round_no, **out, **{k: peak[k] for k in (
-        "jvm_peak_rss_mb", "server_peak_rss_mb", "total_peak_rss_mb", "loadavg_1m_mean")}}
+        "jvm_peak_rss_mb", "server_peak_rss_mb", "total_peak_rss_mb", "jvm_peak_pss_mb", "server_peak_pss_mb",
+        "total_peak_pss_mb", "loadavg_1m_mean")}}
     complete(run, total_rows)
     print({k: v for k, v in run.items() if k != "batches"}, flush=True)
     return run
@@ -143,6 +144,7 @@ def summarize(runs: list[dict[str, Any]], names: list[str], cohort: int, ttl_ms:
             row["ttl_bound_rows"] = ttl_bound([b["batch_ms"] for b in last], cohort, ttl_ms)
             row["jvm_peak_rss_mb"] = statistics.median(r["jvm_peak_rss_mb"] for r in done)
             row["server_peak_rss_mb"] = statistics.median(r["server_peak_rss_mb"] for r in done)
+            row["total_peak_pss_mb"] = statistics.median(r.get("total_peak_pss_mb") or 0 for r in done)
         else:
             did = max((len(r["batches"]) for r in mine), default=0)
             row["did_not_finish"] = f"did not finish {batches} batches in {deadline:.0f} s ({did} done)"

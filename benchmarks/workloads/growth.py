@@ -75,8 +75,12 @@ VARIANTS: dict[str, Variant] = {
 }
 REFERENCE = "rocksdb"
 # Summary fields compared across variants (all "lower is better").
-COMPARED = ("median_batch_ms", "restore_ms", "median_commit_ms", "total_peak_rss_mb", "checkpoint_bytes",
-            "checkpoint_bytes_written")
+COMPARED = ("median_batch_ms", "restore_ms", "restore_load_ms", "median_commit_ms", "total_peak_rss_mb",
+            "total_peak_pss_mb", "checkpoint_bytes", "checkpoint_bytes_written")
+# The memory goal: a variant's JVM and state server together against the JVM of Spark's RocksDB
+# provider (whose RocksDB lives inside its JVM) at the same heap setting, by RSS and by PSS.
+MEMORY_RATIOS = {"total_to_rocksdb_jvm_peak_rss": ("total_peak_rss_mb", "jvm_peak_rss_mb"),
+                 "total_to_rocksdb_jvm_peak_pss": ("total_peak_pss_mb", "jvm_peak_pss_mb")}
 SNAPSHOT_METRIC = {"ttlstate": "storeSnapshotTimeMs", "rocksdb": "rocksdbSaveZipFilesLatencyMs"}
 # What the restore batch spent loading state, summed over partitions: each provider's load
 # latency, by the same name (ttlstate's includes filling the shim's key filter).
@@ -208,7 +212,8 @@ def _print_run(run: dict[str, Any]) -> None:
               f"{r['checkpoint_bytes_written'] / 1e6:.1f} MB to the checkpoint", flush=True)
     rs = run["restore"]
     print(f"  restore: {rs['batch_ms']} ms (state rows {rs['state_rows']}); peak RSS JVM "
-          f"{run['jvm_peak_rss_mb']} MB, server {run['server_peak_rss_mb']} MB; checkpoint "
+          f"{run['jvm_peak_rss_mb']} MB, server {run['server_peak_rss_mb']} MB (PSS "
+          f"{run.get('jvm_peak_pss_mb')} MB, {run.get('server_peak_pss_mb')} MB); checkpoint "
           f"{run['checkpoint_bytes'] / 1e6:.1f} MB", flush=True)
 
 
@@ -239,7 +244,10 @@ def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:
             "restore_commit_ms": rs["commit_ms"],
             "restore_state_rows_ok": rs["state_rows"] == expected_rows,
             "jvm_peak_rss_mb": run["jvm_peak_rss_mb"], "server_peak_rss_mb": run["server_peak_rss_mb"],
-            "total_peak_rss_mb": run["total_peak_rss_mb"], "checkpoint_bytes": run["checkpoint_bytes"],
+            "total_peak_rss_mb": run["total_peak_rss_mb"],
+            "jvm_peak_pss_mb": run.get("jvm_peak_pss_mb"),
+            "server_peak_pss_mb": run.get("server_peak_pss_mb"),
+            "total_peak_pss_mb": run.get("total_peak_pss_mb"), "checkpoint_bytes": run["checkpoint_bytes"],
             **_written(rows),
             "final_state_rows": rows[-1]["state_rows"], "loadavg_1m_mean": run.get("loadavg_1m_mean")}
 
@@ -261,17 +269,22 @@ def summarize(variants: list[Variant], runs: list[dict[str, Any]],
               expected_rows: int) -> list[dict[str, Any]]:
     """One summary row per variant, with ratios to Spark's RocksDB provider and to the baseline
     (this variant's value / the other's: below 1 is better for every compared field)."""
-    rows = {v.name: {"variant": v.name, **_combine_rounds(
-        [summarize_run(r, expected_rows) for r in runs if r["variant"] == v.name])} for v in variants}
+    rounds = {v.name: [summarize_run(r, expected_rows) for r in runs if r["variant"] == v.name]
+              for v in variants}
+    rows = {v.name: {"variant": v.name, **_combine_rounds(rounds[v.name])} for v in variants}
     ref = rows.get(REFERENCE)
     for v in variants:
         s = rows[v.name]
         if ref is not None and v.name != REFERENCE:
             s["ratio_to_rocksdb"] = {k: ratio(s[k], ref[k]) for k in COMPARED}
-            # the memory goal: this variant's JVM and state server together against the JVM
-            # of Spark's RocksDB provider (whose RocksDB lives inside its JVM) at the same heap
-            s["ratio_to_rocksdb"]["total_to_rocksdb_jvm_peak_rss"] = ratio(
-                s["total_peak_rss_mb"], ref["jvm_peak_rss_mb"])
+            for name, (mine, theirs) in MEMORY_RATIOS.items():
+                s["ratio_to_rocksdb"][name] = ratio(s.get(mine), ref.get(theirs))
+            if len(rounds[v.name]) > 1 and len(rounds[v.name]) == len(rounds[REFERENCE]):
+                pairs = list(zip(rounds[v.name], rounds[REFERENCE], strict=True))
+                per = {k: [ratio(a[k], b[k]) for a, b in pairs] for k in COMPARED}
+                for name, (mine, theirs) in MEMORY_RATIOS.items():
+                    per[name] = [ratio(a.get(mine), b.get(theirs)) for a, b in pairs]
+                s["ratio_to_rocksdb_per_round"] = per
         if v.is_ttlstate and ref is not None:
             s["meets_target"] = {k: s[k] is not None and ref[k] is not None and s[k] <= ref[k]
                                  for k in ("median_batch_ms", "restore_ms")}

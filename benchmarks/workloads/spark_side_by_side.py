@@ -126,7 +126,9 @@ def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: f
         if v.is_ttlstate:
             row["ttlstate_file"] = out["ttlstate_file"]
             row["server_peak_rss_mb"] = rss.as_dict()["server_peak_rss_mb"]
+            row["server_peak_pss_mb"] = rss.as_dict()["server_peak_pss_mb"]
         row["jvm_peak_rss_mb"] = rss.as_dict()["jvm_peak_rss_mb"]
+        row["jvm_peak_pss_mb"] = rss.as_dict()["jvm_peak_pss_mb"]
         row["loadavg_1m_mean"] = rss.as_dict()["loadavg_1m_mean"]
         print(row, flush=True)
         rows.append(row)

@@ -94,8 +94,10 @@ def test_keys_only_written_stay_out_of_the_cache_until_reads_find_keys(spark: Sp
             for extra in ({}, OFF)]
     on, off = runs
     assert on.outputs == off.outputs
-    sizes = [sum(op["customMetrics"]["executorCacheBytes"] for op in p["stateOperators"]) for p in on.progress]
-    hits = [sum(op["customMetrics"]["executorCacheHitCount"] for op in p["stateOperators"]) for p in on.progress]
+    def per_batch(metric: str) -> list[int]:
+        return [sum(op["customMetrics"][metric] for op in p["stateOperators"]) for p in on.progress]
+
+    sizes, hits = per_batch("executorCacheBytes"), per_batch("executorCacheHitCount")
     assert sizes[0] == sizes[1] == 0, sizes  # 200 reads per task, none found: nothing admitted
     assert sizes[2] > 0, sizes  # every read found its key: admitted
     assert hits[:3] == [0, 0, 0] and hits[3] == 400, hits

@@ -50,12 +50,13 @@ def test_inputs_are_ordered_by_mtime_with_the_restore_file_last(tmp_path: object
     assert times == sorted(times) and len(set(times)) == 4
 
 
-def _run(variant: str, batch_ms: list[int], restore_ms: int) -> dict[str, object]:
+def _run(variant: str, batch_ms: list[int], restore_ms: int, jvm_mb: float = 500.0) -> dict[str, object]:
     rows = [{"batch_ms": t, "commit_ms": t // 2, "snapshot_ms": 10, "state_rows": (i + 1) * 100,
              "checkpoint_bytes_written": 1000 * (i + 1)}
             for i, t in enumerate(batch_ms)]
-    return {"variant": variant, "round": 0, "batches": rows, "jvm_peak_rss_mb": 500.0,
-            "server_peak_rss_mb": 300.0, "total_peak_rss_mb": 800.0, "checkpoint_bytes": 10**6,
+    return {"variant": variant, "round": 0, "batches": rows, "jvm_peak_rss_mb": jvm_mb,
+            "server_peak_rss_mb": 300.0, "total_peak_rss_mb": jvm_mb + 300, "jvm_peak_pss_mb": jvm_mb - 20,
+            "server_peak_pss_mb": 200.0, "total_peak_pss_mb": jvm_mb + 180, "checkpoint_bytes": 10**6,
             "restore": {"batch_ms": restore_ms, "commit_ms": 5, "state_rows": 310, "load_ms": 7}}
 
 
@@ -75,6 +76,7 @@ def test_summary_ratios_targets_and_baseline() -> None:
     assert s["ttlstate"]["median_batch_ms"] == 300
     assert s["ttlstate"]["ratio_to_rocksdb"]["median_batch_ms"] == 0.75
     assert s["ttlstate"]["ratio_to_rocksdb"]["total_to_rocksdb_jvm_peak_rss"] == 1.6  # 800 / 500
+    assert s["ttlstate"]["ratio_to_rocksdb"]["total_to_rocksdb_jvm_peak_pss"] == 1.417  # 680 / 480
     assert s["ttlstate"]["meets_target"] == {"median_batch_ms": True, "restore_ms": True}
     assert s["ttlstate"]["ratio_to_baseline"]["restore_ms"] == 0.25
     assert s["ttlstate"]["restore_state_rows_ok"] is True
@@ -88,6 +90,18 @@ def test_rounds_are_combined_by_median_and_listed() -> None:
     s = growth.summarize(v, runs, expected_rows=310)[0]
     assert s["median_batch_ms"] == 200 and s["restore_ms"] == 2000
     assert s["median_batch_ms_per_round"] == [200, 600, 100]
+
+
+def test_ratios_per_round_pair_each_round_with_the_reference_round() -> None:
+    vs = [variants.Variant("rocksdb", variants.ROCKSDB), variants.Variant("ttlstate", variants.TTLSTATE)]
+    runs = [_run("rocksdb", [100, 200, 300], 1000, jvm_mb=400), _run("ttlstate", [50, 100, 150], 2000),
+            {**_run("rocksdb", [500, 600, 700], 3000, jvm_mb=800), "round": 1},
+            {**_run("ttlstate", [600, 600, 600], 3000), "round": 1}]
+    per = growth.summarize(vs, runs, expected_rows=310)[1]["ratio_to_rocksdb_per_round"]
+    assert per["median_batch_ms"] == [0.5, 1.0]
+    assert per["restore_ms"] == [2.0, 1.0]
+    assert per["total_to_rocksdb_jvm_peak_rss"] == [2.0, 1.0]  # (500 + 300) / 400, 800 / 800
+    assert per["total_to_rocksdb_jvm_peak_pss"] == [round(680 / 380, 3), round(680 / 780, 3)]
 
 
 def test_plot_and_report_render(tmp_path: object) -> None:
@@ -154,6 +168,7 @@ def test_rss_poller_sees_a_server_process_behind_a_launcher() -> None:
         peak = poller.stop()
         proc.wait(timeout=10)
     assert peak.server > 0 and peak.jvm == 0
+    assert 0 < peak.server_pss <= peak.server
 
 
 def test_baseline_environment_puts_the_old_tree_first(monkeypatch: pytest.MonkeyPatch) -> None:
