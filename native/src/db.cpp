@@ -476,13 +476,39 @@ void Db::Checkpoint(const std::string& dir) {
   CheckStatus(checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0), "checkpoint");
 }
 
+namespace {
+
+// Keeps the DB from deleting obsolete files while it lives: a compaction meanwhile (a commit's
+// ingestion can start one) must not remove a file a scan of the live files is about to open.
+// Counted by RocksDB, so it nests with a checkpoint's own.
+class FileDeletionsOff {
+ public:
+  explicit FileDeletionsOff(DbCore* core) : core_(core) {  // requires core->mu held
+    CheckStatus(core_->Handle()->DisableFileDeletions(), "disable file deletions");
+  }
+  ~FileDeletionsOff() {
+    std::shared_lock<std::shared_mutex> lock(core_->mu);
+    if (core_->db) core_->db->EnableFileDeletions(/*force=*/false);  // a closed DB has none to keep
+  }
+  FileDeletionsOff(const FileDeletionsOff&) = delete;
+  FileDeletionsOff& operator=(const FileDeletionsOff&) = delete;
+
+ private:
+  DbCore* core_;
+};
+
+}  // namespace
+
 uint64_t Db::AddKeyHashes(KeyHashes* hashes) {
   // File by file, not through the DB's merging iterator (several times slower over the L0 files
   // a restore opens): a key of an older file that a newer one deletes or rewrites is hashed too,
-  // which a Bloom filter of the keys that may be present takes as it is.
+  // which a Bloom filter of the keys that may be present takes as it is. It may run while a
+  // commit's batch goes into the DB (restored_keys.py): the files listed stay until it ends.
   std::vector<rocksdb::LiveFileMetaData> files;
+  std::optional<FileDeletionsOff> keep;
   {
     std::shared_lock<std::shared_mutex> lock(core_->mu);
+    keep.emplace(core_.get());
     // The memtable's keys (changelogs replayed after the files were opened) into a file first.
     CheckStatus(core_->Handle()->Flush(rocksdb::FlushOptions()), "flush");
     core_->Handle()->GetLiveFilesMetaData(&files);

@@ -187,8 +187,9 @@ def _layer_bits(keys: list[bytes], bits_log2: int, probes: int) -> bytes:
 
 def test_a_restore_sets_the_key_filter_bits_of_every_key_it_loaded(server, confs) -> None:  # noqa: ANN001
     """A load that rebuilds the local DB from the checkpoint (snapshot bulk load plus changelog
-    replay), asked with LOAD_KEY_HASHES, keeps the filter's hashes of every key it put
-    (computed natively), and OP_KEY_FILTER_BITS answers once with the bits of a filter layer
+    replay), asked with LOAD_KEY_HASHES, keeps the filter's hashes of every key of that version
+    (collected natively while building, or scanned from an SST snapshot's files), and
+    OP_KEY_FILTER_BITS for that lineage and version answers once with the bits of a filter layer
     holding exactly those keys, as the shim sets them; a load that reuses the local DB, or one
     not asking, keeps none. The Python data plane keeps none (the shim then scans)."""
     _proc, sockets, tmp = server
@@ -199,7 +200,7 @@ def test_a_restore_sets_the_key_filter_bits_of_every_key_it_loaded(server, confs
     h = c.open("hashes", confs, INFO, ck)
     native = confs[K.ENGINE.key] == "native"
     c.load(h, 0, 1000, key_hashes=True)
-    assert c.key_hashes_kept == native  # a new store is built from nothing
+    assert c.key_hashes == (P.KEY_HASHES_READY if native else P.KEY_HASHES_NONE)  # built from nothing
     assert c.key_filter_bits(h, 6, 7) == (bytes(8) if native else None)
     first = [b"a%04d" % i for i in range(3000)]
     c.writes(h, [(k, b"v") for k in first])
@@ -216,14 +217,17 @@ def test_a_restore_sets_the_key_filter_bits_of_every_key_it_loaded(server, confs
     h2 = c.open("hashes-restored", confs, INFO, ck)  # another provider: restores from files
     _lineage, n = c.load(h2, 2, 1000, key_hashes=True)
     assert n == 3400
-    assert c.key_hashes_kept == native
     if not native:
-        assert c.key_filter_bits(h2, 16, 7) is None
+        assert not c.key_hashes_kept and c.key_filter_bits(h2, 16, 7) is None
         return
-    bits = c.key_filter_bits(h2, 16, 7)
-    # Opened from an SST snapshot (the default layout), the hashes are of every key of its files:
-    # a key a newer file deletes stays (a superset of the keys stored, which is all a filter of
-    # the keys that may be present needs); never one missing.
+    # Opened from an SST snapshot (the default layout): its keys are scanned, not collected.
+    assert c.key_hashes == P.KEY_HASHES_SCANNING
+    assert c.key_filter_bits(h2, 16, 7, version=1) is None  # not the version it restored
+    assert c.key_filter_bits(h2, 16, 7, lineage=c.lineage + 1) is None  # nor its lineage
+    bits = c.key_filter_bits(h2, 16, 7)  # asked before any commit: scanned now
+    # The hashes are of every key of its files: a key a newer file deletes stays (a superset of
+    # the keys stored, which is all a filter of the keys that may be present needs); never one
+    # missing.
     stored = int.from_bytes(_layer_bits(first[100:] + second, 16, 7), "little")
     got = int.from_bytes(bits, "little")
     assert got & stored == stored
@@ -232,9 +236,26 @@ def test_a_restore_sets_the_key_filter_bits_of_every_key_it_loaded(server, confs
     c.load(h2, 2, 1000)
     assert not c.key_hashes_kept  # not asked for
     c.load(h2, 1, 1000, key_hashes=True)  # an older version: rebuilt from the files again
-    assert c.key_hashes_kept
+    assert c.key_hashes == P.KEY_HASHES_SCANNING
     with pytest.raises(ServerError, match="allowed 2\\^6..2\\^36 bits"):
         c.key_filter_bits(h2, 5, 7)
+
+    # The shim asks at its next load: the restored version's commit started the scan meanwhile,
+    # and the bits still hold every key of the restored version (the next batch's keys the
+    # shim adds itself).
+    h3 = c.open("hashes-later", confs, INFO, ck)
+    c.load(h3, 2, 1000, key_hashes=True)
+    restored_lineage = c.lineage
+    assert c.key_hashes == P.KEY_HASHES_SCANNING
+    third = [b"c%04d" % i for i in range(200)]
+    c.writes(h3, [(k, b"x") for k in third])
+    c.commit(h3)
+    c.load(h3, 3, 1000, key_hashes=True)
+    assert c.lineage == restored_lineage and not c.key_hashes_kept
+    later = c.key_filter_bits(h3, 16, 7, version=2)
+    want = int.from_bytes(_layer_bits(first[100:] + second, 16, 7), "little")
+    assert int.from_bytes(later, "little") & want == want
+    assert c.key_filter_bits(h3, 16, 7, version=2) is None  # once
 
 
 def test_large_scan_streams_in_chunks(server, confs) -> None:  # noqa: ANN001

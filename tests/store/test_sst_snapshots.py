@@ -117,7 +117,7 @@ def test_the_key_filter_bits_after_an_sst_restore_hold_every_key(make) -> None: 
         fresh = make(ck=layout.value)
         fresh.get_store(2)
         assert fresh.keep_restored_key_hashes(True)
-        bits.append(fresh.take_key_filter_bits(16, 3))
+        bits.append(fresh.take_key_filter_bits(fresh.lineage, 2, 16, 3))
     assert bits[0] is not None and bits[0] == bits[1]
 
 
@@ -337,3 +337,21 @@ def test_a_shared_file_deleted_meanwhile_is_uploaded_again(make) -> None:  # noq
         if f.endswith(".changelog"):
             os.unlink(os.path.join(p.checkpoint.directory, f))
     assert len(_state(make(), 2)) == 1100  # from the snapshot's files alone
+
+
+def test_a_failed_key_scan_gives_no_bits_and_the_store_serves_on(make, monkeypatch) -> None:  # noqa: ANN001
+    """A scan that fails (a file it cannot read) is not the restore's failure: the shim is told
+    there are no bits and scans the keys itself."""
+    p = make(ck="failing-scan")
+    _batch(p, 0, range(0, 2000))
+    p.write_snapshot()
+    fresh = make(ck="failing-scan")
+    fresh.get_store(1)
+    assert fresh.keep_restored_key_hashes(True) == 2  # scanning
+
+    def broken(hashes):  # noqa: ANN001, ANN202
+        raise RuntimeError("key hashes: IO error: no such file")
+
+    monkeypatch.setattr(fresh.engine, "add_key_hashes", broken)
+    assert fresh.take_key_filter_bits(fresh.lineage, 1, 16, 3) is None
+    assert _state(fresh, 1) == {b"key-%08d" % k: b"v" for k in range(2000)}

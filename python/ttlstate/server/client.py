@@ -32,6 +32,10 @@ class Client:
         self.checkpoint_dirs: dict[int, str] = {}
         self._current_dir: str | None = None
         self.round_trips = 0
+        # What the last load said (see `load`).
+        self.key_hashes = P.KEY_HASHES_NONE
+        self.key_hashes_kept = False
+        self.lineage = self.loaded_version = -1
 
     def close(self) -> None:
         self.rfile.close()
@@ -118,17 +122,23 @@ class Client:
         r = self.call(P.OP_LOAD, w.payload(), h)
         lineage, num_keys = r.i64(), r.i64()
         self.now_ms = r.i64()
-        self.key_hashes_kept = bool(r.u8())
+        self.key_hashes = r.u8()
+        self.key_hashes_kept = self.key_hashes != P.KEY_HASHES_NONE
+        self.lineage, self.loaded_version = lineage, version
         return lineage, num_keys
 
     def set_time(self, h: int, now_ms: int) -> int:
         """Real-time Mode's clock (OP_SET_TIME): the now the loaded version uses after it."""
         return self.call(P.OP_SET_TIME, P.Writer().u32(h).i64(now_ms).payload(), h).i64()
 
-    def key_filter_bits(self, h: int, bits_log2: int, probes: int) -> bytes | None:
-        """The bits the shim would take into its key filter's first layer after that load."""
-        return self.call(P.OP_KEY_FILTER_BITS, P.Writer().u32(h).u8(bits_log2).u8(probes).payload(),
-                         h).bytes_or_none()
+    def key_filter_bits(self, h: int, bits_log2: int, probes: int, lineage: int | None = None,
+                        version: int | None = None) -> bytes | None:
+        """The bits the shim would take into its key filter's first layer for `version` of
+        `lineage` (default: what the last load loaded)."""
+        lineage = self.lineage if lineage is None else lineage
+        version = self.loaded_version if version is None else version
+        return self.call(P.OP_KEY_FILTER_BITS, P.Writer().u32(h).i64(lineage).i64(version).u8(bits_log2)
+                         .u8(probes).payload(), h).bytes_or_none()
 
     def keys(self, h: int) -> list[bytes]:
         """Every key of the loaded version's local DB (OP_KEYS, then its chunks)."""

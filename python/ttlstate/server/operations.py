@@ -71,13 +71,13 @@ def load(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes
         store.serve_on(conn.native, handle)
     hashes = opened.provider.keep_restored_key_hashes(bool(flags & P.LOAD_KEY_HASHES))
     return (P.Writer().i64(opened.provider.lineage).i64(opened.provider.num_keys)
-            .i64(store.now_ms).u8(int(hashes)).payload())
+            .i64(store.now_ms).u8(hashes).payload())
 
 
 def key_filter_bits(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:
-    bits_log2, probes = r.u8(), r.u8()
+    lineage, version, bits_log2, probes = r.i64(), r.i64(), r.u8(), r.u8()
     try:
-        words = opened.provider.take_key_filter_bits(bits_log2, probes)
+        words = opened.provider.take_key_filter_bits(lineage, version, bits_log2, probes)
     except ValueError as e:
         raise RequestError(P.ERR_BAD_REQUEST, str(e)) from None
     return P.Writer().bytes(words).payload()

@@ -29,7 +29,7 @@ from ttlstate.errors import (  # noqa: F401  (re-exported: part of the wire prot
     ProtocolError,
 )
 
-PROTOCOL_VERSION = 9
+PROTOCOL_VERSION = 10
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -49,15 +49,15 @@ OP_LOAD = 3           # u32 h, i64 version, i64 now ms, u8 flags         -> OK i
 #                       [, i64 snapshot version if LOAD_FROM_SNAPSHOT]      i64 now (the time TTL uses),
 #                       [, str checkpoint id, str snapshot's checkpoint id
 #                          ("": none) if LOAD_CHECKPOINT_ID]
-#                                                                          u8 key hashes kept (1: ask
-#                                                                          OP_KEY_FILTER_BITS)
+#                                                                          u8 key hashes (KEY_HASHES_*)
 #   flags: LOAD_READ_ONLY; LOAD_EMPTY (an empty store at `version`, whose commit makes version+1:
 #   Spark's loadEmpty, for writing a whole state at a given version, as `ttlstate migrate` does);
 #   LOAD_FROM_SNAPSHOT (rebuild `version` from exactly that snapshot plus the changelogs after
 #   it: the state data source's snapshotStartBatchId); LOAD_KEY_HASHES (the shim will build a
 #   key filter: when this load built the local DB from nothing, keep the filter's two hashes
-#   of every key put, see native/include/ttlstate/key_hash.h, for OP_KEY_FILTER_BITS, so the
-#   shim need not scan the keys back); LOAD_CHECKPOINT_ID (checkpoint format 2: the version
+#   of every key of this version, see native/include/ttlstate/key_hash.h, for
+#   OP_KEY_FILTER_BITS, so the shim need not scan the keys back); LOAD_CHECKPOINT_ID (checkpoint
+#   format 2: the version
 #   Spark's commit log recorded under that id, see python/ttlstate/checkpoint/id_plan.py)
 #   lineage changes whenever the local DB was rebuilt rather than advanced by this handle's own
 #   commits; the shim's key filter is valid only for the lineage and version it was built for
@@ -91,10 +91,14 @@ OP_CHANGES = 20       # u32 h, i64 version, i64 end version,             -> OK u
 #   the end version's id), verified whole and bound to the store
 #   first, in file order: (key, TtlValue) puts and (key, null) deletes; continue with
 #   OP_ITER_NEXT / OP_ITER_CLOSE. Needs no loaded version (the state data source's change feed)
-OP_KEY_FILTER_BITS = 21  # u32 h, u8 bits log2, u8 probes                -> OK bytes words (null: none)
-#   once after a LOAD that kept key hashes: the bits of one key filter layer of 2^bits log2
-#   bits holding every key that load put, set as the shim's filter sets them (little-endian
-#   u64 words); null when no hashes are kept (the shim scans the keys instead)
+OP_KEY_FILTER_BITS = 21  # u32 h, i64 lineage, i64 version,             -> OK bytes words (null: none)
+#                          u8 bits log2, u8 probes
+#   once after a LOAD of `version` on `lineage` that kept key hashes: the bits of one key filter
+#   layer of 2^bits log2 bits holding every key of that version, set as the shim's filter sets
+#   them (little-endian u64 words); null when none are kept for that version and lineage (the
+#   shim scans the keys instead). After KEY_HASHES_READY the shim asks at once; after
+#   KEY_HASHES_SCANNING it asks at its next load of the store (its filter answers "might be
+#   there" for every key meanwhile), and the answer waits for the scan if it still runs
 OP_SET_TIME = 22      # u32 h, i64 now ms                                -> OK i64 now (the time TTL uses)
 #   Real-time Mode (`realTime.clockInterval`): moves the loaded version's "now" forward (never
 #   back) while its long batch runs; the shim sends its wall clock, never below the batch time
@@ -109,6 +113,11 @@ LOAD_EMPTY = 2
 LOAD_FROM_SNAPSHOT = 4
 LOAD_KEY_HASHES = 8
 LOAD_CHECKPOINT_ID = 16
+
+# What OP_LOAD says of the key hashes of the version it loaded (store/restored_keys.py)
+KEY_HASHES_NONE = 0
+KEY_HASHES_READY = 1
+KEY_HASHES_SCANNING = 2
 
 # Responses (server -> shim)
 RESP_OK = 64

@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 
 from ttlstate.checkpoint import names
@@ -64,6 +64,7 @@ from ttlstate.store.planes.base import (
     StoreVersion,
 )
 from ttlstate.store.recorded_settings import recorded_ttl, settings_of, warn_if_changed
+from ttlstate.store.restored_keys import NONE, SCANNING, RestoredKeys
 from ttlstate.store.sst_snapshots import PreparedUpload, SstSnapshots
 from ttlstate.store.store_files import StoreFiles
 from ttlstate.ttl.clock import BatchClock, Clock, WallClock, store_time
@@ -126,11 +127,10 @@ class StoreProvider:
         # keys held elsewhere (the shim's key filter) knows when it went stale. Random start: a
         # restarted server never repeats an earlier provider's value.
         self.lineage = secrets.randbits(62)
-        # The key filter hashes of every key of a local DB the last get_store built from
-        # nothing (where the data plane collects them), until taken: the shim fills its
-        # filter from them instead of scanning the keys back. None when it was not built from
-        # nothing.
-        self._restored_key_hashes: KeyHashes | None = None
+        # The key filter hashes of every key of the version a load built the local DB from
+        # nothing for (where the data plane has them), until the shim takes them for its
+        # filter (restored_keys.py), or the local DB moves to another lineage.
+        self._restored: RestoredKeys | None = None
         self._collecting: KeyHashes | None = None  # while a restore runs
         # The last commit's batch, still going into the local DB after the commit returned, and
         # its version (see commit_store); waited for before anything uses the local DB again.
@@ -196,6 +196,7 @@ class StoreProvider:
         pending, self._applying = self._applying, None
         if pending is not None:
             pending[0].abandon()  # waits: the apply writes to the DB about to be closed
+        self._forget_restored()
         if self._engine is not None:
             try:
                 self._engine.close()
@@ -251,7 +252,6 @@ class StoreProvider:
             if self._closed:
                 raise StoreStateError(f"ttlstate store {self.store_id}: provider is closed")
             self._settle()
-            self._restored_key_hashes = None
             if self._engine is not None and not os.path.isdir(self._db_dir):
                 log.warning("ttlstate store %s: local state directory vanished; restoring "
                             "from the checkpoint", self.store_id)
@@ -264,7 +264,10 @@ class StoreProvider:
                 self._v2_lineage = ()
                 self._trusted_snapshots.clear()
                 self._batch_times.pop(version, None)
-                self._restored_key_hashes = self.plane.key_hashes()
+                empty_hashes = self.plane.key_hashes()
+                self._forget_restored()
+                if empty_hashes is not None:
+                    self._restored = RestoredKeys(self.lineage, version, ready=empty_hashes)
             elif (from_snapshot is not None or self._engine is None or self._local_version != version
                   or (self.checkpoint_ids and version > 0 and ckpt_id != self._state_id)):
                 try:
@@ -283,26 +286,46 @@ class StoreProvider:
             self._stamp += 1
             return self.plane.begin(self, self.engine, version, now, not read_only, self._stamp)
 
-    def keep_restored_key_hashes(self, wanted: bool) -> bool:
-        """Whether the key filter hashes of every key put are kept for `take_key_filter_bits`:
-        only when `wanted` and the version get_store just loaded was built from nothing by a
-        data plane that collects them (the native one); else they are dropped."""
+    def keep_restored_key_hashes(self, wanted: bool) -> int:
+        """After get_store: whether the key filter hashes of every key of the version it just
+        loaded are kept for `take_key_filter_bits` (restored_keys.py: NONE, READY, or SCANNING:
+        ask at the next load). Only when `wanted` and get_store built the local DB for this
+        version from nothing, with a data plane that has them (the native one); when not
+        wanted they are dropped."""
         with self._lock:
+            r = self._restored
+            if r is None or self._local_version is None or not r.describes(self.lineage, self._local_version):
+                return NONE
             if not wanted:
-                self._restored_key_hashes = None
-            return self._restored_key_hashes is not None
+                self._forget_restored()
+                return NONE
+            return r.state
 
-    def take_key_filter_bits(self, bits_log2: int, probes: int) -> bytes | None:
-        """Once: the bits of a key filter layer of 2^bits_log2 bits holding every key the
-        version get_store just built from nothing put (see `keep_restored_key_hashes`), set as
-        the shim's filter sets them; None if there are none."""
+    def take_key_filter_bits(self, lineage: int, version: int, bits_log2: int, probes: int) -> bytes | None:
+        """Once: the bits of a key filter layer of 2^bits_log2 bits holding every key of
+        `version` of local DB lineage `lineage`, which a load built from nothing (see
+        `keep_restored_key_hashes`), set as the shim's filter sets them; None if they are not
+        kept (another version or lineage, or taken)."""
         with self._lock:
-            hashes, self._restored_key_hashes = self._restored_key_hashes, None
-            if isinstance(hashes, _ScannedKeyHashes):  # reads the DB: not while it may close
-                return hashes.bloom_words(bits_log2, probes)
-        if hashes is None:
-            return None
-        return hashes.bloom_words(bits_log2, probes)
+            r = self._restored
+            if r is None or not r.describes(lineage, version) or lineage != self.lineage:
+                return None
+            self._restored = None
+            if r.state != SCANNING:
+                return r.bloom_words(bits_log2, probes)
+            try:  # reads the DB: not while it may close
+                return r.bloom_words(bits_log2, probes)
+            except (OSError, RuntimeError) as e:
+                log.warning("ttlstate store %s: scanning the keys of restored version %d for the "
+                            "key filter failed (%s); the shim scans them itself", self.store_id,
+                            version, e)
+                return None
+
+    def _forget_restored(self) -> None:
+        """Drops the kept hashes, after their scan (which reads the local DB) if one runs."""
+        r, self._restored = self._restored, None
+        if r is not None:
+            r.wait()
 
     def upgrade(self, store: StoreVersion) -> StoreVersion:
         """Turn a read store into the write store of the same version, in place."""
@@ -500,6 +523,7 @@ class StoreProvider:
         rest = [f for f in fetched if f[0] in wanted]
         try:
             scan_keys = False
+            self._forget_restored()
             if not plan.from_local and rest and rest[0][2].format == SST_MANIFEST_FORMAT:
                 self._open_sst_snapshot(rest[0], version)
                 rest = rest[1:]
@@ -514,9 +538,10 @@ class StoreProvider:
                 self._replay_changelog(name, local_path, header, version, keys_after=(
                     after.parent_keys if after is not None and after.parent == header.state_id else None))
             if self._collecting is not None:
-                self._restored_key_hashes = self._collecting
+                self._restored = RestoredKeys(self.lineage, version, ready=self._collecting)
             elif scan_keys:
-                self._restored_key_hashes = _ScannedKeyHashes(self.engine, self.plane.key_hashes)
+                self._restored = RestoredKeys(self.lineage, version, engine=self.engine,
+                                              fresh=self.plane.key_hashes)
         except BaseException:
             self._drop_local()  # never serve a partially loaded version
             raise
@@ -666,6 +691,8 @@ class StoreProvider:
                 self._v2_lineage = tuple(v2_lineage)
             self._trusted_snapshots = {v for v in self._trusted_snapshots if v < new_version}
             self._batch_times[new_version] = store.now_ms
+            if self._restored is not None and self._restored.lineage == self.lineage:
+                self._restored.start()  # a restore's key scan: the batch's own work is done
             if self._applying is None:
                 self._applied(new_version)
             if self._empty_at is not None and self._empty_at == store.version and store.version > 0:
@@ -927,6 +954,7 @@ class StoreProvider:
     def close(self) -> None:
         with self._lock:
             self._settle()
+            self._forget_restored()
             self._closed = True
             self._stamp += 1
             if self._plane is not None:
@@ -935,17 +963,3 @@ class StoreProvider:
                 self._engine.close()
                 self._engine = None
 
-
-class _ScannedKeyHashes:
-    """The key filter hashes of every key of a local DB opened from SST files (nothing was built
-    key by key to collect them on the way), scanned when the shim asks for them."""
-
-    def __init__(self, engine: Engine, fresh: Callable[[], KeyHashes | None]) -> None:
-        self._engine = engine
-        self._fresh = fresh
-
-    def bloom_words(self, bits_log2: int, probes: int) -> bytes:
-        hashes = self._fresh()
-        assert hashes is not None, "only planes that collect key hashes scan for them"
-        self._engine.add_key_hashes(hashes)
-        return hashes.bloom_words(bits_log2, probes)

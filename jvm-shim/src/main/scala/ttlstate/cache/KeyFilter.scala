@@ -31,6 +31,10 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
   import KeyFilter._
 
   @volatile var version: Long = -1L
+  // >= 0: the version whose keys this filter still lacks (a restore's, until the state server's
+  // scan of them is merged, `mergeFirstLayer`); every key "might" be there meanwhile, which is
+  // exact, while the keys written since are added as usual.
+  @volatile private var lacking: Long = -1L
   private val reserved = new AtomicLong // bytes of the executor's budget this filter holds
   private val release = cleaner.register(this, new Release(reserved)) // also when dropped unclosed
   private var layers: List[Layer] = Nil // newest first
@@ -55,7 +59,8 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
     unreserve(reserved.getAndSet(0L))
   }
 
-  private def contains(h1: Long, h2: Long): Boolean = gaveUp || layers.exists(_.contains(h1, h2))
+  private def contains(h1: Long, h2: Long): Boolean = gaveUp || lacking >= 0 || inLayers(h1, h2)
+  private def inLayers(h1: Long, h2: Long): Boolean = layers.exists(_.contains(h1, h2))
 
   def mightContain(key: Array[Byte]): Boolean = synchronized(contains(hash1(key), hash2(key)))
 
@@ -72,12 +77,32 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
   def fillFirstLayer(words: Array[Byte], keyCount: Long): Unit = synchronized {
     if (!gaveUp) {
       require(layers.size == 1 && keys == 0, "key filter: bits are taken only into a new filter")
-      layers.head.load(words, keyCount)
+      layers.last.load(words, keyCount, merge = false)
       keys = keyCount
     }
   }
 
-  private def insert(h1: Long, h2: Long): Unit = if (!contains(h1, h2)) {
+  /** A filter of `version`, whose keys the state server is still scanning: it answers "might
+   *  be there" for every key until `mergeFirstLayer` takes them. Only on a new filter. */
+  def lackKeysOf(version: Long): Unit = synchronized {
+    require(layers.size == 1 && keys == 0, "key filter: only a new filter lacks a version's keys")
+    lacking = version
+  }
+
+  /** The version whose keys it lacks, or -1. */
+  def lackingVersion: Long = lacking
+
+  /** Adds the `keyCount` keys whose bits the state server set, as `fillFirstLayer` takes them,
+   *  to the keys added since: from now on the filter answers again. */
+  def mergeFirstLayer(words: Array[Byte], keyCount: Long): Unit = synchronized {
+    if (!gaveUp) {
+      layers.last.load(words, keyCount, merge = true)
+      keys += keyCount
+    }
+    lacking = -1L
+  }
+
+  private def insert(h1: Long, h2: Long): Unit = if (!gaveUp && !inLayers(h1, h2)) {
     if (keys >= maxKeys) giveUp(s"the store has more than ${ConfKeys.KEY_FILTER_MAX_KEYS}=$maxKeys keys")
     else {
       if (layers.head.full) grow(layers.head.capacity * 2, layers.size)
@@ -169,11 +194,14 @@ object KeyFilter {
     def full: Boolean = count >= capacity
     def bytes: Long = wordCount * 8L
 
-    def load(bits: Array[Byte], keyCount: Long): Unit = {
+    def load(bits: Array[Byte], keyCount: Long, merge: Boolean): Unit = {
       require(bits.length == bytes, s"key filter: ${bits.length} bytes of bits for a layer of $bytes")
       val in = ByteBuffer.wrap(bits).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer()
-      pages.foreach(p => in.get(p))
-      count = keyCount
+      pages.foreach { p =>
+        if (!merge) in.get(p)
+        else { var i = 0; while (i < p.length) { p(i) |= in.get(); i += 1 } }
+      }
+      count = if (merge) count + keyCount else keyCount
     }
 
     def add(h1: Long, h2: Long): Unit = {

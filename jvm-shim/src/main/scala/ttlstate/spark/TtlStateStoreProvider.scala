@@ -203,10 +203,10 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
         if (checkpointIds) w.str(ckptId.getOrElse("")).str(snapshotCkptId.getOrElse(""))
         val r = conn.call(w.frame(Protocol.OP_LOAD), files)
         val loaded = LoadedVersion(opened._1, handle, r.i64(), r.i64(), r.i64())
-        val hashesKept = r.u8() == 1
+        val keyHashes = r.u8()
         val store = new TtlStateStore(this, conn, worker, handle, version, readOnly, codec, valueSchema.length,
           files, loaded)
-        attachKeyFilter(store, if (hashesKept) Some(restoredKeyBits(conn, handle)) else None)
+        attachKeyFilter(store, restoredKeyBits(conn, handle, loaded.lineage), keyHashes)
         store.loadNanos = System.nanoTime() - started
         attachCache(store)
         ReadAhead.opened(store)
@@ -328,32 +328,45 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     !readOnly && keyFilterAllowed && keyFilterMaxKeys > 0 && keyFilterMaxBytes > 0
 
   /** The bits of a filter layer of 2^bitsLog2 bits that the server set from the hashes it kept
-   *  of every key its last load put (null if it kept none). */
-  private def restoredKeyBits(conn: ServerConnection, handle: Int)(bitsLog2: Int): Array[Byte] =
-    conn.call(new PayloadWriter().u32(handle).u8(bitsLog2).u8(KeyFilter.Hashes)
+   *  of every key of `version` of `lineage`, which a load built from nothing (null if it kept
+   *  none for that version). */
+  private def restoredKeyBits(conn: ServerConnection, handle: Int, lineage: Long)(version: Long,
+      bitsLog2: Int): Array[Byte] =
+    conn.call(new PayloadWriter().u32(handle).i64(lineage).i64(version).u8(bitsLog2).u8(KeyFilter.Hashes)
       .frame(Protocol.OP_KEY_FILTER_BITS), files).bytesOrNull()
 
   /** Gives `store` the key filter of its version: the kept one when it still describes exactly
    *  this version of the server's lineage (and has not grown past `keyFilter.maxKeys`), else
    *  (write stores of small enough stores, while the executor's `keyFilter.maxBytes` has room)
-   *  a new one, whose bits the server set from the hashes it kept if it just rebuilt the local
-   *  DB from the checkpoint (`restoredKeyBits`), else filled by one scan of the keys. Read-only
-   *  stores never pay for a scan: the state data source reads once, and an operator's read
-   *  store builds it when upgraded. */
+   *  a new one. `hashes` is what the load said of the server's hashes of the version's keys
+   *  (OP_LOAD): kept (the server just rebuilt the local DB from the checkpoint), the new
+   *  filter takes their bits; being scanned, it lacks them until the next load, which merges
+   *  them (`restoredKeyBits`); none, one scan of the keys fills it. Read-only stores never pay
+   *  for a scan: the state data source reads once, and an operator's read store builds it
+   *  when upgraded. */
   private[ttlstate] def attachKeyFilter(store: TtlStateStore,
-      restoredKeyBits: Option[Int => Array[Byte]] = None): Unit = {
+      restoredKeyBits: (Long, Int) => Array[Byte] = null, hashes: Int = Protocol.KEY_HASHES_NONE): Unit = {
     KeyFilter.setBudget(keyFilterMaxBytes)
     val l = store.loaded
     val kept = keyFilter
     if (kept != null && kept.matches(l.generation, l.handle, l.lineage, store.version)) {
-      store.keyFilter = kept
+      val lacking = kept.lackingVersion
+      val bits = if (lacking >= 0 && restoredKeyBits != null) restoredKeyBits(lacking, kept.firstLayerBitsLog2) else null
+      if (lacking < 0) store.keyFilter = kept
+      else if (bits != null) { kept.mergeFirstLayer(bits, l.numKeys); store.keyFilter = kept }
+      else { kept.close(); keyFilter = null; attachKeyFilter(store) } // the server has them no more: scan
     } else if (mayBuildKeyFilter(store.isReadOnly) && l.numKeys <= keyFilterMaxKeys) {
       if (kept != null) kept.close()
       keyFilter = null
       val fresh = KeyFilter.sized(l.generation, l.handle, l.lineage, l.numKeys, keyFilterMaxKeys, label)
       if (fresh.active) {
-        val bits = restoredKeyBits.map(_(fresh.firstLayerBitsLog2)).orNull
-        if (bits != null) fresh.fillFirstLayer(bits, l.numKeys) else store.scanKeys(fresh.add)
+        if (hashes == Protocol.KEY_HASHES_SCANNING && restoredKeyBits != null) fresh.lackKeysOf(store.version)
+        else {
+          val bits = if (hashes == Protocol.KEY_HASHES_READY && restoredKeyBits != null) {
+            restoredKeyBits(store.version, fresh.firstLayerBitsLog2)
+          } else null
+          if (bits != null) fresh.fillFirstLayer(bits, l.numKeys) else store.scanKeys(fresh.add)
+        }
         fresh.version = store.version
         keyFilter = fresh
         store.keyFilter = fresh

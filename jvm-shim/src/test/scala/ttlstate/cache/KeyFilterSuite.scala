@@ -86,6 +86,24 @@ class KeyFilterSuite extends AnyFunSuite {
     rebuilt.close()
   }
 
+  test("a filter lacking a version's keys says every key might be there, until their bits are merged") {
+    val restored = keys(3000, 9)
+    val f = KeyFilter.withCapacity(1, 1, 1, 6000, 1000000)
+    f.lackKeysOf(7)
+    assert(f.lackingVersion == 7)
+    val absent = keys(2000, 10)
+    assert(absent.forall(f.mightContain)) // nothing can be ruled out yet
+    val written = keys(500, 11) // the batch after the restore writes these meanwhile
+    written.foreach(f.add)
+    val added = f.size // a key the layer already holds (a repeat, a false positive) is not counted
+    assert(added > 490 && added <= 500)
+    f.mergeFirstLayer(serverBits(restored, f.firstLayerBitsLog2), restored.size)
+    assert(f.lackingVersion == -1 && f.size == added + 3000)
+    assert(restored.forall(f.mightContain) && written.forall(f.mightContain)) // no false negative
+    assert(absent.count(f.mightContain) < 100) // it rules keys out again
+    f.close()
+  }
+
   test("a closed filter returns its bytes to the executor's budget") {
     val before = KeyFilter.usedBytes
     val f = KeyFilter.withCapacity(1, 1, 1, 10000, 1000000)

@@ -1,0 +1,86 @@
+"""The key filter hashes of a local DB a load built from nothing, kept for the shim's filter.
+
+The shim answers a read "absent" without asking the server when its filter of the store's
+keys says so, so after a restore its filter must hold every key of the restored version. A DB
+built key by key (record files) collects the hashes on the way (`ready`). A DB opened on an
+SST snapshot's files has nothing to collect from: its keys are read back by a scan, which took
+half of a restore's load at 5M keys. The scan is not on the restore's path: the shim starts the
+restored version with a filter that answers "might be there" for every key (exact, only slower)
+while recording the keys it writes, and takes the bits at its next load. The scan runs on a
+thread of its own once the restored version has been committed (the worker has done the
+batch's work by then), or when the shim asks first.
+
+A scan started at any version of the same lineage after the restored one covers every key of
+the restored version still stored (later versions only add keys or remove them); the shim's
+filter adds the keys written since itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from ttlstate.engine.base import Engine
+from ttlstate.server.protocol import KEY_HASHES_NONE as NONE
+from ttlstate.server.protocol import KEY_HASHES_READY as READY
+from ttlstate.server.protocol import KEY_HASHES_SCANNING as SCANNING
+from ttlstate.store.planes.base import KeyHashes
+
+__all__ = ["NONE", "READY", "SCANNING", "RestoredKeys"]
+
+
+class RestoredKeys:
+    """The hashes of every key of `version` of local DB lineage `lineage`: collected while it
+    was built (`ready`), or to be scanned from `engine` (`fresh()` makes the collector)."""
+
+    def __init__(self, lineage: int, version: int, ready: KeyHashes | None = None,
+                 engine: Engine | None = None, fresh: Callable[[], KeyHashes | None] | None = None) -> None:
+        self.lineage = lineage
+        self.version = version
+        self._hashes = ready
+        self._engine = engine
+        self._fresh = fresh
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._mu = threading.Lock()
+
+    @property
+    def state(self) -> int:
+        return READY if self._engine is None else SCANNING
+
+    def describes(self, lineage: int, version: int) -> bool:
+        return self.lineage == lineage and self.version == version
+
+    def start(self) -> None:
+        """Starts the scan on its own thread, once (nothing to do for collected hashes)."""
+        with self._mu:
+            if self._engine is None or self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._scan, name="ttlstate-key-scan", daemon=True)
+            self._thread.start()
+
+    def _scan(self) -> None:
+        try:
+            assert self._fresh is not None and self._engine is not None
+            hashes = self._fresh()
+            assert hashes is not None, "only planes that collect key hashes scan for them"
+            self._engine.add_key_hashes(hashes)  # releases the GIL: the worker serves meanwhile
+            self._hashes = hashes
+        except BaseException as e:  # re-raised to whoever asks for the bits
+            self._error = e
+
+    def wait(self) -> None:
+        """Until a started scan has ended (before its DB may be closed)."""
+        thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def bloom_words(self, bits_log2: int, probes: int) -> bytes:
+        """The bits of a filter layer of 2^bits_log2 bits holding every key (scanning now, or
+        waiting for the scan, if need be)."""
+        self.start()
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._hashes is not None
+        return self._hashes.bloom_words(bits_log2, probes)
