@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, Predica
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarRule, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.datasources.v2.RealTimeStreamScanExec
 import org.apache.spark.sql.execution.streaming.operators.stateful.{StateStoreRestoreExec, StreamingDeduplicateExec}
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import ttlstate.conf.ConfKeys
@@ -135,12 +136,15 @@ private final class ReadAheadRows(rows: Iterator[InternalRow], key: UnsafeProjec
 /** Puts a `ReadAheadExec` under every deduplication and aggregation restore of a streaming query
  *  on ttlstate, once its state info is set (Spark's streaming planning runs this after its own
  *  `state` rule). Installed by `TtlStateExtensions` as a columnar rule: the one physical-plan
- *  hook of an extension that the batches of a streaming query run through. */
+ *  hook of an extension that the batches of a streaming query run through. Not in Real-time
+ *  Mode (a plan that reads a `RealTimeStreamScanExec`): there rows must flow on as they arrive,
+ *  not a chunk at a time, and Spark refuses operators outside its allowlist. */
 final case class ReadAheadRule(session: SparkSession) extends ColumnarRule {
   override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
     override def apply(plan: SparkPlan): SparkPlan = {
       lazy val chunk = ReadAhead.chunkRows(session)
-      if (session.conf.get(SparkMetadata.ProviderKey, "") != StartChecks.ProviderClass || chunk <= 0) plan
+      if (session.conf.get(SparkMetadata.ProviderKey, "") != StartChecks.ProviderClass || chunk <= 0 ||
+          plan.exists(_.isInstanceOf[RealTimeStreamScanExec])) plan
       else plan.transformUp {
         case d: StreamingDeduplicateExec if d.stateInfo.isDefined && !d.child.isInstanceOf[ReadAheadExec] =>
           d.withNewChildren(Seq(ReadAheadExec(d.keyExpressions, d.watermarkExpressionForLateEvents,

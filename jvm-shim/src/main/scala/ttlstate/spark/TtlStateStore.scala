@@ -166,10 +166,10 @@ final class TtlStateStore(
     known.put(key.bytes, key.hashCode, value, ts, inCommitted, found) || { if (known.drops != drops) forget(key); false }
   }
 
-  /** Whether the cross-batch cache should learn only the keys this task's reads found: when
-   *  under 1/64 of at least 64 reads found a value (a store that only grows, such as a
-   *  deduplication of new ids), the keys it wrote are not read back, and would only fill the
-   *  cache and the heap under it. */
+  /** Whether the cross-batch cache should learn only the keys this task's reads found (and the
+   *  task's record need not keep the new keys it writes, see `put`): when under 1/64 of at
+   *  least 64 reads found a value (a store that only grows, such as a deduplication of new ids),
+   *  the keys it wrote are not read back, and would only fill the cache and the heap under it. */
   private def admitOnlyFound: Boolean = reads >= 64 && readsFound * 64 < reads
 
   private def usableCache: Boolean = cache != null && cache.epoch == cacheEpoch && cache.describes(version)
@@ -398,7 +398,11 @@ final class TtlStateStore(
       else Protocol.WRITE_PUT
     queueWrite(kind, encoded, bytes)
     if (keyFilter != null) keyFilter.add(encoded)
-    if (!remember(sk, bytes, now)) forget(sk)
+    // A new key of a task whose reads found almost nothing (a store that only grows) is not
+    // remembered: this task will not read it back, and the record would hold every key it
+    // writes. Exact: the record has no entry of it (checked: a remove may have left one), the
+    // cache none (it never held it), and a repeat reads through the server, which has the write.
+    if (!(isNew && admitOnlyFound && known.find(encoded, sk.hashCode) < 0) && !remember(sk, bytes, now)) forget(sk)
   }
 
   /** A write `known` has no room for: the cache's committed entry of the key must no longer
