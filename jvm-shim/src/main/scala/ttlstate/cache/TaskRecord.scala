@@ -173,23 +173,6 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
     }
   }
 
-  /** Forgets every entry and gives the arrays back (a record that is not reused). */
-  def clear(): Unit = {
-    bytesArray = new Array[Byte](InitialData)
-    used = 0
-    keyOff = new Array[Int](InitialEntries)
-    keyLen = new Array[Int](InitialEntries)
-    valOff = new Array[Int](InitialEntries)
-    valLen = new Array[Int](InitialEntries)
-    valCap = new Array[Int](InitialEntries)
-    stamps = new Array[Long](InitialEntries)
-    hashes = new Array[Int](InitialEntries)
-    flags = new Array[Byte](InitialEntries)
-    table = new Array[Int](InitialEntries * 2)
-    count = 0
-    cost = 0L
-  }
-
   private def insertSlot(i: Int): Unit = {
     val mask = table.length - 1
     var slot = hashes(i) & mask
@@ -233,8 +216,8 @@ object TaskRecord {
   private val InitialEntries = 64
   private val MaxData = Int.MaxValue - 16L
   private val InCommitted = 1
-  private val Found = 4
   private val Dropped = 2
+  private val Found = 4
   /** Bytes of the per-entry arrays per entry: five ints, a long, an int hash, a flag byte. */
   private val PerEntry = 5 * 4 + 8 + 4 + 1
 

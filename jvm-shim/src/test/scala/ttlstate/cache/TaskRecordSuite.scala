@@ -83,15 +83,6 @@ class TaskRecordSuite extends AnyFunSuite {
     assert(r.value(r.find(k0, StoreKey.hashOf(k0))).toSeq == Seq.fill(16)(3.toByte))
   }
 
-  test("clear forgets everything and gives the arrays back") {
-    val r = new TaskRecord(1L << 20)
-    (0 until 5000).foreach { i => val k = s"key$i".getBytes("UTF-8"); r.put(k, StoreKey.hashOf(k), k, i, false) }
-    val full = r.bytes
-    r.clear()
-    val k = "key1".getBytes("UTF-8")
-    assert(r.size == 0 && r.find(k, StoreKey.hashOf(k)) == -1 && r.bytes < full / 10 && r.cacheBytes == 0)
-  }
-
   test("sized from a hint, it holds that many entries without growing; a hint past the bound is ignored") {
     val r = new TaskRecord(1L << 20, 1000, 20000)
     val first = r.bytes
