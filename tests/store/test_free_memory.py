@@ -1,9 +1,11 @@
-"""The allocator is trimmed after batches end, off the caller's thread, at most once per gap."""
+"""The allocator is trimmed after batches end, off the caller's thread, only once the worker is
+idle, and at most once per gap."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -11,7 +13,7 @@ from ttlstate.store.planes import free_memory
 
 
 @pytest.fixture
-def trims(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def trims(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     calls: list[str] = []
 
     def release() -> bool:
@@ -20,9 +22,12 @@ def trims(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(free_memory._native, "release_free_memory", release)
     monkeypatch.setattr(free_memory, "MIN_GAP_S", 0.3)
+    monkeypatch.setattr(free_memory, "QUIET_S", 0.1)
+    free_memory.set_idle_probe(lambda: True)
     time.sleep(1.2)  # a trim another test asked for, with the real gap, is over
     calls.clear()
-    return calls
+    yield calls
+    free_memory.set_idle_probe(lambda: True)
 
 
 def _wait_for(calls: list[str], n: int, timeout: float = 5.0) -> None:
@@ -37,13 +42,23 @@ def test_a_batch_end_trims_on_the_trim_thread(trims: list[str]) -> None:
     assert trims == ["ttlstate-trim"]
 
 
+def test_no_trim_while_a_store_version_is_open(trims: list[str]) -> None:
+    busy = {"now": True}
+    free_memory.set_idle_probe(lambda: not busy["now"])
+    free_memory.batch_ended()
+    time.sleep(0.6)  # well past QUIET_S: still busy, so nothing
+    assert trims == []
+    busy["now"] = False
+    _wait_for(trims, 1)
+    assert trims == ["ttlstate-trim"]
+
+
 def test_many_batch_ends_within_the_gap_cost_at_most_two_trims(trims: list[str]) -> None:
     for _ in range(200):
         free_memory.batch_ended()
     _wait_for(trims, 1)
-    time.sleep(0.5)  # past the gap: the requests during it are served by one more trim
+    time.sleep(0.8)  # past the gap: the requests during it are served by one more trim
     assert 1 <= len(trims) <= 2
     settled = len(trims)
-    time.sleep(0.5)
+    time.sleep(0.6)
     assert len(trims) == settled  # nothing asked since: no more trims
-

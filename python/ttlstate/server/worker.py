@@ -15,6 +15,7 @@ import struct
 import sys
 import threading
 import traceback
+import weakref
 from collections.abc import Iterator
 
 from ttlstate.engine.select import native_module
@@ -23,6 +24,7 @@ from ttlstate.server import operations, store_log
 from ttlstate.server import protocol as P
 from ttlstate.server.registry import Registry
 from ttlstate.server.remote_checkpoint import set_current_channel
+from ttlstate.store.planes import free_memory
 from ttlstate.store.planes.base import StoreVersion
 
 log = logging.getLogger("ttlstate.server")
@@ -50,9 +52,12 @@ class Connection(socketserver.StreamRequestHandler):
 
     rbufsize = 1 << 16
     registry: Registry
+    # Every connection being served: whether any has a version open is the worker's "busy".
+    live: weakref.WeakSet[Connection] = weakref.WeakSet()
 
     def setup(self) -> None:
         super().setup()
+        Connection.live.add(self)
         self.pending_error: BaseException | None = None
         self.iters: dict[int, Iterator[tuple[bytes, bytes | None]]] = {}
         self.next_iter = 1
@@ -251,12 +256,18 @@ def _exit_on_stdin_eof() -> None:
         os._exit(0)
 
 
+def _idle() -> bool:
+    """No connection has a store version open (between batches)."""
+    return not any(c.loaded for c in list(Connection.live))
+
+
 def serve(socket_path: str, root: str) -> None:
     os.umask(0o077)  # the socket and every state file: readable by the owner only
     os.makedirs(root, mode=0o700, exist_ok=True)
     if os.path.exists(socket_path):
         os.unlink(socket_path)
     handler = type("BoundConnection", (Connection,), {"registry": Registry(root)})
+    free_memory.set_idle_probe(_idle)
     server = _Server(socket_path, handler)
     os.chmod(socket_path, 0o600)
     threading.Thread(target=_exit_on_stdin_eof, name="stdin-watch", daemon=True).start()
