@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 import pytest
 
@@ -117,8 +118,16 @@ def test_the_key_filter_bits_after_an_sst_restore_hold_every_key(make) -> None: 
         fresh = make(ck=layout.value)
         fresh.get_store(2)
         assert fresh.keep_restored_key_hashes(True)
-        bits.append(fresh.take_key_filter_bits(fresh.lineage, 2, 16, 3))
+        bits.append(_scanned_bits(fresh, 2))
     assert bits[0] is not None and bits[0] == bits[1]
+
+
+def _scanned_bits(p: StoreProvider, version: int) -> bytes | None:
+    """take_key_filter_bits until the scan has ended (it answers b"" meanwhile)."""
+    deadline = time.monotonic() + 30
+    while (bits := p.take_key_filter_bits(p.lineage, version, 16, 3)) == b"" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return bits
 
 
 def test_records_and_sst_snapshots_read_each_other(make) -> None:  # noqa: ANN001
@@ -339,6 +348,21 @@ def test_a_shared_file_deleted_meanwhile_is_uploaded_again(make) -> None:  # noq
     assert len(_state(make(), 2)) == 1100  # from the snapshot's files alone
 
 
+def test_a_close_stops_a_running_key_scan(make) -> None:  # noqa: ANN001
+    """Nothing waits for a scan: closing the store (or dropping its local DB for a reload)
+    stops it within a few thousand keys, and it ends with the DB's error, ignored."""
+    p = make(ck="closing-scan")
+    _batch(p, 0, range(0, 200_000))
+    p.write_snapshot()
+    fresh = make(ck="closing-scan")
+    fresh.get_store(1)
+    assert fresh.keep_restored_key_hashes(True) == 2
+    scan = fresh._restored
+    assert scan is not None
+    fresh.close()
+    assert scan.wait(timeout=10)  # ended, not left running on a closed DB
+
+
 def test_a_failed_key_scan_gives_no_bits_and_the_store_serves_on(make, monkeypatch) -> None:  # noqa: ANN001
     """A scan that fails (a file it cannot read) is not the restore's failure: the shim is told
     there are no bits and scans the keys itself."""
@@ -347,11 +371,11 @@ def test_a_failed_key_scan_gives_no_bits_and_the_store_serves_on(make, monkeypat
     p.write_snapshot()
     fresh = make(ck="failing-scan")
     fresh.get_store(1)
-    assert fresh.keep_restored_key_hashes(True) == 2  # scanning
 
     def broken(hashes):  # noqa: ANN001, ANN202
         raise RuntimeError("key hashes: IO error: no such file")
 
     monkeypatch.setattr(fresh.engine, "add_key_hashes", broken)
-    assert fresh.take_key_filter_bits(fresh.lineage, 1, 16, 3) is None
+    assert fresh.keep_restored_key_hashes(True) == 2  # scanning, from now on
+    assert _scanned_bits(fresh, 1) is None
     assert _state(fresh, 1) == {b"key-%08d" % k: b"v" for k in range(2000)}

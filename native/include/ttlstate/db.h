@@ -3,6 +3,7 @@
 // record files, bulk-loaded restores and natively applied changelogs.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -69,6 +70,9 @@ struct SortedWrite {
 struct DbCore {
   std::shared_mutex mu;  // shared: every use of `db`; exclusive: close
   std::unique_ptr<rocksdb::DB> db;
+  // Set when close begins: a long reader (a key scan on a low-priority thread) stops early
+  // instead of making close wait for it.
+  std::atomic<bool> closing{false};
   rocksdb::Options options;  // as the DB was opened (SST files for ingestion are written with it)
   std::mutex resources_mu;
   std::set<DbResource*> resources;

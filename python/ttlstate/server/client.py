@@ -134,7 +134,7 @@ class Client:
     def key_filter_bits(self, h: int, bits_log2: int, probes: int, lineage: int | None = None,
                         version: int | None = None) -> bytes | None:
         """The bits the shim would take into its key filter's first layer for `version` of
-        `lineage` (default: what the last load loaded)."""
+        `lineage` (default: what the last load loaded); b"" while the server still scans."""
         lineage = self.lineage if lineage is None else lineage
         version = self.loaded_version if version is None else version
         return self.call(P.OP_KEY_FILTER_BITS, P.Writer().u32(h).i64(lineage).i64(version).u8(bits_log2)

@@ -95,10 +95,11 @@ OP_KEY_FILTER_BITS = 21  # u32 h, i64 lineage, i64 version,             -> OK by
 #                          u8 bits log2, u8 probes
 #   once after a LOAD of `version` on `lineage` that kept key hashes: the bits of one key filter
 #   layer of 2^bits log2 bits holding every key of that version, set as the shim's filter sets
-#   them (little-endian u64 words); null when none are kept for that version and lineage (the
-#   shim scans the keys instead). After KEY_HASHES_READY the shim asks at once; after
-#   KEY_HASHES_SCANNING it asks at its next load of the store (its filter answers "might be
-#   there" for every key meanwhile), and the answer waits for the scan if it still runs
+#   them (little-endian u64 words); empty while the server still scans them (ask again later);
+#   null when none are kept for that version and lineage (the shim scans the keys instead).
+#   After KEY_HASHES_READY the shim asks at once; after KEY_HASHES_SCANNING it asks at its next
+#   loads of the store until it has them (its filter answers "might be there" for every key
+#   meanwhile)
 OP_SET_TIME = 22      # u32 h, i64 now ms                                -> OK i64 now (the time TTL uses)
 #   Real-time Mode (`realTime.clockInterval`): moves the loaded version's "now" forward (never
 #   back) while its long batch runs; the shim sends its wall clock, never below the batch time

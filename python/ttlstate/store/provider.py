@@ -289,9 +289,9 @@ class StoreProvider:
     def keep_restored_key_hashes(self, wanted: bool) -> int:
         """After get_store: whether the key filter hashes of every key of the version it just
         loaded are kept for `take_key_filter_bits` (restored_keys.py: NONE, READY, or SCANNING:
-        ask at the next load). Only when `wanted` and get_store built the local DB for this
-        version from nothing, with a data plane that has them (the native one); when not
-        wanted they are dropped."""
+        the scan starts now, ask at the next loads). Only when `wanted` and get_store built the
+        local DB for this version from nothing, with a data plane that has them (the native
+        one); when not wanted they are dropped."""
         with self._lock:
             r = self._restored
             if r is None or self._local_version is None or not r.describes(self.lineage, self._local_version):
@@ -299,33 +299,35 @@ class StoreProvider:
             if not wanted:
                 self._forget_restored()
                 return NONE
+            r.start()
             return r.state
 
     def take_key_filter_bits(self, lineage: int, version: int, bits_log2: int, probes: int) -> bytes | None:
         """Once: the bits of a key filter layer of 2^bits_log2 bits holding every key of
         `version` of local DB lineage `lineage`, which a load built from nothing (see
-        `keep_restored_key_hashes`), set as the shim's filter sets them; None if they are not
-        kept (another version or lineage, or taken)."""
+        `keep_restored_key_hashes`), set as the shim's filter sets them; empty while their scan
+        still runs (ask again later); None if they are not kept (another version or lineage,
+        taken, or their scan failed)."""
         with self._lock:
             r = self._restored
             if r is None or not r.describes(lineage, version) or lineage != self.lineage:
                 return None
+            if not r.done:
+                return b""
             self._restored = None
-            if r.state != SCANNING:
-                return r.bloom_words(bits_log2, probes)
-            try:  # reads the DB: not while it may close
-                return r.bloom_words(bits_log2, probes)
-            except (OSError, RuntimeError) as e:
-                log.warning("ttlstate store %s: scanning the keys of restored version %d for the "
-                            "key filter failed (%s); the shim scans them itself", self.store_id,
-                            version, e)
-                return None
+        if r.state != SCANNING:
+            return r.bloom_words(bits_log2, probes)
+        try:
+            return r.bloom_words(bits_log2, probes)
+        except (OSError, RuntimeError) as e:
+            log.warning("ttlstate store %s: scanning the keys of restored version %d for the key "
+                        "filter failed (%s); the shim scans them itself", self.store_id, version, e)
+            return None
 
     def _forget_restored(self) -> None:
-        """Drops the kept hashes, after their scan (which reads the local DB) if one runs."""
-        r, self._restored = self._restored, None
-        if r is not None:
-            r.wait()
+        """Drops the kept hashes. A scan still running stops when its DB closes, or ends on its
+        own and is ignored: nothing waits for it."""
+        self._restored = None
 
     def upgrade(self, store: StoreVersion) -> StoreVersion:
         """Turn a read store into the write store of the same version, in place."""
@@ -691,8 +693,6 @@ class StoreProvider:
                 self._v2_lineage = tuple(v2_lineage)
             self._trusted_snapshots = {v for v in self._trusted_snapshots if v < new_version}
             self._batch_times[new_version] = store.now_ms
-            if self._restored is not None and self._restored.lineage == self.lineage:
-                self._restored.start()  # a restore's key scan: the batch's own work is done
             if self._applying is None:
                 self._applied(new_version)
             if self._empty_at is not None and self._empty_at == store.version and store.version > 0:

@@ -6,17 +6,19 @@ built key by key (record files) collects the hashes on the way (`ready`). A DB o
 SST snapshot's files has nothing to collect from: its keys are read back by a scan, which took
 half of a restore's load at 5M keys. The scan is not on the restore's path: the shim starts the
 restored version with a filter that answers "might be there" for every key (exact, only slower)
-while recording the keys it writes, and takes the bits at its next load. The scan runs on a
-thread of its own once the restored version has been committed (the worker has done the
-batch's work by then), or when the shim asks first.
+while recording the keys it writes, and asks for the bits at its next loads until it gets them.
+The scan runs on a thread of its own at the lowest CPU priority, from the restore's load on:
+it takes the time the executor's cores are not busy, and never holds up a batch. A close of the
+DB stops it (native code checks every 4096 keys).
 
-A scan started at any version of the same lineage after the restored one covers every key of
-the restored version still stored (later versions only add keys or remove them); the shim's
-filter adds the keys written since itself.
+A scan of the same lineage covers every key of the restored version still stored (later
+versions only add keys or remove them); the shim's filter adds the keys written since itself.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections.abc import Callable
 
@@ -27,6 +29,16 @@ from ttlstate.server.protocol import KEY_HASHES_SCANNING as SCANNING
 from ttlstate.store.planes.base import KeyHashes
 
 __all__ = ["NONE", "READY", "SCANNING", "RestoredKeys"]
+
+
+def _lowest_priority() -> None:
+    """The calling thread yields the CPU to every other one (on Linux a thread has a nice value
+    of its own; elsewhere this would renice the process, so it does nothing)."""
+    if sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except OSError:
+            pass
 
 
 class RestoredKeys:
@@ -60,6 +72,7 @@ class RestoredKeys:
             self._thread.start()
 
     def _scan(self) -> None:
+        _lowest_priority()
         try:
             assert self._fresh is not None and self._engine is not None
             hashes = self._fresh()
@@ -69,17 +82,24 @@ class RestoredKeys:
         except BaseException as e:  # re-raised to whoever asks for the bits
             self._error = e
 
-    def wait(self) -> None:
-        """Until a started scan has ended (before its DB may be closed)."""
+    @property
+    def done(self) -> bool:
+        """Whether the bits can be had now (collected, or scanned: successfully or not)."""
+        thread = self._thread
+        return self._engine is None or (thread is not None and not thread.is_alive())
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Until a started scan has ended (tests); whether it has."""
         thread = self._thread
         if thread is not None:
-            thread.join()
+            thread.join(timeout)
+        return self.done
 
     def bloom_words(self, bits_log2: int, probes: int) -> bytes:
-        """The bits of a filter layer of 2^bits_log2 bits holding every key (scanning now, or
-        waiting for the scan, if need be)."""
-        self.start()
-        self.wait()
+        """The bits of a filter layer of 2^bits_log2 bits holding every key; only once `done`.
+        A failed scan raises its error."""
+        if not self.done:
+            raise RuntimeError("the key scan has not ended")
         if self._error is not None:
             raise self._error
         assert self._hashes is not None

@@ -329,7 +329,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
 
   /** The bits of a filter layer of 2^bitsLog2 bits that the server set from the hashes it kept
    *  of every key of `version` of `lineage`, which a load built from nothing (null if it kept
-   *  none for that version). */
+   *  none for that version; empty while it still scans them). */
   private def restoredKeyBits(conn: ServerConnection, handle: Int, lineage: Long)(version: Long,
       bitsLog2: Int): Array[Byte] =
     conn.call(new PayloadWriter().u32(handle).i64(lineage).i64(version).u8(bitsLog2).u8(KeyFilter.Hashes)
@@ -340,10 +340,10 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
    *  (write stores of small enough stores, while the executor's `keyFilter.maxBytes` has room)
    *  a new one. `hashes` is what the load said of the server's hashes of the version's keys
    *  (OP_LOAD): kept (the server just rebuilt the local DB from the checkpoint), the new
-   *  filter takes their bits; being scanned, it lacks them until the next load, which merges
-   *  them (`restoredKeyBits`); none, one scan of the keys fills it. Read-only stores never pay
-   *  for a scan: the state data source reads once, and an operator's read store builds it
-   *  when upgraded. */
+   *  filter takes their bits; being scanned, it lacks them until a later load finds the scan
+   *  done and merges them (`restoredKeyBits`); none, one scan of the keys fills it. Read-only
+   *  stores never pay for a scan: the state data source reads once, and an operator's read
+   *  store builds it when upgraded. */
   private[ttlstate] def attachKeyFilter(store: TtlStateStore,
       restoredKeyBits: (Long, Int) => Array[Byte] = null, hashes: Int = Protocol.KEY_HASHES_NONE): Unit = {
     KeyFilter.setBudget(keyFilterMaxBytes)
@@ -351,10 +351,15 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     val kept = keyFilter
     if (kept != null && kept.matches(l.generation, l.handle, l.lineage, store.version)) {
       val lacking = kept.lackingVersion
-      val bits = if (lacking >= 0 && restoredKeyBits != null) restoredKeyBits(lacking, kept.firstLayerBitsLog2) else null
-      if (lacking < 0) store.keyFilter = kept
-      else if (bits != null) { kept.mergeFirstLayer(bits, l.numKeys); store.keyFilter = kept }
-      else { kept.close(); keyFilter = null; attachKeyFilter(store) } // the server has them no more: scan
+      if (lacking < 0 || restoredKeyBits == null) store.keyFilter = kept
+      else {
+        val bits = restoredKeyBits(lacking, kept.firstLayerBitsLog2)
+        if (bits == null) { kept.close(); keyFilter = null; attachKeyFilter(store) } // gone: scan the keys
+        else {
+          if (bits.nonEmpty) kept.mergeFirstLayer(bits, l.numKeys) // empty: not scanned yet
+          store.keyFilter = kept
+        }
+      }
     } else if (mayBuildKeyFilter(store.isReadOnly) && l.numKeys <= keyFilterMaxKeys) {
       if (kept != null) kept.close()
       keyFilter = null
@@ -365,7 +370,9 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
           val bits = if (hashes == Protocol.KEY_HASHES_READY && restoredKeyBits != null) {
             restoredKeyBits(store.version, fresh.firstLayerBitsLog2)
           } else null
-          if (bits != null) fresh.fillFirstLayer(bits, l.numKeys) else store.scanKeys(fresh.add)
+          if (bits == null) store.scanKeys(fresh.add)
+          else if (bits.isEmpty) fresh.lackKeysOf(store.version)
+          else fresh.fillFirstLayer(bits, l.numKeys)
         }
         fresh.version = store.version
         keyFilter = fresh
