@@ -166,11 +166,16 @@ final class TtlStateStore(
     known.put(key.bytes, key.hashCode, value, ts, inCommitted, found) || { if (known.drops != drops) forget(key); false }
   }
 
+  /** Whether this task's reads found almost nothing: under 1/64 of at least 64 reads. */
+  private def foundLittle: Boolean = reads >= 64 && readsFound * 64 < reads
+
   /** Whether the cross-batch cache should learn only the keys this task's reads found (and the
-   *  task's record need not keep the new keys it writes, see `put`): when under 1/64 of at
-   *  least 64 reads found a value (a store that only grows, such as a deduplication of new ids),
-   *  the keys it wrote are not read back, and would only fill the cache and the heap under it. */
-  private def admitOnlyFound: Boolean = reads >= 64 && readsFound * 64 < reads
+   *  task's record need not keep the new keys it writes, see `put`): when this task's reads and
+   *  the previous committed task's found almost nothing (a store that only grows, such as a
+   *  deduplication of new ids), the keys it wrote are not read back, and would only fill the
+   *  cache and the heap under it. One such task is not enough: the first batch of any store
+   *  finds nothing, and a hot set's next batch reads its keys back. */
+  private def admitOnlyFound: Boolean = foundLittle && provider.lastTaskFoundLittle
 
   private def usableCache: Boolean = cache != null && cache.epoch == cacheEpoch && cache.describes(version)
 
@@ -502,6 +507,7 @@ final class TtlStateStore(
       cache.committed(loaded.generation, loaded.handle, loaded.lineage, version, committedVersion)
     }
     provider.recordHint = (known.size, known.dataBytes)
+    provider.lastTaskFoundLittle = foundLittle
     giveBackRecord()
     finish("committed")
     if (provider.commitValidation) {

@@ -65,6 +65,8 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   // What the last committed task of this store recorded (entries, key and value bytes): the
   // size a new task's record starts at.
   @volatile private[ttlstate] var recordHint: (Int, Long) = (0, 0L)
+  // Whether the last committed task's reads found almost nothing (see TtlStateStore.admitOnlyFound).
+  @volatile private[ttlstate] var lastTaskFoundLittle = false
 
   override def init(
       stateStoreId: StateStoreId,
