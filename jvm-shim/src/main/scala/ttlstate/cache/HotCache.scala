@@ -165,8 +165,11 @@ object HotCache {
   /** Remembers the committed state of a task's recorded keys at once (one lock): a value, or
    *  absent. Keys and values are copied from the record's bytes into the segments. With
    *  `onlyFound`, only keys a read of the task found are added; the others' entries are removed
-   *  (an entry of an older value must not stay). */
-  def putAll(owner: Owner, epoch: Long, record: TaskRecord, onlyFound: Boolean = false): Unit = synchronized {
+   *  (an entry of an older value must not stay). With `dropRest`, the owner's other entries go
+   *  first (a store whose reads hit none of them). */
+  def putAll(owner: Owner, epoch: Long, record: TaskRecord, onlyFound: Boolean = false,
+      dropRest: Boolean = false): Unit = synchronized {
+    if (dropRest) removeEntries(owner)
     val data = record.data
     var i = 0
     while (i < record.size) {
@@ -281,8 +284,21 @@ object HotCache {
 
   /** Drops every entry of `owner` (a provider closing). */
   def removeOwner(owner: Owner): Unit = synchronized {
-    resize(slots.length, without = owner)
+    removeEntries(owner)
     owners.remove(owner.id)
+  }
+
+  /** Drops every entry of `owner`; a cache left empty gives its segments back to the heap
+   *  (otherwise their bytes stay until eviction reaches them). */
+  private def removeEntries(owner: Owner): Unit = if (owner.bytes > 0) {
+    resize(slots.length, without = owner)
+    if (live == 0) {
+      segments.clear()
+      segmentBytes = 0
+      firstSeq = nextSeq
+      spare = null
+      slots = new Array[Long](MinSlots)
+    }
   }
 
   private def account(owner: Owner, delta: Long): Unit = {

@@ -177,6 +177,11 @@ final class TtlStateStore(
    *  finds nothing, and a hot set's next batch reads its keys back. */
   private def admitOnlyFound: Boolean = foundLittle && provider.lastTaskFoundLittle
 
+  /** Whether the store's entries in the cross-batch cache should go: a store that only grows
+   *  (see `admitOnlyFound`) whose reads hit none of them. The first batch of a store that only
+   *  grows left its keys there; they would hold the heap for good. */
+  private def dropCached: Boolean = admitOnlyFound && cacheHits == 0
+
   private def usableCache: Boolean = cache != null && cache.epoch == cacheEpoch && cache.describes(version)
 
   /** Hands what this task learned to the cross-batch cache: the store's state at the version
@@ -185,7 +190,7 @@ final class TtlStateStore(
     // A task whose entries alone exceed the whole cache would evict everything else and then
     // part of its own (tasks that cycle through more than the cache get no hits from an LRU):
     // the store forgets its entries instead, at the cost of one epoch renewal.
-    if (HotCache.fits(known.cacheBytes)) HotCache.putAll(cache.owner, cacheEpoch, known, admitOnlyFound)
+    if (HotCache.fits(known.cacheBytes)) HotCache.putAll(cache.owner, cacheEpoch, known, admitOnlyFound, dropCached)
     else cache.invalidate()
   }
 
@@ -482,8 +487,8 @@ final class TtlStateStore(
     // epoch (they become misses); commit returns only once they are all in.
     publishing =
       if (cache != null && !writesForgotten && usableCache && HotCache.fits(known.cacheBytes)) {
-        val (owner, epoch, entries, onlyFound) = (cache.owner, cacheEpoch, known, admitOnlyFound)
-        TtlStateStore.inBackground(() => HotCache.putAll(owner, epoch, entries, onlyFound))
+        val (owner, epoch, entries, onlyFound, dropRest) = (cache.owner, cacheEpoch, known, admitOnlyFound, dropCached)
+        TtlStateStore.inBackground(() => HotCache.putAll(owner, epoch, entries, onlyFound, dropRest))
       } else null
     try {
       val r = call("commit", request(Protocol.OP_COMMIT).frame(Protocol.OP_COMMIT))

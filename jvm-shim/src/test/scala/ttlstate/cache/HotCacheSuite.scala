@@ -128,6 +128,26 @@ class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
     HotCache.removeOwner(o)
   }
 
+  test("dropRest removes the owner's other entries, and an emptied cache gives its segments back") {
+    val (o, other) = (HotCache.newOwner(), HotCache.newOwner())
+    put(o, 1, "a" -> value(10), "b" -> value(10))
+    put(other, 1, "c" -> value(10))
+    val r = new TaskRecord(1L << 20)
+    val sk = key("kept")
+    assert(r.put(sk.bytes, sk.hashCode, value(20), 43L, false, true))
+    HotCache.putAll(o, 1, r, onlyFound = true, dropRest = true)
+    assert(HotCache.get(o, 1, key("a")) == null && HotCache.get(o, 1, key("b")) == null)
+    assert(HotCache.get(o, 1, key("kept")).value.length == 20)
+    assert(HotCache.get(other, 1, key("c")).value.length == 10) // another owner's entries stay
+    HotCache.removeOwner(other)
+    assert(HotCache.heapBytes > 1024)
+    HotCache.putAll(o, 1, new TaskRecord(1L << 20), onlyFound = true, dropRest = true)
+    assert(HotCache.usedBytes == 0 && HotCache.heapBytes <= 1024, HotCache.heapBytes) // segments released
+    put(o, 1, "again" -> value(10)) // and it still works
+    assert(HotCache.get(o, 1, key("again")).value.length == 10)
+    HotCache.removeOwner(o)
+  }
+
   test("no segment is humongous for G1 (under half of its smallest region), whatever the limit") {
     val o = HotCache.newOwner()
     HotCache.setLimit(1L << 30)
