@@ -88,9 +88,9 @@ def test_keys_only_written_stay_out_of_the_cache_until_reads_find_keys(spark: Sp
     the keys it writes to the cache, where it used to fill it with keys nobody reads back, and
     its tasks' records do not keep them either: a repeat late in the batch reads through the
     server, which has the write. The first batch of a store still adds them (every first batch
-    finds nothing; a hot set reads them back next); the second drops them, unread. Once a batch's reads find its keys, they are
-    cached again, and the next batch hits them. Output as with the cache off and as Spark's
-    RocksDB provider's."""
+    finds nothing; a hot set reads them back next); the second drops them, unread. Once a
+    batch's reads find its keys, they are cached again, and the next batch hits them. Output as
+    with the cache off and as Spark's RocksDB provider's."""
     new = [[{"k": f"b{b}-{i}", "v": i} for i in range(800 if b == 1 else 400)] for b in range(2)]
     # Four repeats after about 400 reads of each task: still under 1/64 found.
     new[1] += [{"k": f"b1-{i}", "v": -i} for i in (1, 2, 3, 4)]
