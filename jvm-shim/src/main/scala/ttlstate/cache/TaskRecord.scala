@@ -54,6 +54,9 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
   /** The record's heap: its arrays. */
   def bytes: Long = footprint(bytesArray.length, keyOff.length, table.length)
 
+  /** What arrays sized for this record's entries would take. */
+  private def usedBytes: Long = footprint(used, count, slotsFor(count))
+
   /** What the recorded live entries would cost the cross-batch cache (HotCache.entryBytes each,
    *  counted when an entry is added). */
   def cacheBytes: Long = cost
@@ -258,10 +261,14 @@ object TaskRecord {
     }
   }
 
-  /** Gives back the record of a task that will not touch it again (nor will anything else). */
+  /** Gives back the record of a task that will not touch it again (nor will anything else).
+   *  A record of a megabyte or more that its task used under a quarter of is not kept: the
+   *  tasks of its store have become smaller (a store's first batch, then a store that only
+   *  grows and records almost nothing), and it would hold the heap for nothing. */
   def release(record: TaskRecord): Unit = {
+    val oversized = record.bytes >= (1L << 20) && record.bytes > 4 * record.usedBytes
     record.reset()
-    spares.synchronized {
+    if (!oversized) spares.synchronized {
       if (spares.size < maxSpares && spareBytes + record.bytes <= maxSpareBytes) {
         spares.addLast(record)
         spareBytes += record.bytes

@@ -117,6 +117,26 @@ class TaskRecordSuite extends AnyFunSuite {
     others.foreach(TaskRecord.release)
   }
 
+  test("a large record its task used little of is not kept for reuse") {
+    val limit = TaskRecord.defaultLimit
+    val others = Iterator.continually(TaskRecord.acquire(limit, 0, 0)).take(TaskRecord.spareCount).toList
+    val large = TaskRecord.acquire(limit, 50000, 2000000)
+    assert(large.bytes >= (1L << 20))
+    (0 until 100).foreach { j => val k = f"k$j%018d".getBytes("UTF-8"); large.put(k, StoreKey.hashOf(k), k, j, false) }
+    TaskRecord.release(large)
+    assert(TaskRecord.spareCount == 0)
+    val full = TaskRecord.acquire(limit, 50000, 2000000)
+    assert(!(full eq large))
+    (0 until 50000).foreach { j => val k = f"k$j%018d".getBytes("UTF-8"); full.put(k, StoreKey.hashOf(k), k, j, false) }
+    TaskRecord.release(full)
+    assert(TaskRecord.spareCount == 1) // used: kept
+    val reused = TaskRecord.acquire(limit, 0, 0)
+    assert(reused eq full)
+    TaskRecord.release(reused) // emptied by acquire, not refilled: 0 used of its megabytes
+    assert(TaskRecord.spareCount == 0)
+    others.foreach(TaskRecord.release)
+  }
+
   test("found and inCommitted stay once set, whatever later puts say") {
     val r = new TaskRecord(1L << 20)
     val k = "a".getBytes("UTF-8")
