@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
+DATE = "2026-11-26"
 DEFAULTS = {
-    "hot_set": RESULTS / "2026-11-25-hot-set-read-ahead.json",
-    "cold_uniform": RESULTS / "2026-11-25-cold-uniform-three-rounds.json",
-    "growth": RESULTS / "2026-11-25-growth-5m-quiet.json",
+    "hot_set": RESULTS / f"{DATE}-hot-set.json",
+    "cold_uniform": RESULTS / f"{DATE}-cold-uniform.json",
+    "growth": RESULTS / f"{DATE}-growth-5m.json",
 }
 OUT = Path(__file__).resolve().parents[2] / "docs" / "img" / "headline.png"
 SPARK, TTLSTATE = "Spark RocksDB", "ttlstate (TTL on)"
@@ -82,7 +83,7 @@ def plot(paths: dict[str, Path], out: Path) -> dict[str, dict[str, tuple[float, 
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=8, loc="upper left")
     fig.suptitle("ttlstate against Spark's RocksDB provider (both in the same run in each panel), "
-                 "local[2], 4 partitions, 2 cores, 2026-11-25", fontsize=11)
+                 f"local[2], 4 partitions, 2 cores, {DATE}", fontsize=11)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
