@@ -62,3 +62,20 @@ def test_many_batch_ends_within_the_gap_cost_at_most_two_trims(trims: list[str])
     settled = len(trims)
     time.sleep(0.6)
     assert len(trims) == settled  # nothing asked since: no more trims
+
+
+def test_a_failing_idle_probe_counts_as_busy_and_the_trim_thread_lives_on(trims: list[str]) -> None:
+    fails = {"now": True}
+
+    def probe() -> bool:
+        if fails["now"]:
+            raise RuntimeError("WeakSet changed size during iteration")
+        return True
+
+    free_memory.set_idle_probe(probe)
+    free_memory.batch_ended()
+    time.sleep(0.6)
+    assert trims == []
+    fails["now"] = False
+    _wait_for(trims, 1)
+    assert trims == ["ttlstate-trim"]

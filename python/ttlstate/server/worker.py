@@ -57,7 +57,6 @@ class Connection(socketserver.StreamRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        Connection.live.add(self)
         self.pending_error: BaseException | None = None
         self.iters: dict[int, Iterator[tuple[bytes, bytes | None]]] = {}
         self.next_iter = 1
@@ -66,6 +65,7 @@ class Connection(socketserver.StreamRequestHandler):
         self.loaded: dict[int, StoreVersion] = {}
         native = native_module()
         self.native = native.Connection(self.request.fileno()) if native is not None else None
+        Connection.live.add(self)  # last: the trim thread reads `loaded` of every live connection
 
     def send(self, code: int, payload: bytes = b"") -> None:
         if self.native is not None:

@@ -34,11 +34,20 @@ def set_idle_probe(idle: Callable[[], bool]) -> None:
     _idle = idle
 
 
+def _probe_idle() -> bool:
+    """The worker's probe; a failure (a connection coming or going while it looked) counts as
+    busy, and the next poll asks again: the trim thread must not die of it."""
+    try:
+        return _idle()
+    except Exception:
+        return False
+
+
 def _wait_until_quiet() -> None:
     quiet_since: float | None = None
     while True:
         now = time.monotonic()
-        if not _idle():
+        if not _probe_idle():
             quiet_since = None
         elif quiet_since is None:
             quiet_since = now
