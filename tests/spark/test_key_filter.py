@@ -84,18 +84,20 @@ def test_the_executors_filters_share_one_byte_budget(spark: SparkSession) -> Non
     kf = jvm.ttlstate.cache.KeyFilter
     base = kf.usedBytes()  # other modules' queries may hold filters in this JVM
     try:
-        kf.setBudget(base + (1 << 20))  # 1 MiB for this test
-        a = kf.withCapacity(1, 1, 1, 100_000, 10_000_000, "a")  # 1M bits: 128 KiB
-        assert a.active() and kf.usedBytes() == base + a.memoryBytes() == base + (128 << 10)
+        # Small layers, so a few thousand adds (each a py4j call) outgrow the budget.
+        kf.setBudget(base + (4 << 10))  # 4 KiB for this test
+        a = kf.withCapacity(1, 1, 1, 100, 10_000_000, "a")  # 1,000 bits: 128 bytes
+        assert a.active() and kf.usedBytes() == base + a.memoryBytes() == base + 128
         b = kf.withCapacity(1, 2, 1, 1 << 20, 10_000_000, "b")  # 10M bits: 2 MiB, over the budget
         assert not b.active() and b.memoryBytes() == 0 and b.mightContain(bytearray(b"anything"))
-        for i in range(400_000):  # layers of 128 KiB, 512 KiB, then 1 MiB: over
+        # Layers of 100, 200, 400, 800 keys (128 B, 512 B, 1 KiB, 2 KiB), then 1,600 (4 KiB): over.
+        for i in range(20_000):
             a.add(bytearray(b"k%d" % i))
             if not a.active():
                 break
-        assert not a.active() and i < 400_000 - 1
+        assert not a.active() and 1_500 <= i < 1_700, i  # false positives are not added again
         assert kf.usedBytes() == base  # giving up returned its bytes
-        c = kf.withCapacity(1, 3, 1, 100_000, 10_000_000, "c")
+        c = kf.withCapacity(1, 3, 1, 100, 10_000_000, "c")
         assert c.active()
         c.close()
         c.close()  # once only
