@@ -12,12 +12,21 @@ page shared by n processes counts 1/n in each. The server's processes share thei
 interpreter's and RocksDB's library pages, which a sum of RSS counts once per process; the sum
 of PSS counts them once, which is what the machine pays. For one process alone (the JVM) the
 two differ only by the library pages it shares with others.
+
+With `jvm_breakdown_every` > 0 the JVM runs with Native Memory Tracking and the poller asks
+`jcmd` for its summary that often, keeping the one taken at the highest JVM RSS: heap,
+metaspace, GC structures, threads... and `rss_minus_nmt`, RSS minus NMT's committed total: the
+native memory of libraries (in Spark's RocksDB provider, RocksDB itself) less the committed
+heap not yet touched (so it can be negative). It tells a memory difference between two variants
+that is heap G1 chose to commit from one that is data the code holds.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,6 +53,8 @@ class PeakRss:
     samples: int = 0
     server_files: set[str] = field(default_factory=set)
     load_sum: float = 0.0  # of the machine's 1-minute load average, one term per sample
+    jvm_breakdown: dict[str, float] | None = None  # MB by NMT category, at the highest RSS sampled
+    jvm_breakdown_rss: int = 0
 
     def as_dict(self) -> dict[str, object]:
         """Also the mean load average while the child ran: on this shared machine it tells how
@@ -54,7 +65,8 @@ class PeakRss:
                 "server_peak_pss_mb": round(self.server_pss / MB, 1),
                 "total_peak_pss_mb": round(self.total_pss / MB, 1), "rss_samples": self.samples,
                 "loadavg_1m_mean": round(self.load_sum / self.samples, 2) if self.samples else None,
-                "server_files": sorted(self.server_files)}
+                "server_files": sorted(self.server_files),
+                **({"jvm_breakdown_mb": self.jvm_breakdown} if self.jvm_breakdown else {})}
 
 
 SERVER_MARKERS = ("ttlstate.server", "ttlstate-server")
@@ -84,6 +96,38 @@ def _ttlstate_mappings(pid: int) -> set[str]:
         return set()
 
 
+NMT_FLAG = "-XX:NativeMemoryTracking=summary"
+_NMT_LINE = re.compile(r"^-\s*(.+?) \(reserved=\d+KB, committed=(\d+)KB")
+_NMT_TOTAL = re.compile(r"^Total: reserved=\d+KB, committed=(\d+)KB")
+
+
+def jvm_breakdown(pid: int, rss: int) -> dict[str, float] | None:
+    """`jcmd <pid> VM.native_memory summary` in MB per category (1 MB and more), its total and
+    `rss_minus_nmt`; None if the JVM does not answer (no NMT, gone)."""
+    jcmd = shutil.which("jcmd") or os.path.join(os.environ.get("JAVA_HOME", "/usr"), "bin", "jcmd")
+    try:
+        out = subprocess.run([jcmd, str(pid), "VM.native_memory", "summary"], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return parse_nmt_summary(out, rss)
+
+
+def parse_nmt_summary(out: str, rss: int) -> dict[str, float] | None:
+    """What `jvm_breakdown` returns, from jcmd's text."""
+    found: dict[str, float] = {}
+    for line in out.splitlines():
+        line = line.strip()
+        if m := _NMT_TOTAL.match(line):
+            found["total"] = round(int(m.group(1)) / 1024, 1)
+        elif (m := _NMT_LINE.match(line)) and int(m.group(2)) >= 1024:
+            found[m.group(1)] = round(int(m.group(2)) / 1024, 1)
+    if "total" not in found:
+        return None
+    found["rss_minus_nmt"] = round(rss / MB - found["total"], 1)
+    return found
+
+
 def _pss(pid: int) -> int:
     """The process's proportional set size in bytes (0 if it is gone)."""
     try:
@@ -99,10 +143,12 @@ def _pss(pid: int) -> int:
 class RssPoller(threading.Thread):
     """Samples the RSS of a process's descendants until stopped."""
 
-    def __init__(self, pid: int, interval: float = 0.1) -> None:
+    def __init__(self, pid: int, interval: float = 0.1, jvm_breakdown_every: float = 0.0) -> None:
         super().__init__(daemon=True)
         self.pid = pid
         self.interval = interval
+        self.breakdown_every = jvm_breakdown_every
+        self._last_breakdown = 0.0
         self.peak = PeakRss()
         self._roles: dict[tuple[int, float, str], str] = {}
         self._mapped: set[int] = set()
@@ -126,6 +172,17 @@ class RssPoller(threading.Thread):
                 self._roles[key] = role
         return role
 
+    def _breakdown(self, pid: int, rss: int) -> None:
+        """An NMT summary every `breakdown_every` s (jcmd is a JVM of its own: seconds of CPU);
+        kept if the JVM's RSS is the highest of those summaries."""
+        now = time.monotonic()
+        if now - self._last_breakdown < self.breakdown_every or rss <= self.peak.jvm_breakdown_rss:
+            return
+        self._last_breakdown = now
+        found = jvm_breakdown(pid, rss)
+        if found is not None:
+            self.peak.jvm_breakdown, self.peak.jvm_breakdown_rss = found, rss
+
     def sample(self) -> None:
         try:
             procs = psutil.Process(self.pid).children(recursive=True)
@@ -138,8 +195,11 @@ class RssPoller(threading.Thread):
                 role = self._role_of(p)
                 if role is None:
                     continue
-                rss[role] += p.memory_info().rss
+                resident = p.memory_info().rss
+                rss[role] += resident
                 pss[role] += _pss(p.pid)
+                if role == "jvm" and self.breakdown_every > 0:
+                    self._breakdown(p.pid, resident)
                 if role == "server" and p.pid not in self._mapped:
                     found = _ttlstate_mappings(p.pid)
                     if any(".so" in f for f in found):
@@ -181,10 +241,13 @@ def _tail(path: str, lines: int = 40) -> str:
 
 
 def run_child(module: str, params: dict[str, object], env: dict[str, str], log: str,
-              timeout: float) -> tuple[dict[str, object], PeakRss]:
-    """Run `python -m module PARAMS OUT` from the repo root; its JSON result and peak RSS.
+              timeout: float, jvm_breakdown_every: float = 0.0) -> tuple[dict[str, object], PeakRss]:
+    """Run `python -m module PARAMS OUT` from the repo root; its JSON result and peak RSS (and
+    with `jvm_breakdown_every`, the JVM's memory by category, see the module's docstring).
 
     The child's output goes to `log`, shown on failure."""
+    if jvm_breakdown_every > 0:
+        env = {**env, "JAVA_TOOL_OPTIONS": f"{env.get('JAVA_TOOL_OPTIONS', '')} {NMT_FLAG}".strip()}
     with tempfile.TemporaryDirectory(prefix="ttlstate-bench-child-") as tmp:
         params_path, out_path = os.path.join(tmp, "params.json"), os.path.join(tmp, "out.json")
         with open(params_path, "w") as f:
@@ -193,7 +256,7 @@ def run_child(module: str, params: dict[str, object], env: dict[str, str], log: 
             proc = subprocess.Popen([sys.executable, "-m", module, params_path, out_path], cwd=REPO,
                                     env=env, stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL)
-        poller = RssPoller(proc.pid)
+        poller = RssPoller(proc.pid, jvm_breakdown_every=jvm_breakdown_every)
         poller.start()
         started = time.monotonic()
         try:

@@ -46,6 +46,7 @@ from benchmarks.harness.checkpoint_fs import FILESYSTEMS, checkpoint_root, join
 from benchmarks.harness.machine import describe
 from benchmarks.harness.subproc import run_child
 from benchmarks.harness.variants import (
+    CACHE_KEY,
     CHANGELOG_KEY,
     KEY_FILTER_KEY,
     ROCKSDB,
@@ -69,6 +70,9 @@ VARIANTS: dict[str, Variant] = {
     # the same with record snapshots (the whole state per snapshot, rebuilt key by key on restore)
     "ttlstate-records": Variant("ttlstate-records", TTLSTATE,
                                 {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", SNAPSHOT_LAYOUT_KEY: "records"}),
+    # the same without the executor's cross-batch cache: what the cache's heap costs in memory
+    "ttlstate-no-cache": Variant("ttlstate-no-cache", TTLSTATE,
+                                 {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", CACHE_KEY: "0"}),
     # the same without the shim's key filter: what rebuilding it after a restore costs
     "ttlstate-no-keyfilter": Variant("ttlstate-no-keyfilter", TTLSTATE,
                                      {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", KEY_FILTER_KEY: "0"}),
@@ -186,7 +190,7 @@ def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_
     grown, grow_rss = run_child("benchmarks.workloads.growth_child",
                                 _child_params(v, args, "grow", input_dir, ck), v.env(),
                                 os.path.join(work, "logs", f"{os.path.basename(here)}-grow.log"),
-                                args.timeout)
+                                args.timeout, jvm_breakdown_every=args.jvm_breakdown)
     # on local disk with Hadoop's .crc files, as before; elsewhere as the child listed it
     ck_bytes = dir_bytes(os.path.join(ck, "state")) if ck_root == work else grown["checkpoint_state_bytes"]
     _place(restore_file, input_dir)
@@ -249,7 +253,8 @@ def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:
             "server_peak_pss_mb": run.get("server_peak_pss_mb"),
             "total_peak_pss_mb": run.get("total_peak_pss_mb"), "checkpoint_bytes": run["checkpoint_bytes"],
             **_written(rows),
-            "final_state_rows": rows[-1]["state_rows"], "loadavg_1m_mean": run.get("loadavg_1m_mean")}
+            "final_state_rows": rows[-1]["state_rows"], "loadavg_1m_mean": run.get("loadavg_1m_mean"),
+            **({"jvm_breakdown_mb": run["jvm_breakdown_mb"]} if "jvm_breakdown_mb" in run else {})}
 
 
 def _combine_rounds(per_round: list[dict[str, Any]]) -> dict[str, Any]:
@@ -258,8 +263,11 @@ def _combine_rounds(per_round: list[dict[str, Any]]) -> dict[str, Any]:
         return per_round[0]
     out: dict[str, Any] = {}
     for key, first in per_round[0].items():
-        values = [s[key] for s in per_round]
-        out[key] = all(values) if isinstance(first, bool) else _median(values)
+        values = [s.get(key) for s in per_round]
+        if isinstance(first, dict):  # a breakdown: no median of its own, every round's
+            out[f"{key}_per_round"] = values
+        else:
+            out[key] = all(values) if isinstance(first, bool) else _median(values)
     out["median_batch_ms_per_round"] = [s["median_batch_ms"] for s in per_round]
     out["restore_ms_per_round"] = [s["restore_ms"] for s in per_round]
     return out
@@ -321,6 +329,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--driver-memory", default="1g",
                     help="the JVM's heap (spark.driver.memory, local mode; 1g is Spark's default), "
                          "the same for every variant")
+    ap.add_argument("--jvm-breakdown", type=float, default=0.0, metavar="SECONDS",
+                    help="run the JVM with Native Memory Tracking and take its summary (jcmd) this "
+                         "often while it grows; the one at the highest RSS goes in the results "
+                         "(0 = off: jcmd costs CPU, so keep it off for timings)")
     ap.add_argument("--quick", action="store_true", help="3 batches of 20k keys, settle 2 s, one round")
     ap.add_argument("--json", help="write the results here (and the plot beside it, .png)")
     ap.add_argument("--plot", help="write the plot here (default: beside --json)")

@@ -11,7 +11,7 @@ import time
 import pytest
 from benchmarks.harness import report, variants
 from benchmarks.harness.baseline import Baseline, environment
-from benchmarks.harness.subproc import RssPoller
+from benchmarks.harness.subproc import RssPoller, parse_nmt_summary
 from benchmarks.workloads import growth, restore_rerun, spark_side_by_side
 
 from ttlstate.config import keys as K
@@ -90,6 +90,33 @@ def test_rounds_are_combined_by_median_and_listed() -> None:
     s = growth.summarize(v, runs, expected_rows=310)[0]
     assert s["median_batch_ms"] == 200 and s["restore_ms"] == 2000
     assert s["median_batch_ms_per_round"] == [200, 600, 100]
+
+
+def test_jvm_breakdowns_are_kept_per_round_not_combined() -> None:
+    v = [variants.Variant("rocksdb", variants.ROCKSDB)]
+    runs = [{**_run("rocksdb", [100, 200, 300], 1000), "jvm_breakdown_mb": {"Java Heap": 300.0}},
+            {**_run("rocksdb", [500, 600, 700], 3000), "round": 1, "jvm_breakdown_mb": {"Java Heap": 500.0}}]
+    s = growth.summarize(v, runs, expected_rows=310)[0]
+    assert s["jvm_breakdown_mb_per_round"] == [{"Java Heap": 300.0}, {"Java Heap": 500.0}]
+    assert "jvm_breakdown_mb" not in s
+
+
+NMT_SUMMARY = """12345:
+
+Native Memory Tracking:
+
+Total: reserved=2634752KB, committed=660172KB
+-                 Java Heap (reserved=1048576KB, committed=306176KB)
+                            (mmap: reserved=1048576KB, committed=306176KB)
+-                 Metaspace (reserved=197323KB, committed=132555KB)
+-                  Tracing (reserved=32KB, committed=32KB)
+"""
+
+
+def test_nmt_summary_in_mb_with_rss_minus_the_total() -> None:
+    found = parse_nmt_summary(NMT_SUMMARY, rss=800 * 1024 * 1024)
+    assert found == {"total": 644.7, "Java Heap": 299.0, "Metaspace": 129.4, "rss_minus_nmt": 155.3}
+    assert parse_nmt_summary("Native memory tracking is not enabled", rss=1) is None
 
 
 def test_ratios_per_round_pair_each_round_with_the_reference_round() -> None:
