@@ -173,8 +173,9 @@ class RssPoller(threading.Thread):
         return role
 
     def _breakdown(self, pid: int, rss: int) -> None:
-        """An NMT summary every `breakdown_every` s (jcmd is a JVM of its own: seconds of CPU);
-        kept if the JVM's RSS is the highest of those summaries."""
+        """An NMT summary every `breakdown_every` s (jcmd is a JVM of its own: seconds of CPU,
+        and RSS sampling waits for it, so a short peak may go unseen); kept if the JVM's RSS is
+        the highest of those summaries."""
         now = time.monotonic()
         if now - self._last_breakdown < self.breakdown_every or rss <= self.peak.jvm_breakdown_rss:
             return
