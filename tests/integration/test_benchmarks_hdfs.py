@@ -24,10 +24,11 @@ def test_growth_on_hdfs_counts_checkpoint_bytes_per_batch() -> None:
 
 
 def test_side_by_side_on_hdfs_reports_commit_time_and_bytes_per_batch() -> None:
-    rows = spark_side_by_side.main(["--quick", "--checkpoint-fs", "hdfs",
-                                    "--providers", "rocksdb,ttlstate-ttl-on"])
+    # ttlstate alone: Spark's RocksDB provider on HDFS runs in the growth test above, and the
+    # per-batch accounting checked here is the harness's, the same for every provider.
+    rows = spark_side_by_side.main(["--quick", "--checkpoint-fs", "hdfs", "--providers", "ttlstate-ttl-on"])
     assert {(r["provider"], r["workload"]) for r in rows} == {
-        (p, w) for p in ("rocksdb", "ttlstate-ttl-on") for w in spark_side_by_side.WORKLOADS}
+        ("ttlstate-ttl-on", w) for w in spark_side_by_side.WORKLOADS}
     for r in rows:
         assert r["rows"] == 50_000
         assert len(r["commit_ms_per_batch"]) == len(r["checkpoint_bytes_per_batch"]) == 5, r

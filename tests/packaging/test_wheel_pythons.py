@@ -1,8 +1,9 @@
-"""The portable wheel installed as a user would, on every CPython 3.11+ of this machine.
+"""The portable wheel installed as a user would, on each CPython minor version 3.11+ of this machine.
 
-For each interpreter (`/usr/bin/python3.11` and pyenv's `versions/3.1[1-9]*`, whichever exist;
-pyspark 4.3 supports 3.11 and later): a fresh venv in a pytest tmp dir, `pip install <wheel>`
-with its dependencies from the package index as pip is configured here, then
+For each minor version of CPython 3.11+ (`/usr/bin/python3.11` first, then pyenv's
+`versions/3.1[1-9]*`, whichever exist; pyspark 4.3 supports 3.11 and later): a fresh venv in a
+pytest tmp dir, `pip install <wheel>` with its dependencies from the package index as pip is
+configured here, then
 
 - `ttlstate demo --no-plot` exits 0 with its table, its summary and demo.json, where ttlstate's
   aggregation state levels off below the RocksDB provider's and the compaction filter (native
@@ -53,7 +54,10 @@ class Interpreter:
 
 
 def find_interpreters() -> list[Interpreter]:
-    """/usr/bin/python3.11 and pyenv's 3.11+ (CPython builds only: no -dev, t or other suffix)."""
+    """One interpreter per minor version: /usr/bin/python3.11, then pyenv's 3.11+ (CPython builds
+    only: no -dev, t or other suffix) of the minor versions not found yet. The wheel is one
+    binary for every interpreter (py3-none, loaded through ctypes); what can differ between
+    interpreters is the minor version's standard library and C API, not the patch release."""
     candidates = [p for p in SYSTEM_PYTHONS if p.exists()]
     for d in sorted(PYENV_VERSIONS.glob("3.*")):
         if re.fullmatch(r"3\.(\d+)\.\d+", d.name) and int(d.name.split(".")[1]) >= 11:
@@ -65,7 +69,9 @@ def find_interpreters() -> list[Interpreter]:
             impl, version = out.stdout.split() if out.returncode == 0 else ("broken", path.name)
         except (OSError, ValueError):
             impl, version = "broken", path.name
-        found.append(Interpreter(path, impl, version))
+        minor = ".".join(version.split(".")[:2])
+        if not any(".".join(f.version.split(".")[:2]) == minor for f in found) or impl == "broken":
+            found.append(Interpreter(path, impl, version))
     return found
 
 
