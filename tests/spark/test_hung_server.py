@@ -35,7 +35,11 @@ from ttlstate.config import keys as K
 pytestmark = pytest.mark.spark
 
 DEADLINE = "2s"
-STALL_MS = 6000  # three deadlines
+STALL_MS = 6000  # three deadlines: the busy stall, which must be waited for
+# The idle stall ends only if the watchdog misses it (then the test fails). It is long so that
+# the watchdog finds its quiet deadline after whatever else the worker still does at first (the
+# other partition's task, an upload): on a loaded machine that took most of 6 s once.
+IDLE_STALL_MS = 20000
 BUSY = "commit-before-upload"  # burns CPU there: slow, not hung
 IDLE = "commit-after-upload"   # sleeps there: hung
 
@@ -52,7 +56,7 @@ def fault_dir() -> str:
 @pytest.fixture(scope="module")
 def spark(fault_dir: str) -> Iterator[SparkSession]:
     spec = (f"{BUSY}+busy={STALL_MS}:{os.path.join(fault_dir, BUSY)},"
-            f"{IDLE}+idle={STALL_MS}:{os.path.join(fault_dir, IDLE)}")
+            f"{IDLE}+idle={IDLE_STALL_MS}:{os.path.join(fault_dir, IDLE)}")
     wrapper = os.path.join(fault_dir, "python")
     with open(wrapper, "w") as f:
         f.write(f"#!/bin/sh\n{faults.ENV}='{spec}'\nexport {faults.ENV}\nexec '{sys.executable}' \"$@\"\n")
