@@ -48,6 +48,11 @@ class Interpreter:
     version: str  # as the interpreter reports it, e.g. 3.12.1
 
     @property
+    def minor(self) -> str:
+        """e.g. 3.12 (for a broken interpreter, its file name)."""
+        return ".".join(self.version.split(".")[:2])
+
+    @property
     def id(self) -> str:
         where = "pyenv" if PYENV_VERSIONS in self.path.parents else "system"
         return f"{self.version}-{where}"
@@ -69,9 +74,9 @@ def find_interpreters() -> list[Interpreter]:
             impl, version = out.stdout.split() if out.returncode == 0 else ("broken", path.name)
         except (OSError, ValueError):
             impl, version = "broken", path.name
-        minor = ".".join(version.split(".")[:2])
-        if not any(".".join(f.version.split(".")[:2]) == minor for f in found) or impl == "broken":
-            found.append(Interpreter(path, impl, version))
+        interpreter = Interpreter(path, impl, version)
+        if impl == "broken" or interpreter.minor not in {f.minor for f in found}:
+            found.append(interpreter)
     return found
 
 
