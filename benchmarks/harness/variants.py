@@ -26,6 +26,7 @@ KEY_FILTER_KEY = TTL_PREFIX + "keyFilter.maxKeys"
 SNAPSHOT_LAYOUT_KEY = TTL_PREFIX + "snapshot.layout"
 CACHE_KEY = TTL_PREFIX + "cache.maxBytes"
 READ_AHEAD_KEY = TTL_PREFIX + "readAhead.chunkRows"
+WORKERS_KEY = TTL_PREFIX + "workers"
 CHANGELOG_KEY = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
 

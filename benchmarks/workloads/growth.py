@@ -54,6 +54,7 @@ from benchmarks.harness.variants import (
     SNAPSHOT_LAYOUT_KEY,
     TTL_KEY,
     TTLSTATE,
+    WORKERS_KEY,
     Variant,
     pick,
     ratio,
@@ -73,6 +74,10 @@ VARIANTS: dict[str, Variant] = {
     # the same without the executor's cross-batch cache: what the cache's heap costs in memory
     "ttlstate-no-cache": Variant("ttlstate-no-cache", TTLSTATE,
                                  {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", CACHE_KEY: "0"}),
+    # the same with one state server worker (default: one per core): what a worker's interpreter
+    # and its own RocksDB memory add, and what a second process buys the batches
+    "ttlstate-one-worker": Variant("ttlstate-one-worker", TTLSTATE,
+                                   {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", WORKERS_KEY: "1"}),
     # the same without the shim's key filter: what rebuilding it after a restore costs
     "ttlstate-no-keyfilter": Variant("ttlstate-no-keyfilter", TTLSTATE,
                                      {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", KEY_FILTER_KEY: "0"}),
