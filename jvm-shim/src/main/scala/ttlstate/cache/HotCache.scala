@@ -1,6 +1,9 @@
 package ttlstate.cache
 
 import java.util.concurrent.atomic.AtomicInteger
+
+import org.apache.spark.unsafe.Platform
+import org.apache.spark.unsafe.array.ByteArrayMethods
 import ttlstate.conf.ConfValues
 
 /** The executor's cache of recently used state entries, kept across batches: encoded key ->
@@ -29,8 +32,8 @@ object HotCache {
   final class Entry(val epoch: Long, val ts: Long, val value: Array[Byte])
 
   /** What an entry of `key` -> `value` (null: none) costs the cache. */
-  def entryBytes(key: StoreKey, value: Array[Byte]): Long =
-    key.bytes.length + (if (value == null) 0 else value.length) + Overhead
+  def entryBytes(keyLength: Int, value: Array[Byte]): Long =
+    keyLength + (if (value == null) 0 else value.length) + Overhead
 
   /** One provider instance's share of the cache; `bytes` is guarded by the cache's lock. */
   final class Owner private[HotCache] (val id: Int) {
@@ -40,6 +43,7 @@ object HotCache {
   // An entry in a segment: owner id (i32), mixed hash (i32), epoch (i64), ts (i64), key length
   // (i32), value length (i32), key bytes, value bytes. Little-endian.
   private val Header = 32
+  private val ArrayBase = Platform.BYTE_ARRAY_OFFSET.toLong
 
   /** Bytes per entry besides key and value: its header in a segment and its share of the index. */
   val Overhead: Long = Header + 16L
@@ -119,8 +123,9 @@ object HotCache {
   private def sizeAt(seg: Segment, off: Int): Long =
     seg.buf.getInt(off + 24).toLong + seg.buf.getInt(off + 28) + Overhead
 
-  /** The index slot of `owner`'s key (`len` bytes of `key` from `from`), or -1. */
-  private def find(owner: Owner, key: Array[Byte], from: Int, len: Int, h: Int): Int = {
+  /** The index slot of `owner`'s key (`len` bytes at `key`, `at`, as `Platform` addresses
+   *  them), or -1. */
+  private def find(owner: Owner, key: AnyRef, at: Long, len: Int, h: Int): Int = {
     val mask = slots.length - 1
     val frag = fragment(h)
     var s = h & mask
@@ -130,7 +135,7 @@ object HotCache {
         val seg = segment(v)
         val off = offset(v)
         if (seg.buf.getInt(off + 4) == h && seg.buf.getInt(off) == owner.id && seg.buf.getInt(off + 24) == len &&
-            java.util.Arrays.equals(seg.data, off + Header, off + Header + len, key, from, from + len)) return s
+            ByteArrayMethods.arrayEquals(seg.data, ArrayBase + off + Header, key, at, len)) return s
       }
       s = (s + 1) & mask
     }
@@ -138,10 +143,9 @@ object HotCache {
   }
 
   /** The entry of `key` for `owner`, if it belongs to `epoch`; a stale one is dropped. */
-  def get(owner: Owner, epoch: Long, key: StoreKey): Entry = synchronized {
-    val h = mix(owner, key.hashCode)
-    val k = key.bytes
-    val s = find(owner, k, 0, k.length, h)
+  def get(owner: Owner, epoch: Long, key: KeyBytes): Entry = synchronized {
+    val h = mix(owner, key.hash)
+    val s = find(owner, key.baseObject, key.baseOffset, key.length, h)
     if (s < 0) null
     else {
       val v = slots(s)
@@ -150,12 +154,12 @@ object HotCache {
       if (seg.buf.getLong(off + 8) != epoch) { drop(s); null }
       else {
         val ts = seg.buf.getLong(off + 16)
-        val valueAt = off + Header + k.length
+        val valueAt = off + Header + key.length
         val value = java.util.Arrays.copyOfRange(seg.data, valueAt, valueAt + seg.buf.getInt(off + 28))
         // In the older half: moved to the newest segment, so that entries in use are not evicted.
         if (seqOf(v) - firstSeq < segments.size / 2) {
           drop(s)
-          put0(owner, h, epoch, ts, k, 0, k.length, value, 0, value.length)
+          put0(owner, h, epoch, ts, key.baseObject, key.baseOffset, key.length, value, 0, value.length)
         }
         new Entry(epoch, ts, value)
       }
@@ -176,17 +180,17 @@ object HotCache {
       if (!record.dropped(i)) {
         val h = mix(owner, record.hash(i))
         if (!record.hasValue(i) || limit <= 0 || (onlyFound && !record.found(i))) {
-          remove0(owner, data, record.keyOffset(i), record.keyLength(i), h)
-        } else put0(owner, h, epoch, record.ts(i), data, record.keyOffset(i), record.keyLength(i), data,
+          remove0(owner, data, ArrayBase + record.keyOffset(i), record.keyLength(i), h)
+        } else put0(owner, h, epoch, record.ts(i), data, ArrayBase + record.keyOffset(i), record.keyLength(i), data,
           record.valueOffset(i), record.valueLength(i))
       }
       i += 1
     }
   }
 
-  private def put0(owner: Owner, h: Int, epoch: Long, ts: Long, key: Array[Byte], keyFrom: Int, keyLen: Int,
+  private def put0(owner: Owner, h: Int, epoch: Long, ts: Long, key: AnyRef, keyAt: Long, keyLen: Int,
       value: Array[Byte], valueFrom: Int, valueLen: Int): Unit = {
-    remove0(owner, key, keyFrom, keyLen, h)
+    remove0(owner, key, keyAt, keyLen, h)
     val size = keyLen + valueLen + Overhead
     if (size > limit / 4) return // one huge value must not flush the rest
     val n = Header + keyLen + valueLen
@@ -194,7 +198,7 @@ object HotCache {
     val off = seg.used
     seg.buf.putInt(off, owner.id).putInt(off + 4, h).putLong(off + 8, epoch).putLong(off + 16, ts)
       .putInt(off + 24, keyLen).putInt(off + 28, valueLen)
-    System.arraycopy(key, keyFrom, seg.data, off + Header, keyLen)
+    Platform.copyMemory(key, keyAt, seg.data, ArrayBase + off + Header, keyLen.toLong)
     System.arraycopy(value, valueFrom, seg.data, off + Header + keyLen, valueLen)
     seg.used += n
     insert(slotOf(h, seg.seq, off), h)
@@ -269,11 +273,11 @@ object HotCache {
     live -= 1
   }
 
-  def remove(owner: Owner, key: StoreKey): Unit =
-    synchronized(remove0(owner, key.bytes, 0, key.bytes.length, mix(owner, key.hashCode)))
+  def remove(owner: Owner, key: KeyBytes): Unit =
+    synchronized(remove0(owner, key.baseObject, key.baseOffset, key.length, mix(owner, key.hash)))
 
-  private def remove0(owner: Owner, key: Array[Byte], from: Int, len: Int, h: Int): Unit = {
-    val s = find(owner, key, from, len, h)
+  private def remove0(owner: Owner, key: AnyRef, at: Long, len: Int, h: Int): Unit = {
+    val s = find(owner, key, at, len, h)
     if (s >= 0) drop(s)
   }
 
@@ -337,26 +341,6 @@ object HotCache {
     while (size > MinSlots && live * 4L < size) size /= 2
     if (size < slots.length) resize(size)
   }
-}
-
-/** An encoded state key as a map key: equality by content, the hash computed once (a key is
- *  looked up in several maps per operation). Its bytes must not change while a map holds it:
- *  `stable()` before keeping a key whose bytes the caller may reuse. */
-final class StoreKey private (val bytes: Array[Byte], override val hashCode: Int) {
-  def this(bytes: Array[Byte]) = this(bytes, StoreKey.hashOf(bytes))
-  def stable(): StoreKey = new StoreKey(java.util.Arrays.copyOf(bytes, bytes.length), hashCode)
-  override def equals(o: Any): Boolean = o match {
-    case k: StoreKey => k.hashCode == hashCode && java.util.Arrays.equals(k.bytes, bytes)
-    case _ => false
-  }
-}
-
-object StoreKey {
-  /** The hash a StoreKey of `bytes` has (TaskRecord indexes keys by it too). */
-  def hashOf(bytes: Array[Byte]): Int = scala.util.hashing.MurmurHash3.bytesHash(bytes)
-
-  /** A StoreKey of `bytes` whose `hashOf` is known to be `hash`. */
-  private[ttlstate] def withHash(bytes: Array[Byte], hash: Int): StoreKey = new StoreKey(bytes, hash)
 }
 
 /** One provider's use of the cache: which committed version its entries describe (`version`),

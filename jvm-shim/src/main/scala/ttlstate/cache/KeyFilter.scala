@@ -3,7 +3,6 @@ package ttlstate.cache
 import java.nio.{ByteBuffer, ByteOrder}
 import java.util.concurrent.atomic.AtomicLong
 
-import scala.util.hashing.MurmurHash3
 import ttlstate.conf.ConfKeys
 import ttlstate.conf.ConfValues
 
@@ -62,11 +61,13 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
   private def contains(h1: Long, h2: Long): Boolean = gaveUp || lacking >= 0 || inLayers(h1, h2)
   private def inLayers(h1: Long, h2: Long): Boolean = layers.exists(_.contains(h1, h2))
 
-  def mightContain(key: Array[Byte]): Boolean = synchronized(contains(hash1(key), hash2(key)))
+  def mightContain(key: KeyBytes): Boolean = synchronized(contains(hash1(key), hash2(key)))
+  def mightContain(key: Array[Byte]): Boolean = mightContain(new KeyBytes().set(key))
 
   /** A key that might already be in the filter is not added again: its bits are set in some
    *  layer already, and bits are never cleared. */
-  def add(key: Array[Byte]): Unit = synchronized(insert(hash1(key), hash2(key)))
+  def add(key: KeyBytes): Unit = synchronized(insert(hash1(key), hash2(key)))
+  def add(key: Array[Byte]): Unit = add(new KeyBytes().set(key))
 
   /** How many bits (log2) the first layer has: what the state server sets for `fillFirstLayer`. */
   def firstLayerBitsLog2: Int = synchronized(layers.last.bitsLog2)
@@ -137,10 +138,13 @@ object KeyFilter {
   private val Seed2 = 0x1b873593
 
   /** The two MurmurHash3 x86_32 hashes of a key, as the state server sends them. */
-  def hashes(key: Array[Byte]): (Int, Int) = (MurmurHash3.bytesHash(key, Seed1), MurmurHash3.bytesHash(key, Seed2))
-  private def hash1(key: Array[Byte]): Long = MurmurHash3.bytesHash(key, Seed1).toLong
+  def hashes(key: Array[Byte]): (Int, Int) = {
+    val k = new KeyBytes().set(key)
+    (k.hashWith(Seed1), k.hashWith(Seed2))
+  }
+  private def hash1(key: KeyBytes): Long = key.hashWith(Seed1).toLong
   /** The probe step: odd, so the probes of a key never repeat a bit early. */
-  private def hash2(key: Array[Byte]): Long = (MurmurHash3.bytesHash(key, Seed2) | 1).toLong
+  private def hash2(key: KeyBytes): Long = (key.hashWith(Seed2) | 1).toLong
 
   // The executor's budget: bytes of all key filters of the JVM together.
   private val used = new AtomicLong

@@ -64,22 +64,20 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
   /** How many recorded keys a refused put dropped so far. */
   def drops: Long = dropCount
 
-  /** The entry of `key` (whose `StoreKey.hashOf` is `hash`), or -1. */
-  def find(key: Array[Byte], hash: Int): Int = {
+  /** The entry of `key`, or -1. */
+  def find(key: KeyBytes): Int = {
+    val hash = key.hash
     val mask = table.length - 1
     var slot = hash & mask
     while (true) {
       val e = table(slot)
       if (e == 0) return -1
       val i = e - 1
-      if (hashes(i) == hash && (flags(i) & Dropped) == 0 && keyEquals(i, key)) return i
+      if (hashes(i) == hash && (flags(i) & Dropped) == 0 && key.equalsAt(bytesArray, keyOff(i), keyLen(i))) return i
       slot = (slot + 1) & mask
     }
     -1
   }
-
-  private def keyEquals(i: Int, key: Array[Byte]): Boolean = keyLen(i) == key.length &&
-    java.util.Arrays.equals(bytesArray, keyOff(i), keyOff(i) + key.length, key, 0, key.length)
 
   def hasValue(i: Int): Boolean = valLen(i) >= 0
   def dropped(i: Int): Boolean = (flags(i) & Dropped) != 0
@@ -105,11 +103,11 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
    *  key recorded before keeps `inCommitted` and `found` if it had them (`found`: this is a read
    *  that found `value`). False if the bound refused it (a key
    *  recorded before is then dropped). The bytes are copied: callers may reuse theirs. */
-  def put(key: Array[Byte], hash: Int, value: Array[Byte], ts: Long, inCommitted: Boolean,
+  def put(key: KeyBytes, value: Array[Byte], ts: Long, inCommitted: Boolean,
       found: Boolean = false): Boolean = {
     val marks = (if (inCommitted) InCommitted else 0) | (if (found) Found else 0)
     val n = if (value == null) -1 else value.length
-    val i = find(key, hash)
+    val i = find(key)
     if (i >= 0) {
       if (n > valCap(i)) {
         if (!ensureData(n)) { flags(i) = (flags(i) | Dropped).toByte; dropCount += 1; return false }
@@ -126,7 +124,7 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
       val room = math.max(n, 0) + key.length
       if (!ensureEntries() || !ensureData(room)) return false
       val j = count
-      System.arraycopy(key, 0, bytesArray, used, key.length)
+      key.copyTo(bytesArray, used)
       keyOff(j) = used
       keyLen(j) = key.length
       used += key.length
@@ -136,7 +134,7 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
       if (n > 0) System.arraycopy(value, 0, bytesArray, used, n)
       used += math.max(n, 0)
       stamps(j) = ts
-      hashes(j) = hash
+      hashes(j) = key.hash
       flags(j) = marks.toByte
       count += 1
       insertSlot(j)

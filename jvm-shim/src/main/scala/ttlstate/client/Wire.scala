@@ -4,6 +4,8 @@ import java.io.{DataInputStream, EOFException}
 import java.nio.ByteBuffer
 import java.nio.charset.StandardCharsets.UTF_8
 
+import org.apache.spark.unsafe.Platform
+
 /** A growable big-endian payload builder; `frame` prefixes length and code. */
 final class PayloadWriter(initial: Int = 256) {
   private var buf = ByteBuffer.allocate(initial)
@@ -27,6 +29,16 @@ final class PayloadWriter(initial: Int = 256) {
     this
   }
   def str(v: String): PayloadWriter = bytes(v.getBytes(UTF_8))
+
+  /** `bytes` of `length` bytes at (`base`, `offset`), as Spark's `Platform` addresses them. */
+  def bytes(base: AnyRef, offset: Long, length: Int): PayloadWriter = {
+    ensure(4 + length)
+    buf.putInt(length)
+    Platform.copyMemory(base, offset, buf.array, Platform.BYTE_ARRAY_OFFSET.toLong + buf.arrayOffset + buf.position,
+      length.toLong)
+    buf.position(buf.position + length)
+    this
+  }
 
   /** Writes these bytes as they are (part of a frame whose head was written before). */
   def writeTo(out: java.io.OutputStream): Unit = out.write(buf.array, 0, buf.position)

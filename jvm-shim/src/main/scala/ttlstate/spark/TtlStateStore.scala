@@ -3,11 +3,10 @@ package ttlstate.spark
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
-import org.apache.spark.unsafe.Platform
-import org.apache.spark.unsafe.array.ByteArrayMethods
 import ttlstate.cache.CacheView
 import ttlstate.cache.Expiry
 import ttlstate.cache.HotCache
+import ttlstate.cache.KeyBytes
 import ttlstate.cache.KeyFilter
 import ttlstate.cache.StoreKey
 import ttlstate.cache.TaskRecord
@@ -74,7 +73,7 @@ final class TtlStateStore(
   // The time TTL uses: the batch time the server loaded the version at and, in Real-time Mode
   // with `realTime.clockInterval`, the wall clock it advances to while the long batch runs.
   private var now: Long = loaded.now
-  private var lastKey: StoreKey = null // see keyOf
+  private val key = new KeyBytes // the key of the call in progress: see keyOf
   // The first access ticks at once: while a Real-time batch runs, its offset log entry is not
   // written yet, so the version was loaded at the previous batch's timestamp (BatchTime).
   private var nextTickNanos: Long = if (provider.clockIntervalMs > 0) System.nanoTime() else Long.MaxValue
@@ -136,21 +135,11 @@ final class TtlStateStore(
       (!Expiry.isExpired(ts, ttl, now) && !(provider.updateOnRead && !readOnly && ts != now))
   }
 
-  /** The encoded key of `row`, which the store never changes: the previous one again when the
-   *  row holds the same bytes (Spark reads a key, then writes it, through a row it reuses), else
-   *  a new one, never the row's own buffer. */
-  private def keyOf(row: UnsafeRow): StoreKey = {
-    val last = lastKey
-    if (last != null && codec.plain && row.getSizeInBytes == last.bytes.length &&
-        ByteArrayMethods.arrayEquals(row.getBaseObject, row.getBaseOffset, last.bytes, Platform.BYTE_ARRAY_OFFSET,
-          last.bytes.length)) last
-    else {
-      val encoded = codec.encode(row)
-      val k = new StoreKey(if (encoded eq row.getBaseObject) encoded.clone() else encoded)
-      lastKey = k
-      k
-    }
-  }
+  /** The encoded key of `row`, in `key`: a plain key where it is, in Spark's row (nothing is
+   *  copied: lookups read it there, and what keeps it copies it), a prefixed one encoded. */
+  private def keyOf(row: UnsafeRow): KeyBytes =
+    if (codec.plain) key.set(row.getBaseObject, row.getBaseOffset, row.getSizeInBytes)
+    else key.set(codec.encode(row))
 
   private def valueRow(bytes: Array[Byte]): UnsafeRow = {
     if (bytes == null) null
@@ -160,10 +149,10 @@ final class TtlStateStore(
   /** Remembers what a read of `key` returns from now on; false if it could not (full). A key
    *  remembered before that the record had to drop is forgotten (`forget`): it may have been
    *  this task's write. Copies the bytes. */
-  private def remember(key: StoreKey, value: Array[Byte], ts: Long, inCommitted: Boolean = false,
+  private def remember(key: KeyBytes, value: Array[Byte], ts: Long, inCommitted: Boolean = false,
       found: Boolean = false): Boolean = provider.readsCacheable && {
     val drops = known.drops
-    known.put(key.bytes, key.hashCode, value, ts, inCommitted, found) || { if (known.drops != drops) forget(key); false }
+    known.put(key, value, ts, inCommitted, found) || { if (known.drops != drops) forget(key); false }
   }
 
   /** Whether this task's reads found almost nothing: under 1/64 of at least 64 reads. */
@@ -196,16 +185,16 @@ final class TtlStateStore(
 
   /** A cache hit, with TTL applied as the server would: an expired entry is hidden (and, in a
    *  write store, deleted by the server, which counts it); OnReadAndWrite refreshes a live one. */
-  private def fromCache(key: StoreKey, e: HotCache.Entry): Array[Byte] = {
+  private def fromCache(key: KeyBytes, e: HotCache.Entry): Array[Byte] = {
     val ttl = provider.ttlMs
     if (ttl >= 0 && Expiry.isExpired(e.ts, ttl, now)) {
       HotCache.remove(cache.owner, key)
-      if (readOnly) expiredInCacheReadOnly += 1 else queueWrite(Protocol.WRITE_REMOVE_EXPIRED, key.bytes, null)
+      if (readOnly) expiredInCacheReadOnly += 1 else queueWrite(Protocol.WRITE_REMOVE_EXPIRED, key, null)
       if (!remember(key, null, 0L) && !readOnly) forget(key)
       null
     } else {
       if (!readOnly && provider.updateOnRead && e.ts != now) {
-        queueWrite(Protocol.WRITE_PUT_PRESENT, key.bytes, e.value) // the server stamps it with its time
+        queueWrite(Protocol.WRITE_PUT_PRESENT, key, e.value) // the server stamps it with its time
         if (!remember(key, e.value, now, inCommitted = true, found = true)) forget(key)
       } else remember(key, e.value, e.ts, inCommitted = true, found = true)
       e.value
@@ -238,26 +227,25 @@ final class TtlStateStore(
   private var reads = 0L
   private var readsFound = 0L
 
-  private def get0(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
+  private def get0(row: UnsafeRow, colFamilyName: String): UnsafeRow = {
     requireOpen()
     checkCf(colFamilyName)
     advanceClock()
-    val sk = keyOf(key)
-    val encoded = sk.bytes
-    val k = known.find(encoded, sk.hashCode)
-    if (k >= 0) {
-      if (stillKnown(k)) return valueRow(known.value(k))
+    val k = keyOf(row)
+    val i = known.find(k)
+    if (i >= 0) {
+      if (stillKnown(i)) return valueRow(known.value(i))
     } else {
       if (usableCache) {
-        val e = HotCache.get(cache.owner, cacheEpoch, sk)
-        if (e != null) { cacheHits += 1; return valueRow(fromCache(sk, e)) }
+        val e = HotCache.get(cache.owner, cacheEpoch, k)
+        if (e != null) { cacheHits += 1; return valueRow(fromCache(k, e)) }
         cacheMisses += 1
       }
-      if (keyFilter != null && !keyFilter.mightContain(encoded)) { readsSkipped += 1; return null }
+      if (keyFilter != null && !keyFilter.mightContain(k)) { readsSkipped += 1; return null }
     }
-    val r = call("get", request(Protocol.OP_GET).bytes(encoded).frame(Protocol.OP_GET))
+    val r = call("get", request(Protocol.OP_GET).bytes(k.baseObject, k.baseOffset, k.length).frame(Protocol.OP_GET))
     val value = r.bytesOrNull()
-    remember(sk, value, r.i64(), found = value != null)
+    remember(k, value, r.i64(), found = value != null)
     valueRow(value)
   }
 
@@ -271,13 +259,12 @@ final class TtlStateStore(
   private[spark] def readAhead(keys: Iterator[UnsafeRow]): Int =
       if (state != "open" || !provider.readsCacheable || readAheadFull) -1 else {
     advanceClock()
-    val wanted = new java.util.LinkedHashSet[StoreKey]() // distinct, in input order
+    val wanted = new java.util.LinkedHashSet[StoreKey]() // distinct, in input order (copies)
     val cached = usableCache
     keys.foreach { row =>
-      val encoded = codec.encode(row)
-      val sk = new StoreKey(if (encoded eq row.getBaseObject) encoded.clone() else encoded)
-      if (known.find(sk.bytes, sk.hashCode) < 0 && (keyFilter == null || keyFilter.mightContain(sk.bytes)) &&
-          !(cached && HotCache.get(cache.owner, cacheEpoch, sk) != null)) wanted.add(sk)
+      val k = keyOf(row)
+      if (known.find(k) < 0 && (keyFilter == null || keyFilter.mightContain(k)) &&
+          !(cached && HotCache.get(cache.owner, cacheEpoch, k) != null)) wanted.add(StoreKey.of(k))
     }
     if (!wanted.isEmpty) {
       val w = request(Protocol.OP_GET_ENTRIES).u32(wanted.size)
@@ -285,9 +272,9 @@ final class TtlStateStore(
       val r = call("read ahead", w.frame(Protocol.OP_GET_ENTRIES))
       val it = wanted.iterator()
       (0 until r.u32()).foreach { _ =>
-        val key = it.next()
+        val k = key.set(it.next().bytes)
         val value = r.bytesOrNull()
-        if (!remember(key, value, r.i64(), found = value != null)) readAheadFull = true
+        if (!remember(k, value, r.i64(), found = value != null)) readAheadFull = true
       }
       readAheadKeys += wanted.size
     }
@@ -390,63 +377,61 @@ final class TtlStateStore(
   }
 
   // -- writes -----------------------------------------------------------------------------
-  override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
+  override def put(row: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
     requireWritable()
     checkCf(colFamilyName)
     startScans()
     if (value == null) throw new IllegalArgumentException("Cannot put a null value")
     advanceClock()
-    val sk = keyOf(key)
-    val encoded = sk.bytes
+    val k = keyOf(row)
     val bytes = value.getBytes
     // A key the filter has never seen is not in the committed store (no false negatives): the
     // server then counts it as new at commit without reading it.
-    val isNew = keyFilter != null && !keyFilter.mightContain(encoded)
+    val isNew = keyFilter != null && !keyFilter.mightContain(k)
     val kind =
       if (isNew) Protocol.WRITE_PUT_NEW
-      else if (isKnownInCommitted(sk)) Protocol.WRITE_PUT_PRESENT
+      else if (isKnownInCommitted(k)) Protocol.WRITE_PUT_PRESENT
       else Protocol.WRITE_PUT
-    queueWrite(kind, encoded, bytes)
-    if (keyFilter != null) keyFilter.add(encoded)
+    queueWrite(kind, k, bytes)
+    if (keyFilter != null) keyFilter.add(k)
     // A new key of a task whose reads found almost nothing (a store that only grows) is not
     // remembered: this task will not read it back, and the record would hold every key it
     // writes. Exact: the record has no entry of it (checked: a remove may have left one), the
     // cache none (it never held it), and a repeat reads through the server, which has the write.
-    if (!(isNew && admitOnlyFound && known.find(encoded, sk.hashCode) < 0) && !remember(sk, bytes, now)) forget(sk)
+    if (!(isNew && admitOnlyFound && known.find(k) < 0) && !remember(k, bytes, now)) forget(k)
   }
 
   /** A write `known` has no room for: the cache's committed entry of the key must no longer
    *  answer this task's reads (the server does, with the pending write), and at commit the
    *  cache starts afresh. A remembered write needs neither: `known` answers first, and the
    *  commit hands it to the cache. */
-  private def forget(key: StoreKey): Unit = {
+  private def forget(key: KeyBytes): Unit = {
     writesForgotten = true
     if (cache != null) HotCache.remove(cache.owner, key)
   }
 
-  private def isKnownInCommitted(key: StoreKey): Boolean = {
-    val k = known.find(key.bytes, key.hashCode)
-    k >= 0 && known.inCommitted(k)
+  private def isKnownInCommitted(key: KeyBytes): Boolean = {
+    val i = known.find(key)
+    i >= 0 && known.inCommitted(i)
   }
 
   /** A pipelined write (no reply); scans created earlier must not see it. */
-  private def queueWrite(kind: Int, key: Array[Byte], value: Array[Byte]): Unit = {
+  private def queueWrite(kind: Int, key: KeyBytes, value: Array[Byte]): Unit = {
     startScans()
-    writes.u8(kind).bytes(key)
+    writes.u8(kind).bytes(key.baseObject, key.baseOffset, key.length)
     if (value != null) writes.bytes(value)
     pendingWrites += 1
     if (writes.size >= provider.writeBatchBytes) flushWrites()
   }
 
-  override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
+  override def remove(row: UnsafeRow, colFamilyName: String): Unit = {
     requireWritable()
     checkCf(colFamilyName)
     startScans()
     advanceClock()
-    val sk = keyOf(key)
-    val encoded = sk.bytes
-    queueWrite(Protocol.WRITE_REMOVE, encoded, null)
-    if (!remember(sk, null, 0L)) forget(sk)
+    val k = keyOf(row)
+    queueWrite(Protocol.WRITE_REMOVE, k, null)
+    if (!remember(k, null, 0L)) forget(k)
   }
 
   // -- lifecycle --------------------------------------------------------------------------

@@ -7,11 +7,11 @@ import org.scalatest.funsuite.AnyFunSuite
  *  the least recently used evicted first, and per owner. The cache is one per JVM: each test
  *  uses its own owners and restores the limit. */
 class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
-  private def key(s: String) = new StoreKey(s.getBytes("UTF-8"))
+  private def key(s: String) = new KeyBytes().set(s.getBytes("UTF-8"))
   private def value(n: Int) = Array.fill[Byte](n)(1)
   private def put(owner: HotCache.Owner, epoch: Long, entries: (String, Array[Byte])*): Unit = {
     val r = new TaskRecord(1L << 20)
-    entries.foreach { case (k, v) => val sk = key(k); assert(r.put(sk.bytes, sk.hashCode, v, 42L, true)) }
+    entries.foreach { case (k, v) => val sk = key(k); assert(r.put(sk, v, 42L, true)) }
     HotCache.putAll(owner, epoch, r)
   }
 
@@ -42,7 +42,7 @@ class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
     val o = HotCache.newOwner()
     val limit = 256L << 10
     HotCache.setLimit(limit)
-    val each = HotCache.entryBytes(key("k00000"), value(100))
+    val each = HotCache.entryBytes(key("k00000").length, value(100))
     val n = (4 * limit / each).toInt // four times what fits
     (0 until n).foreach { i =>
       put(o, 1, f"k$i%05d" -> value(100))
@@ -65,7 +65,7 @@ class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
     put(o, 2, "a" -> value(30))
     val a = HotCache.get(o, 2, key("a"))
     assert(a.value.length == 30 && a.epoch == 2)
-    assert(HotCache.usedBytes == HotCache.entryBytes(key("a"), value(30)) + HotCache.entryBytes(key("b"), value(10)))
+    assert(HotCache.usedBytes == HotCache.entryBytes(key("a").length, value(30)) + HotCache.entryBytes(key("b").length, value(10)))
     HotCache.remove(o, key("b"))
     assert(HotCache.get(o, 1, key("b")) == null)
     HotCache.setLimit(0)
@@ -93,7 +93,7 @@ class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
       }
     }
     model.foreach { case ((o, k), v) => assert(HotCache.get(owners(o), 1, key(k)).value.toSeq == v) }
-    val expected = model.map { case ((_, k), v) => HotCache.entryBytes(key(k), v.toArray) }.sum
+    val expected = model.map { case ((_, k), v) => HotCache.entryBytes(key(k).length, v.toArray) }.sum
     assert(HotCache.usedBytes == expected)
     HotCache.removeOwner(owners(0))
     assert(model.filter(_._1._1 == 1).forall { case ((_, k), v) => HotCache.get(owners(1), 1, key(k)).value.toSeq == v })
@@ -117,7 +117,7 @@ class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
     val r = new TaskRecord(1L << 20)
     Seq("old" -> false, "new" -> false, "kept" -> true).foreach { case (k, found) =>
       val sk = key(k)
-      assert(r.put(sk.bytes, sk.hashCode, value(20), 43L, false, found))
+      assert(r.put(sk, value(20), 43L, false, found))
     }
     HotCache.putAll(o, 1, r, onlyFound = true)
     assert(HotCache.get(o, 1, key("old")) == null) // written, not found: its old value must not stay
@@ -134,7 +134,7 @@ class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
     put(other, 1, "c" -> value(10))
     val r = new TaskRecord(1L << 20)
     val sk = key("kept")
-    assert(r.put(sk.bytes, sk.hashCode, value(20), 43L, false, true))
+    assert(r.put(sk, value(20), 43L, false, true))
     HotCache.putAll(o, 1, r, onlyFound = true, dropRest = true)
     assert(HotCache.get(o, 1, key("a")) == null && HotCache.get(o, 1, key("b")) == null)
     assert(HotCache.get(o, 1, key("kept")).value.length == 20)

@@ -10,20 +10,22 @@ import org.scalatest.funsuite.AnyFunSuite
 class TaskRecordSuite extends AnyFunSuite {
   import TaskRecordSuite.Model
 
+  private def kb(key: Array[Byte]): KeyBytes = new KeyBytes().set(key)
+
   private def bytes(rnd: Random, max: Int): Array[Byte] = Array.fill(rnd.nextInt(max + 1))(rnd.nextInt(256).toByte)
 
   private def check(r: TaskRecord, model: Map[Seq[Byte], Model], absent: Seq[Array[Byte]]): Unit = {
     model.foreach { case (k, m) =>
       val key = k.toArray
-      val i = r.find(key, StoreKey.hashOf(key))
+      val i = r.find(kb(key))
       assert(i >= 0, s"key ${k.mkString(",")} lost")
       assert(Option(r.value(i)).map(_.toSeq) == m.value)
       assert(r.hasValue(i) == m.value.isDefined)
       assert(r.ts(i) == m.ts)
       assert(r.inCommitted(i) == m.inCommitted)
-      assert(r.key(i).toSeq == k && r.hash(i) == StoreKey.hashOf(key))
+      assert(r.key(i).toSeq == k && r.hash(i) == kb(key).hash)
     }
-    absent.filterNot(k => model.contains(k.toSeq)).foreach(k => assert(r.find(k, StoreKey.hashOf(k)) == -1))
+    absent.filterNot(k => model.contains(k.toSeq)).foreach(k => assert(r.find(kb(k)) == -1))
     val live = (0 until r.size).filterNot(r.dropped)
     assert(live.map(i => r.key(i).toSeq).toSet == model.keySet && live.size == model.size)
     assert(r.bytes <= r.limitBytes)
@@ -44,7 +46,7 @@ class TaskRecordSuite extends AnyFunSuite {
       val drops = r.drops
       // the record copies: changing the caller's arrays afterwards must not change it
       val (k, v) = (key.clone(), if (value == null) null else value.clone())
-      if (r.put(k, StoreKey.hashOf(k), v, ts, inCommitted)) {
+      if (r.put(kb(k), v, ts, inCommitted)) {
         model += key.toSeq -> Model(Option(value).map(_.toSeq), ts, inCommitted || before.exists(_.inCommitted))
         assert(r.drops == drops)
       } else {
@@ -72,21 +74,21 @@ class TaskRecordSuite extends AnyFunSuite {
     val r = new TaskRecord(5000)
     val keys = Iterator.from(0).map(i => s"k$i".getBytes("UTF-8"))
     var added = 0
-    while (keys.hasNext && { val k = keys.next(); r.put(k, StoreKey.hashOf(k), Array.fill(16)(1), 1L, false) }) added += 1
+    while (keys.hasNext && { val k = keys.next(); r.put(kb(k), Array.fill(16)(1), 1L, false) }) added += 1
     assert(added > 10)
     val k0 = "k0".getBytes("UTF-8")
-    assert(r.put(k0, StoreKey.hashOf(k0), Array.fill(16)(2), 2L, true))
-    assert(r.put(k0, StoreKey.hashOf(k0), null, 3L, false))
-    val i = r.find(k0, StoreKey.hashOf(k0))
+    assert(r.put(kb(k0), Array.fill(16)(2), 2L, true))
+    assert(r.put(kb(k0), null, 3L, false))
+    val i = r.find(kb(k0))
     assert(!r.hasValue(i) && r.ts(i) == 3L && r.inCommitted(i))
-    assert(r.put(k0, StoreKey.hashOf(k0), Array.fill(16)(3), 4L, false))
-    assert(r.value(r.find(k0, StoreKey.hashOf(k0))).toSeq == Seq.fill(16)(3.toByte))
+    assert(r.put(kb(k0), Array.fill(16)(3), 4L, false))
+    assert(r.value(r.find(kb(k0))).toSeq == Seq.fill(16)(3.toByte))
   }
 
   test("sized from a hint, it holds that many entries without growing; a hint past the bound is ignored") {
     val r = new TaskRecord(1L << 20, 1000, 20000)
     val first = r.bytes
-    (0 until 1000).foreach { i => val k = f"key$i%05d".getBytes("UTF-8"); assert(r.put(k, StoreKey.hashOf(k), k, i, false)) }
+    (0 until 1000).foreach { i => val k = f"key$i%05d".getBytes("UTF-8"); assert(r.put(kb(k), k, i, false)) }
     assert(r.bytes == first && r.dataBytes == 16000)
     assert(new TaskRecord(1L << 16, 1 << 20, 1L << 30).bytes < (1L << 16))
   }
@@ -96,22 +98,22 @@ class TaskRecordSuite extends AnyFunSuite {
     val limit = TaskRecord.defaultLimit
     val others = Iterator.continually(TaskRecord.acquire(limit, 0, 0)).take(TaskRecord.spareCount).toList
     val r = TaskRecord.acquire(limit, 0, 0)
-    (0 until 3000).foreach { i => val k = s"key$i".getBytes("UTF-8"); r.put(k, StoreKey.hashOf(k), k, i, true, true) }
+    (0 until 3000).foreach { i => val k = s"key$i".getBytes("UTF-8"); r.put(kb(k), k, i, true, true) }
     val grown = r.bytes
     TaskRecord.release(r)
     val again = TaskRecord.acquire(limit, 10, 100)
     assert((again eq r) && again.size == 0 && again.dataBytes == 0 && again.cacheBytes == 0 && again.drops == 0)
     assert(again.bytes == grown) // the arrays were kept
     val k1 = "key1".getBytes("UTF-8")
-    assert(again.find(k1, StoreKey.hashOf(k1)) == -1)
-    assert(again.put(k1, StoreKey.hashOf(k1), null, 7L, false))
-    val i = again.find(k1, StoreKey.hashOf(k1))
+    assert(again.find(kb(k1)) == -1)
+    assert(again.put(kb(k1), null, 7L, false))
+    val i = again.find(kb(k1))
     assert(!again.hasValue(i) && again.ts(i) == 7L && !again.inCommitted(i) && !again.found(i))
     TaskRecord.release(again)
     val big = TaskRecord.acquire(limit, 20000, 400000) // a hint past what it holds: it grows once
     assert(big eq r)
     val before = big.bytes
-    (0 until 20000).foreach { j => val k = f"k$j%018d".getBytes("UTF-8"); assert(big.put(k, StoreKey.hashOf(k), null, j, false)) }
+    (0 until 20000).foreach { j => val k = f"k$j%018d".getBytes("UTF-8"); assert(big.put(kb(k), null, j, false)) }
     assert(before > grown && big.bytes == before && big.size == 20000)
     TaskRecord.release(big)
     others.foreach(TaskRecord.release)
@@ -122,12 +124,12 @@ class TaskRecordSuite extends AnyFunSuite {
     val others = Iterator.continually(TaskRecord.acquire(limit, 0, 0)).take(TaskRecord.spareCount).toList
     val large = TaskRecord.acquire(limit, 50000, 2000000)
     assert(large.bytes >= (1L << 20))
-    (0 until 100).foreach { j => val k = f"k$j%018d".getBytes("UTF-8"); large.put(k, StoreKey.hashOf(k), k, j, false) }
+    (0 until 100).foreach { j => val k = f"k$j%018d".getBytes("UTF-8"); large.put(kb(k), k, j, false) }
     TaskRecord.release(large)
     assert(TaskRecord.spareCount == 0)
     val full = TaskRecord.acquire(limit, 50000, 2000000)
     assert(!(full eq large))
-    (0 until 50000).foreach { j => val k = f"k$j%018d".getBytes("UTF-8"); full.put(k, StoreKey.hashOf(k), k, j, false) }
+    (0 until 50000).foreach { j => val k = f"k$j%018d".getBytes("UTF-8"); full.put(kb(k), k, j, false) }
     TaskRecord.release(full)
     assert(TaskRecord.spareCount == 1) // used: kept
     val reused = TaskRecord.acquire(limit, 0, 0)
@@ -140,18 +142,18 @@ class TaskRecordSuite extends AnyFunSuite {
   test("found and inCommitted stay once set, whatever later puts say") {
     val r = new TaskRecord(1L << 20)
     val k = "a".getBytes("UTF-8")
-    r.put(k, StoreKey.hashOf(k), Array[Byte](1), 1L, inCommitted = false, found = true)
-    r.put(k, StoreKey.hashOf(k), Array[Byte](2), 2L, inCommitted = true)
-    r.put(k, StoreKey.hashOf(k), Array[Byte](3), 3L, inCommitted = false)
-    val i = r.find(k, StoreKey.hashOf(k))
+    r.put(kb(k), Array[Byte](1), 1L, inCommitted = false, found = true)
+    r.put(kb(k), Array[Byte](2), 2L, inCommitted = true)
+    r.put(kb(k), Array[Byte](3), 3L, inCommitted = false)
+    val i = r.find(kb(k))
     assert(r.found(i) && r.inCommitted(i) && r.ts(i) == 3L)
   }
 
   test("cacheBytes counts what the entries would cost the cross-batch cache") {
     val r = new TaskRecord(1L << 20)
     val k = "abc".getBytes("UTF-8")
-    r.put(k, StoreKey.hashOf(k), new Array[Byte](10), 1L, false)
-    assert(r.cacheBytes == HotCache.entryBytes(new StoreKey(k), new Array[Byte](10)))
+    r.put(kb(k), new Array[Byte](10), 1L, false)
+    assert(r.cacheBytes == HotCache.entryBytes(k.length, new Array[Byte](10)))
   }
 }
 
