@@ -3,7 +3,8 @@
 `checkpoint_root` is the parent side: a local folder, or with `hdfs` a MiniDFSCluster (two
 DataNodes, replication 2) started from the integration tier's components for the length of the
 benchmark, so Spark's and ttlstate's checkpoint files travel through Hadoop's
-DistributedFileSystem as in production.
+DistributedFileSystem as in production; or, given an `hdfs://` URL, a folder of its own on an
+HDFS that is already running (the integration tier's, which saves starting another).
 
 `CheckpointFiles` is the child side: it lists a checkpoint through the Hadoop FileSystem of the
 child's JVM (file:// or hdfs:// alike) whenever asked, remembers every file it ever saw (so a
@@ -15,6 +16,7 @@ batches counts for the batch before it.
 
 from __future__ import annotations
 
+import argparse
 import bisect
 import contextlib
 import datetime as dt
@@ -26,14 +28,32 @@ from typing import Any
 FILESYSTEMS = ("local", "hdfs")
 
 
+def filesystem(value: str) -> str:
+    """A `--checkpoint-fs` value: one of FILESYSTEMS, or the hdfs:// URL of a running HDFS."""
+    if value in FILESYSTEMS or value.startswith("hdfs://"):
+        return value
+    raise argparse.ArgumentTypeError(f"{value!r}: expected local, hdfs or an hdfs:// URL")
+
+
+def add_option(ap: argparse.ArgumentParser) -> None:
+    """The `--checkpoint-fs` option, the same for every benchmark that takes it."""
+    ap.add_argument("--checkpoint-fs", type=filesystem, default="local", metavar="{local,hdfs,hdfs://...}",
+                    help="where the checkpoints live: the local disk, a MiniDFSCluster started for the run "
+                         "(its jars come from scripts/integration_deps.sh, fetched with Maven once), or "
+                         "a folder of its own on the running HDFS at that URL")
+
+
 @contextlib.contextmanager
 def checkpoint_root(fs: str, local_dir: str) -> Iterator[str]:
     """A folder (local path or hdfs:// URL) under which the benchmark puts its checkpoints."""
     if fs == "local":
         yield local_dir
         return
+    if fs.startswith("hdfs://"):
+        yield join(fs, "benchmarks", os.path.basename(local_dir.rstrip("/")))  # the run's own folder
+        return
     if fs != "hdfs":
-        raise ValueError(f"checkpoint file system {fs!r}: expected one of {', '.join(FILESYSTEMS)}")
+        raise ValueError(f"checkpoint file system {fs!r}: expected local, hdfs or an hdfs:// URL")
     from integration.components import MiniHdfs
 
     cluster = MiniHdfs(datanodes=2, replication=2)

@@ -41,8 +41,9 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness import checkpoint_fs
 from benchmarks.harness.baseline import prepare
-from benchmarks.harness.checkpoint_fs import FILESYSTEMS, checkpoint_root, join
+from benchmarks.harness.checkpoint_fs import checkpoint_root, join
 from benchmarks.harness.machine import describe
 from benchmarks.harness.subproc import run_child
 from benchmarks.harness.variants import (
@@ -328,9 +329,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                          "the machine's speed drifts within minutes, and reversing the order makes a "
                          "drift hit every variant alike (--quick: 1)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per child process")
-    ap.add_argument("--checkpoint-fs", choices=FILESYSTEMS, default="local",
-                    help="where the checkpoints live: the local disk, or a MiniDFSCluster started for the "
-                         "run (its jars come from scripts/integration_deps.sh, fetched with Maven once)")
+    checkpoint_fs.add_option(ap)
     ap.add_argument("--driver-memory", default="1g",
                     help="the JVM's heap (spark.driver.memory, local mode; 1g is Spark's default), "
                          "the same for every variant")

@@ -38,8 +38,9 @@ import statistics
 import tempfile
 from typing import Any
 
+from benchmarks.harness import checkpoint_fs
 from benchmarks.harness.baseline import prepare
-from benchmarks.harness.checkpoint_fs import FILESYSTEMS, checkpoint_root, join
+from benchmarks.harness.checkpoint_fs import checkpoint_root, join
 from benchmarks.harness.output import save
 from benchmarks.harness.subproc import run_child
 from benchmarks.harness.variants import (
@@ -191,9 +192,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--keys", type=int, default=200_000)
     ap.add_argument("--batches", type=int, default=5)
     ap.add_argument("--distribution", choices=("uniform", "zipf"), default="uniform")
-    ap.add_argument("--checkpoint-fs", choices=FILESYSTEMS, default="local",
-                    help="where the checkpoints live: the local disk, or a MiniDFSCluster started for the "
-                         "run (its jars come from scripts/integration_deps.sh, fetched with Maven once)")
+    checkpoint_fs.add_option(ap)
     ap.add_argument("--input", choices=("json", "parquet"), default="json", help="input file format")
     ap.add_argument("--preset", choices=sorted(PRESETS),
                     help="a named workload; overrides --rows, --keys, --batches, --input, --distribution "
