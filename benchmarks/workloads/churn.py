@@ -37,7 +37,16 @@ from typing import Any
 
 from benchmarks.harness.machine import describe
 from benchmarks.harness.subproc import ChildFailed, run_child
-from benchmarks.harness.variants import READ_AHEAD_KEY, ROCKSDB, TTL_KEY, TTLSTATE, Variant, pick, ratio
+from benchmarks.harness.variants import (
+    COMPACT_EVERY_KEY,
+    READ_AHEAD_KEY,
+    ROCKSDB,
+    TTL_KEY,
+    TTLSTATE,
+    Variant,
+    pick,
+    ratio,
+)
 
 # name -> (provider variant, query kind of churn_child)
 VARIANTS: dict[str, tuple[Variant, str]] = {
@@ -45,6 +54,10 @@ VARIANTS: dict[str, tuple[Variant, str]] = {
     # the same without the read-ahead of state (readAhead.chunkRows=0): what it does under churn
     "ttlstate-no-read-ahead": (Variant("ttlstate-no-read-ahead", TTLSTATE,
                                        {TTL_KEY: "{ttl}", READ_AHEAD_KEY: "0"}), "count"),
+    # the same compacting its whole local DB every 5 commits: how close to the TTL's bound the
+    # state stays when expired entries are removed sooner, and what that costs
+    "ttlstate-compact-every-5": (Variant("ttlstate-compact-every-5", TTLSTATE,
+                                         {TTL_KEY: "{ttl}", COMPACT_EVERY_KEY: "5"}), "count"),
     "tws-scala": (Variant("tws-scala", ROCKSDB), "tws-scala"),
     "tws-pandas": (Variant("tws-pandas", ROCKSDB), "tws-pandas"),
     "apply-in-pandas": (Variant("apply-in-pandas", ROCKSDB), "apply-in-pandas"),

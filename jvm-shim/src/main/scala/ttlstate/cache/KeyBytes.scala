@@ -36,7 +36,8 @@ final class KeyBytes {
   def baseOffset: Long = at
   def length: Int = len
 
-  /** `StoreKey.hashOf` of these bytes. */
+  /** Scala's `MurmurHash3.bytesHash` of these bytes: what the task record and the cache's index
+   *  find keys by. */
   def hash: Int = h
 
   /** The MurmurHash3 of these bytes with another seed (the key filter's). */
