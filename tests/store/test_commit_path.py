@@ -278,3 +278,44 @@ def test_the_key_count_of_commits_that_skip_the_apply_matches_the_model(make_pro
     s = restored.get_store(6)
     assert dict(s.iterator()) == model and restored.num_keys == len(model)
     s.abort()
+
+
+@pytest.mark.parametrize("make_provider", ["native"], indirect=True)  # loads replay on an SST snapshot
+def test_a_changelog_records_the_key_count_its_commit_knew_and_a_load_ending_there_uses_it(
+        make_provider, monkeypatch) -> None:  # noqa: ANN001
+    """A commit that knew its change in keys writes the version's count into the changelog's
+    header; a load whose last changelog has it counts no keys. A blind write leaves it out,
+    and the load then looks the keys up: either way the count is exact."""
+    p = make_provider(snapshot_interval=1000)
+    s = p.get_store(0)
+    for i in range(50):
+        assert s.get(b"k%02d" % i) is None
+        s.put(b"k%02d" % i, b"v")
+    s.commit()
+    assert p.write_snapshot() == "1.snapshot"
+    s = p.get_store(1)
+    assert s.get(b"k00") == b"v"
+    s.remove(b"k00")
+    assert s.get(b"new") is None
+    s.put(b"new", b"v")
+    s.commit()
+    s = p.get_store(2)
+    s.put(b"blind", b"v")  # never read: its presence is unknown until the apply looks
+    s.commit()
+    headers = [verify_record_file(os.path.join(p.checkpoint.directory, f"{v}.changelog"), KIND_CHANGELOG)
+               for v in (1, 2, 3)]
+    assert [h.keys for h in headers] == [50, 50, None]
+
+    counted: list[bool] = []
+    real = type(p.engine).apply_changelog_file
+
+    def spy(self, path, hashes=None, ingest_min_keys=None, count_keys=True):  # noqa: ANN001
+        counted.append(count_keys)
+        return real(self, path, hashes, ingest_min_keys, count_keys=count_keys)
+
+    monkeypatch.setattr(type(p.engine), "apply_changelog_file", spy)
+    for version, keys, lookups in ((2, 50, [False]), (3, 51, [False, True])):
+        counted.clear()
+        fresh = make_provider(snapshot_interval=1000)
+        fresh.get_store(version).abort()
+        assert fresh.num_keys == keys and counted == lookups

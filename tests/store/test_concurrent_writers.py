@@ -132,3 +132,30 @@ def test_local_state_of_another_attempt_is_not_replayed_onto(make_provider) -> N
     expected = _apply(_apply(_model(4), {b"other": b"o"}), _rows(5))
     assert _state(a, 6) == expected
     assert _state(make_provider(snapshot_interval=1000), 6) == expected
+
+
+@pytest.mark.parametrize("make_provider", ["native"], indirect=True)  # replays on an SST snapshot
+def test_a_load_across_two_writers_counts_the_keys_it_loaded(make_provider) -> None:  # noqa: ANN001
+    """Changelogs record the key count their writer knew (every key read before it is written);
+    across a zombie's version 5 that count is the writer's, not the mix's, so the load of 10
+    from snapshot 2 must count the keys it loaded instead of taking the last changelog's."""
+    def known_batch(p: StoreProvider, version: int, rows: dict[bytes, bytes | None]) -> None:
+        s = p.get_store(version, now_ms=1_000 + version)
+        for k, v in rows.items():
+            s.get(k)
+            if v is None:
+                s.remove(k)
+            else:
+                s.put(k, v)
+        s.commit()
+
+    a = make_provider(snapshot_interval=1000)
+    for b in range(10):
+        known_batch(a, b, _rows(b))
+        if b == 1:
+            assert a.write_snapshot() == "2.snapshot"
+    known_batch(make_provider(snapshot_interval=1000), 4, {b"zombie": b"z", b"zombie2": b"z"})
+    fresh = make_provider(snapshot_interval=1000)
+    state = _state(fresh, 10)
+    assert state[b"zombie"] == b"z" and state != _model(10)
+    assert fresh.num_keys == len(state) != a.num_keys

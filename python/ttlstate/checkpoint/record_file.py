@@ -13,7 +13,8 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
                          "parent": state id or absent, "state": state id or absent,
                          "settings": {...} or absent, "id": checkpoint id or absent,
                          "lineage": [[version, checkpoint id], ...] or absent,
-                         "parentKeys": keys of the version it was written on, or absent}
+                         "parentKeys": keys of the version it was written on, or absent,
+                         "keys": keys of the version it writes, or absent}
                         (ttlMs and settings record the TTL settings in force, for
                         `ttlstate inspect`, the state reader and the start-time warning
                         when they change; store, version and query bind the file to its
@@ -22,7 +23,8 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
                         format 2, id is the version's checkpoint id and lineage the ids of
                         the versions below it down to a snapshot: see id_plan.py; parentKeys
                         (changelogs) lets a replay skip the lookups that count keys for every
-                        changelog but the last. Readers ignore
+                        changelog but the last, and keys (changelogs whose commit knew the
+                        change in keys without looking them up) for the last too. Readers ignore
                         keys they do not know, so a key may be added without a format
                         change)
     body      zstd frame of records; a record is
@@ -86,6 +88,7 @@ class RecordFileHeader:
     body_len: int = 0
     format: int = FORMAT_VERSION
     parent_keys: int | None = None  # changelogs: the number of keys of the version it was written on
+    keys: int | None = None  # changelogs: the number of keys of the version it writes, if known
 
     @property
     def state_id(self) -> str:
@@ -170,13 +173,14 @@ def write_records(path: str, kind: bytes, header: bytes,
 def header_json(store_id: str, version: int, batch_time_ms: int | None, ttl_ms: int | None,
                 query_id: str | None, *, parent: str | None = None, state: str | None = None,
                 settings: dict[str, object] | None = None, ckpt_id: str | None = None,
-                lineage: list[tuple[int, str]] | None = None, parent_keys: int | None = None) -> bytes:
+                lineage: list[tuple[int, str]] | None = None, parent_keys: int | None = None,
+                keys: int | None = None) -> bytes:
     """The header's JSON (the native writer is handed these bytes, so the layout lives here)."""
     meta: dict[str, object] = {"store": store_id, "version": version, "batchTimeMs": batch_time_ms,
                                "ttlMs": ttl_ms, "codec": "zstd"}
     optional = {"query": query_id, "parent": parent, "state": state, "settings": settings,
                 "id": ckpt_id, "lineage": None if lineage is None else [list(e) for e in lineage],
-                "parentKeys": parent_keys}
+                "parentKeys": parent_keys, "keys": keys}
     meta.update({k: v for k, v in optional.items() if v is not None})
     return json.dumps(meta).encode()
 
@@ -226,9 +230,14 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
                                 settings if isinstance(settings, dict) else None, meta.get("id"),
                                 None if lineage is None else tuple((int(v), str(i)) for v, i in lineage),
                                 crc, body_len, fmt,
-                                None if meta.get("parentKeys") is None else int(meta["parentKeys"]))
+                                _optional_int(meta, "parentKeys"), _optional_int(meta, "keys"))
     except (ValueError, KeyError, TypeError) as e:
         raise RecordFileError(f"has a bad header ({e})") from None
+
+
+def _optional_int(meta: dict[str, object], key: str) -> int | None:
+    value = meta.get(key)
+    return None if value is None else int(value)  # type: ignore[call-overload]
 
 
 def read_records(path: str, header: RecordFileHeader) -> Iterator[tuple[bytes, bytes | None]]:

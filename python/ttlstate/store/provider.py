@@ -110,6 +110,9 @@ class StoreProvider:
         # so the changelogs that rebuild the versions it claims to hold are never deleted.
         self._trusted_snapshots: set[int] = set()
         self._loaded_base_trusted = False
+        # Whether every changelog of the load in progress continues the state before it: only
+        # then is a changelog's own count of keys (`keys`) that of the state the load builds.
+        self._loaded_chained = True
         # The version an empty store was opened at (Spark's loadEmpty: `ttlstate migrate`, state
         # rewriting): nothing below it is in this checkpoint, so its commit is snapshotted at
         # once, as the only file that can rebuild it.
@@ -427,6 +430,7 @@ class StoreProvider:
                     refreshed = True
                     continue
                 self._verify_ids(plan, fetched, version)
+                self._loaded_chained = True  # _verify_ids refuses files that do not chain
                 self._loaded_state = ckpt_id
                 self._loaded_base_trusted = bool(plan.snapshot)
                 self._apply_plan(plan, fetched, version)
@@ -494,6 +498,7 @@ class StoreProvider:
                 if not continues(fetched[0][2], header):
                     chain = Chain((0,), base_state)
         self._loaded_base_trusted = bool(plan.snapshot) and (not chain.breaks or chain.breaks[0] > 0)
+        self._loaded_chained = not chain.breaks
         if not chain.breaks:
             self._loaded_state = chain.state
             return None
@@ -536,9 +541,16 @@ class StoreProvider:
                 if rest:
                     rest = self._build(rest, version)
             for i, (name, local_path, header) in enumerate(rest):
+                # The writer's counts hold for the state it wrote them on: not across a break
+                # in the chain (another writer's version below), whose keys are counted here.
                 after = rest[i + 1][2] if i + 1 < len(rest) else None
-                self._replay_changelog(name, local_path, header, version, keys_after=(
-                    after.parent_keys if after is not None and after.parent == header.state_id else None))
+                if not self._loaded_chained:
+                    keys_after = None
+                elif after is not None and after.parent == header.state_id:
+                    keys_after = after.parent_keys
+                else:
+                    keys_after = header.keys
+                self._replay_changelog(name, local_path, header, version, keys_after=keys_after)
             if self._collecting is not None:
                 self._restored = RestoredKeys(self.lineage, version, ready=self._collecting)
             elif scan_keys:
@@ -619,9 +631,10 @@ class StoreProvider:
     def _replay_changelog(self, name: str, local: str, header: RecordFileHeader, version: int,
                           keys_after: int | None = None) -> None:
         """`keys_after`: the number of keys once it is applied, when the next changelog (which
-        continues it) recorded it; then no lookups count them. (With the compaction filter that
-        is the writer's count: entries its filter had removed may still be here, expired and
-        never read, until this DB's filter removes them and the store recounts.)"""
+        continues it) or its own header (`keys`) recorded it; then no lookups count them. (With
+        the compaction filter that is the writer's count: entries its filter had removed may
+        still be here, expired and never read, until this DB's filter removes them and the
+        store recounts.)"""
         try:
             delta = self.plane.replay_changelog(self.engine, local, header, self._collecting,
                                                 count_keys=keys_after is None)
@@ -650,8 +663,6 @@ class StoreProvider:
             v2_lineage = self._commit_lineage(store.version) if new_id else None
             if new_id:
                 lineage.update(ckpt_id=new_id, lineage=v2_lineage)
-            header = header_json(self.store_id, new_version, store.now_ms, self.config.ttl.ttl_ms,
-                                 self.query_id, **lineage)
             if periodic_cleanup:
                 store.incremental_step()
             # The native plane applies the batch to the local DB while the changelog is written
@@ -666,14 +677,19 @@ class StoreProvider:
             # the commit's metrics need the applied DB (a `compactEvery` compaction is due, or
             # the compaction filter removed keys to recount). The portable plane applies after
             # the upload, on this thread.
+            # A known change in keys also goes into the changelog's header (`keys`), so a load
+            # that ends with this changelog need not look its keys up to count them.
             applying = store.start_apply(local + ".sst")
             try:
+                count_now = self._compaction_due(new_version) or self._filter_removed_uncounted()
+                delta = None if count_now else applying.known_delta()
+                header = header_json(self.store_id, new_version, store.now_ms, self.config.ttl.ttl_ms,
+                                     self.query_id, **lineage,
+                                     keys=None if delta is None else self.num_keys + delta)
                 store.write_changelog(local, header)
                 state_id = new_id or file_fingerprint(local)
                 crash_point("commit-before-upload")  # tests only; inert unless TTLSTATE_FAULTS is set
                 self._publish_changelog(local, name, new_version)
-                count_now = self._compaction_due(new_version) or self._filter_removed_uncounted()
-                delta = None if count_now else applying.known_delta()
                 if delta is None:
                     delta = applying.result()
                 else:
