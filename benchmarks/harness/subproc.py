@@ -4,7 +4,7 @@ Each provider variant runs in its own process so that no JVM warm-up, class load
 server or cache of one provider helps or hurts another, and so that a baseline variant can
 import an older ttlstate. The parent polls the resident memory of the child's process tree
 every ~100 ms: the JVM (the `java` child: Spark's RocksDB lives in it) and ttlstate's state
-server (`python -m ttlstate.server` and its `ttlstate.server.worker` processes; their RSS is
+server (`python -m ttlstate.server` and the worker processes it forks; their RSS is
 summed, each worker being a separate interpreter with its own RocksDB).
 
 Alongside RSS it records PSS (proportional set size, from `/proc/<pid>/smaps_rollup`): a

@@ -24,6 +24,7 @@ import psutil
 
 from benchmarks.harness.machine import describe
 from benchmarks.harness.output import save
+from ttlstate.server.worker_processes import WORKER_NAME
 
 CHILD = r"""
 import json, os, sys
@@ -55,6 +56,13 @@ def _server_processes(root_pid: int) -> list[psutil.Process]:
     return [k for k in kids if "ttlstate.server" in " ".join(_cmdline(k))]
 
 
+def _name(p: psutil.Process) -> str:
+    try:
+        return p.name()
+    except psutil.Error:
+        return ""
+
+
 def _cmdline(p: psutil.Process) -> list[str]:
     try:
         return p.cmdline()
@@ -65,7 +73,7 @@ def _cmdline(p: psutil.Process) -> list[str]:
 def _sample(root_pid: int, peaks: dict[str, float], stop: threading.Event) -> None:
     while not stop.is_set():
         procs = _server_processes(root_pid)
-        workers = [p for p in procs if "ttlstate.server.worker" in " ".join(_cmdline(p))]
+        workers = [p for p in procs if _name(p) == WORKER_NAME]
         try:
             rss = sum(p.memory_info().rss for p in procs)
             fds = max((p.num_fds() for p in workers), default=0)

@@ -17,6 +17,7 @@ from ttlstate import faults
 from ttlstate.config import keys as K
 from ttlstate.server import protocol as P
 from ttlstate.server.client import Client, ServerError
+from ttlstate.server.worker_processes import WORKER_NAME
 
 CONFS = {K.ENGINE.key: "rocksdict", K.TTL.key: "100ms"}
 
@@ -34,7 +35,9 @@ def start_server(root: str, workers: int = 2) -> tuple[subprocess.Popen, list[st
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline().split()  # type: ignore[union-attr]
     assert line and line[0] == "READY", line
-    return proc, line[1:]
+    entries = [e.split("@", 1) for e in line[1:]]  # <pid>@<socket>, one per worker
+    assert sorted(int(pid) for pid, _ in entries) == sorted(p.pid for p in _children(proc))
+    return proc, [sock for _, sock in entries]
 
 
 @pytest.fixture
@@ -323,9 +326,24 @@ def test_exits_with_its_workers_on_stdin_eof(tmp_path) -> None:  # noqa: ANN001
     assert len(children) == 2
     proc.stdin.close()  # type: ignore[union-attr]
     assert proc.wait(timeout=10) == 0
+    assert proc.stdout.read() == ""  # type: ignore[union-attr]  # the READY line is all the shim reads
     gone, alive = psutil.wait_procs(children, timeout=10)
     assert not alive
     assert not os.path.exists(tmp_path / "srv")
+
+
+def test_workers_are_forked_from_the_supervisor_and_named_so(tmp_path) -> None:  # noqa: ANN001
+    """Forked (their command line is the supervisor's), so what it loaded is shared; `ps` and
+    psutil tell them apart by name."""
+    proc, _ = start_server(str(tmp_path / "srv"))
+    try:
+        supervisor = psutil.Process(proc.pid)
+        for w in _children(proc):
+            assert w.name() == WORKER_NAME and w.cmdline() == supervisor.cmdline()
+        assert supervisor.name() != WORKER_NAME
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_workers_follow_a_killed_supervisor(tmp_path) -> None:  # noqa: ANN001

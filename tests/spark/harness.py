@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import ttlstate
 from ttlstate.config import keys as K
+from ttlstate.server.worker_processes import WORKER_NAME
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
@@ -228,9 +229,18 @@ def running(procs: list[psutil.Process]) -> list[psutil.Process]:
     return out
 
 
+def is_worker(p: psutil.Process) -> bool:
+    """A state server worker (forked from its supervisor: the same command line, its own name)."""
+    try:
+        return p.name() == WORKER_NAME
+    except psutil.Error:
+        return False
+
+
 def our_server_processes(root_pid: int | None = None) -> list[tuple[psutil.Process, list[str]]]:
     """ttlstate server processes under this test process, or under `root_pid` (not other runs
-    on the machine). Supervisors have `ttlstate.server` as an argument, workers `ttlstate.server.worker`."""
+    on the machine): supervisors and their workers, all with `ttlstate.server` as an argument
+    (`is_worker` tells them apart)."""
     found = []
     for p in psutil.Process(root_pid).children(recursive=True):
         try:

@@ -38,7 +38,16 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tests.spark.harness import ROCKSDB, TTLSTATE, Run, poll_until, running, session, state_rows_per_batch
+from tests.spark.harness import (
+    ROCKSDB,
+    TTLSTATE,
+    Run,
+    is_worker,
+    poll_until,
+    running,
+    session,
+    state_rows_per_batch,
+)
 from tests.spark.second_driver import run_second_driver, second_driver_checkpoint
 
 pytestmark = [pytest.mark.spark, pytest.mark.long]
@@ -136,7 +145,7 @@ class Chaos:
                 continue
             if not any(a.startswith(self.local_dir) for a in cmd):
                 continue
-            if "ttlstate.server.worker" in cmd:
+            if is_worker(p):
                 workers.append(p)
             elif "ttlstate.server" in cmd:
                 sups.append(p)

@@ -64,7 +64,7 @@ def test_killed_state_server_is_restarted_and_state_reloaded(spark: SparkSession
     that reloads the store from the checkpoint; no committed state is lost."""
     import psutil
 
-    from tests.spark.harness import Run, our_server_processes
+    from tests.spark.harness import Run, is_worker, our_server_processes
 
     build = lambda s: s["events"].groupBy("k").agg(F.sum("v").alias("total"))  # noqa: E731
     ours = Run(spark, TTLSTATE, build, SCHEMA, "update")
@@ -72,7 +72,7 @@ def test_killed_state_server_is_restarted_and_state_reloaded(spark: SparkSession
     try:
         ours.step(STEPS[0])
         ours.step(STEPS[1])
-        killed = [p for p, cmd in our_server_processes() if "ttlstate.server" in cmd]  # supervisors
+        killed = [p for p, _cmd in our_server_processes() if not is_worker(p)]  # supervisors
         assert killed, "no state server is running"
         for p in killed:
             p.kill()

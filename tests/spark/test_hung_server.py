@@ -27,7 +27,16 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
-from tests.spark.harness import ROCKSDB, TTLSTATE, Run, our_server_processes, poll_until, run_steps, session
+from tests.spark.harness import (
+    ROCKSDB,
+    TTLSTATE,
+    Run,
+    is_worker,
+    our_server_processes,
+    poll_until,
+    run_steps,
+    session,
+)
 from tests.spark.test_process_faults import SCHEMA, STEPS, _assert_replaced, _assert_same, counting
 from ttlstate import faults
 from ttlstate.config import keys as K
@@ -75,8 +84,8 @@ def stop_worker(test_pid: int, record_dir: str, every_attempt: bool) -> None:
     except FileExistsError:
         return
     procs = our_server_processes(test_pid)
-    supervisor = [p.pid for p, cmd in procs if "ttlstate.server" in cmd]
-    worker = [p for p, cmd in procs if "ttlstate.server.worker" in cmd]
+    supervisor = [p.pid for p, _cmd in procs if not is_worker(p)]
+    worker = [p for p, _cmd in procs if is_worker(p)]
     assert len(supervisor) == 1 and len(worker) == 1, procs
     worker[0].send_signal(signal.SIGSTOP)
     with os.fdopen(fd, "w") as f:

@@ -28,6 +28,7 @@ from tests.spark.harness import (
     ROCKSDB,
     TTLSTATE,
     Run,
+    is_worker,
     our_server_processes,
     poll_until,
     run_steps,
@@ -84,13 +85,13 @@ def executor_jvms() -> dict[int, str]:
 
 
 def supervisors() -> dict[psutil.Process, list[str]]:
-    """Our state server supervisors (`-m ttlstate.server`; workers are `ttlstate.server.worker`)."""
-    return {p: cmd for p, cmd in our_server_processes() if "ttlstate.server" in cmd}
+    """Our state server supervisors (`-m ttlstate.server`; `is_worker` tells their workers apart)."""
+    return {p: cmd for p, cmd in our_server_processes() if not is_worker(p)}
 
 
 def workers_of(supervisor: psutil.Process) -> list[psutil.Process]:
     try:
-        return [c for c in supervisor.children() if "ttlstate.server.worker" in c.cmdline()]
+        return [c for c in supervisor.children() if is_worker(c)]
     except psutil.Error:
         return []
 

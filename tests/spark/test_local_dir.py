@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from tests.spark.harness import TTLSTATE, our_server_processes, poll_until, run_steps, session
+from tests.spark.harness import TTLSTATE, is_worker, our_server_processes, poll_until, run_steps, session
 
 pytestmark = pytest.mark.spark
 
@@ -33,7 +33,7 @@ def test_state_lives_under_spark_local_dir_and_deep_dirs_move_only_the_sockets(t
     try:
         run = run_steps(spark, TTLSTATE, lambda s: s["events"].dropDuplicates(["k"]), SCHEMA, STEPS)
         assert [sorted(r[0] for r in rows) for _, rows in sorted(run.outputs.items())] == [["a", "b"], ["c"]]
-        [(supervisor, cmd)] = [(p, c) for p, c in our_server_processes() if "ttlstate.server.worker" not in c]
+        [(supervisor, cmd)] = [(p, c) for p, c in our_server_processes() if not is_worker(p)]
         root, socket_dir = _arg(cmd, "--root"), _arg(cmd, "--socket-dir")
         assert root is not None and os.path.dirname(root) == os.path.realpath(local), (root, local)
         assert stat.S_IMODE(os.stat(root).st_mode) == 0o700

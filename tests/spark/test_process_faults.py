@@ -32,6 +32,7 @@ from tests.spark.harness import (
     ROCKSDB,
     TTLSTATE,
     Run,
+    is_worker,
     our_server_processes,
     run_steps,
     session,
@@ -77,8 +78,8 @@ def kill_server_once(test_pid: int, marker: str, one_worker: bool) -> None:
     except FileExistsError:
         return
     procs = our_server_processes(test_pid)
-    workers = [p for p, cmd in procs if "ttlstate.server.worker" in cmd]
-    supervisors = [p for p, cmd in procs if "ttlstate.server" in cmd]
+    workers = [p for p, _cmd in procs if is_worker(p)]
+    supervisors = [p for p, _cmd in procs if not is_worker(p)]
     victims = workers[:1] if one_worker else supervisors
     for p in victims:
         p.kill()

@@ -14,7 +14,16 @@ from pyspark.errors import IllegalArgumentException, StreamingQueryException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from tests.spark.harness import ROCKSDB, TTLSTATE, Run, our_server_processes, poll_until, run_steps, session
+from tests.spark.harness import (
+    ROCKSDB,
+    TTLSTATE,
+    Run,
+    is_worker,
+    our_server_processes,
+    poll_until,
+    run_steps,
+    session,
+)
 from tests.unit.test_conf import BAD
 from ttlstate.checkpoint.record_file import KIND_CHANGELOG, verify_record_file
 from ttlstate.cli.inspect_checkpoint import main as inspect_main
@@ -40,8 +49,8 @@ def spark() -> Iterator[SparkSession]:
 
 
 def _server_roots() -> list[str]:
-    return [cmd[cmd.index("--root") + 1] for _p, cmd in our_server_processes()
-            if "ttlstate.server" in cmd and "--root" in cmd]
+    return [cmd[cmd.index("--root") + 1] for p, cmd in our_server_processes()
+            if not is_worker(p) and "--root" in cmd]
 
 
 def test_local_state_deleted_between_batches_is_restored(spark: SparkSession) -> None:

@@ -22,7 +22,7 @@ import psutil
 import pytest
 from pyspark.sql import DataFrame
 
-from tests.spark.harness import TTLSTATE, Run, our_server_processes, poll_until, running, session
+from tests.spark.harness import TTLSTATE, Run, is_worker, our_server_processes, poll_until, running, session
 from ttlstate.checkpoint import names
 
 pytestmark = pytest.mark.spark
@@ -49,7 +49,7 @@ def churn_step(i: int) -> list[dict]:
 def _server() -> tuple[list[psutil.Process], str]:
     """Our server's processes (supervisor first) and its root directory."""
     procs = our_server_processes()
-    sup = [(p, cmd) for p, cmd in procs if "ttlstate.server" in cmd]
+    sup = [(p, cmd) for p, cmd in procs if not is_worker(p)]
     assert len(sup) == 1, f"expected one state server, found {procs}"
     root = sup[0][1][sup[0][1].index("--root") + 1]
     return [sup[0][0]] + [p for p, cmd in procs if p is not sup[0][0]], root
@@ -177,7 +177,7 @@ def test_killed_driver_python_takes_jvm_and_state_server_with_it() -> None:
     for pid in [report["jvm"], *report["servers"]]:
         try:
             p = psutil.Process(pid)
-            if {"java", "ttlstate.server", "ttlstate.server.worker"} & set(p.cmdline()) or "java" in p.name():
+            if {"java", "ttlstate.server"} & set(p.cmdline()) or "java" in p.name():
                 procs.append(p)  # (not a new process that got a freed pid)
         except psutil.Error:
             pass

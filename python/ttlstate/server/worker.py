@@ -1,13 +1,12 @@
 """A state server worker: owns a shard of the executor's stores and serves them on one socket.
 
-`python -m ttlstate.server.worker --socket PATH --root DIR`. It exits when its stdin reaches
-EOF (its supervisor, or the JVM, is gone), so a worker never outlives the executor. Each
+The supervisor (`python -m ttlstate.server`) forks it (worker_processes.py). It exits when its
+stdin reaches EOF (its supervisor is gone), so a worker never outlives the executor. Each
 connection is served by its own thread; a store lives in exactly one worker.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import socketserver
@@ -16,11 +15,11 @@ import sys
 import threading
 import traceback
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ttlstate.engine.select import native_module
 from ttlstate.errors import ERR_INTERNAL, JvmCheckpointIOError, RequestError, error_code
-from ttlstate.server import operations, store_log
+from ttlstate.server import operations
 from ttlstate.server import protocol as P
 from ttlstate.server.registry import Registry
 from ttlstate.server.remote_checkpoint import set_current_channel
@@ -261,7 +260,9 @@ def _idle() -> bool:
     return not any(c.loaded for c in list(Connection.live))
 
 
-def serve(socket_path: str, root: str) -> None:
+def serve(socket_path: str, root: str, ready: Callable[[str], None]) -> None:
+    """Serves the stores under `root` on `socket_path` until stdin reaches EOF; `ready` is told
+    `READY <socket>` once connections are accepted."""
     os.umask(0o077)  # the socket and every state file: readable by the owner only
     os.makedirs(root, mode=0o700, exist_ok=True)
     if os.path.exists(socket_path):
@@ -271,18 +272,5 @@ def serve(socket_path: str, root: str) -> None:
     server = _Server(socket_path, handler)
     os.chmod(socket_path, 0o600)
     threading.Thread(target=_exit_on_stdin_eof, name="stdin-watch", daemon=True).start()
-    print(f"READY {socket_path}", flush=True)
+    ready(f"READY {socket_path}")
     server.serve_forever()
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--socket", required=True)
-    ap.add_argument("--root", required=True)
-    args = ap.parse_args(argv)
-    store_log.configure_logging()  # a bad TTLSTATE_LOG_LEVEL warns instead of killing the worker
-    serve(args.socket, args.root)
-
-
-if __name__ == "__main__":
-    main()

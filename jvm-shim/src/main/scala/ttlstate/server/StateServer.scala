@@ -260,21 +260,23 @@ object StateServer {
           s"${if (process.isAlive) "n/a" else process.exitValue().toString}). Is ttlstate installed for that " +
           s"interpreter? Set ${ConfKeys.PYTHON} or PYSPARK_PYTHON. The executor's stderr has the server's error.")
     }
-    val sockets = line.stripPrefix("READY ").trim.split(" ").toIndexedSeq
-    // Every worker is up (the supervisor waited for each one's READY); which one serves which
-    // socket is in its command line.
-    val bySocket = process.descendants().iterator().asScala.flatMap { h =>
-      h.info().arguments().orElse(Array.empty[String]).toSeq.sliding(2).collectFirst {
-        case Seq("--socket", path) => path -> h
-      }
-    }.toMap
-    val server = new RunningServer(generations.incrementAndGet(), process, process.getOutputStream, sockets,
-      sockets.map(bySocket.get), root, socketDir)
+    // Every worker is up (the supervisor waited for each one's READY): `<pid>@<socket>` each.
+    val entries = line.stripPrefix("READY ").trim.split(" ").toIndexedSeq.map(readyEntry)
+    val server = new RunningServer(generations.incrementAndGet(), process, process.getOutputStream,
+      entries.map(_._2), entries.map(_._1), root, socketDir)
     Runtime.getRuntime.addShutdownHook(server.shutdownHook)
     val watchdog = new Thread(new Watchdog(server), s"ttlstate-watchdog-${server.generation}")
     watchdog.setDaemon(true)
     watchdog.start()
     server
+  }
+
+  /** One worker of the READY line: its process (None if it is gone already) and socket. */
+  private[server] def readyEntry(entry: String): (Option[ProcessHandle], String) = {
+    val at = entry.indexOf('@')
+    val pid = if (at > 0) scala.util.Try(entry.substring(0, at).toLong).toOption else None
+    val worker = pid.flatMap { p => val h = ProcessHandle.of(p); if (h.isPresent) Some(h.get) else None }
+    (worker, if (pid.isDefined) entry.substring(at + 1) else entry)
   }
 
   /** The supervisor's READY line (null: it exited first). Starting is watched like a request:
