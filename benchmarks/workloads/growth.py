@@ -92,6 +92,7 @@ COMPARED = ("median_batch_ms", "restore_ms", "restore_load_ms", "median_commit_m
 MEMORY_RATIOS = {"total_to_rocksdb_jvm_peak_rss": ("total_peak_rss_mb", "jvm_peak_rss_mb"),
                  "total_to_rocksdb_jvm_peak_pss": ("total_peak_pss_mb", "jvm_peak_pss_mb")}
 SNAPSHOT_METRIC = {"ttlstate": "storeSnapshotTimeMs", "rocksdb": "rocksdbSaveZipFilesLatencyMs"}
+REPLAY_METRIC = "rocksdbNumReplayChangelogFiles"
 # What the restore batch spent loading state, summed over partitions: each provider's load
 # latency, by the same name (ttlstate's includes filling the shim's key filter).
 LOAD_METRIC = {"ttlstate": "rocksdbLoadLatencyMs", "rocksdb": "rocksdbLoadLatencyMs"}
@@ -221,13 +222,20 @@ def _print_run(run: dict[str, Any]) -> None:
               f"snapshot {r['snapshot_ms']} ms, state rows {r['state_rows']}, wrote "
               f"{r['checkpoint_bytes_written'] / 1e6:.1f} MB to the checkpoint", flush=True)
     rs = run["restore"]
-    print(f"  restore: {rs['batch_ms']} ms (state rows {rs['state_rows']}); peak RSS JVM "
+    print(f"  restore: {rs['batch_ms']} ms (state rows {rs['state_rows']}, changelogs replayed "
+          f"{_replayed(rs)}); peak RSS JVM "
           f"{run['jvm_peak_rss_mb']} MB, server {run['server_peak_rss_mb']} MB (PSS "
           f"{run.get('jvm_peak_pss_mb')} MB, {run.get('server_peak_pss_mb')} MB); checkpoint "
           f"{run['checkpoint_bytes'] / 1e6:.1f} MB", flush=True)
 
 
 # ---- summary ----
+
+def _replayed(restore: dict[str, Any]) -> int | None:
+    """Changelogs the restore batch's loads replayed, summed over partitions (both providers
+    report Spark's rocksdbNumReplayChangelogFiles; ttlstate from 2026-11-27)."""
+    return (restore.get("custom") or {}).get(REPLAY_METRIC)
+
 
 def _median(values: list[Any]) -> float | None:
     nums = [float(x) for x in values if isinstance(x, (int, float))]
@@ -251,7 +259,7 @@ def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:
             "median_commit_ms": _median([r["commit_ms"] for r in rows]),
             "snapshot_ms_total": sum(int(r["snapshot_ms"] or 0) for r in rows),
             "restore_ms": rs["batch_ms"], "restore_load_ms": rs["load_ms"],
-            "restore_commit_ms": rs["commit_ms"],
+            "restore_commit_ms": rs["commit_ms"], "restore_replayed_changelogs": _replayed(rs),
             "restore_state_rows_ok": rs["state_rows"] == expected_rows,
             "jvm_peak_rss_mb": run["jvm_peak_rss_mb"], "server_peak_rss_mb": run["server_peak_rss_mb"],
             "total_peak_rss_mb": run["total_peak_rss_mb"],
@@ -276,6 +284,7 @@ def _combine_rounds(per_round: list[dict[str, Any]]) -> dict[str, Any]:
             out[key] = all(values) if isinstance(first, bool) else _median(values)
     out["median_batch_ms_per_round"] = [s["median_batch_ms"] for s in per_round]
     out["restore_ms_per_round"] = [s["restore_ms"] for s in per_round]
+    out["restore_replayed_changelogs_per_round"] = [s.get("restore_replayed_changelogs") for s in per_round]
     return out
 
 

@@ -38,3 +38,22 @@ def test_ttl_expired_total_adds_every_way_out(make_provider) -> None:  # noqa: A
     assert m[M.TTL_EXPIRED_ON_READ.name] == 1 and m[M.TTL_REMOVED_INCREMENTAL.name] == 2
     assert m[M.TTL_EXPIRED_TOTAL.name] == 3
     assert m[M.NUM_REMOVED_STATE_ROWS.name] == 3  # summed by Spark into numRowsRemoved
+
+
+def test_a_load_reports_the_changelogs_it_replayed(make_provider) -> None:  # noqa: ANN001
+    """Spark's rocksdbNumReplayChangelogFiles: the changelogs a load applied after the newest
+    snapshot (on every engine and layout), none when it continues its own local version."""
+    p = make_provider(snapshot_interval=1000)
+    for v in range(5):
+        s = p.get_store(v, now_ms=1000)
+        s.put(b"k%d" % v, b"v")
+        s.commit()
+        if v == 1:
+            assert p.write_snapshot() == "2.snapshot"
+    assert p.get_store(5, now_ms=1000).metrics().custom[M.REPLAYED_CHANGELOGS.name] == 0
+    for version, replayed in ((5, 3), (2, 0), (1, 1)):
+        fresh = make_provider(snapshot_interval=1000)
+        s = fresh.get_store(version, now_ms=1000)
+        assert s.metrics().custom[M.REPLAYED_CHANGELOGS.name] == replayed, version
+        assert fresh.num_keys == version
+        s.abort()

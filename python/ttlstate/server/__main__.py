@@ -83,7 +83,10 @@ def _start_workers(root: str, socket_dir: str, n: int, workers: list[Worker]) ->
         traceback.print_exc()
         print(f"ttlstate server: the workers failed to start ({e}); the error is above", file=sys.stderr)
         return None
-    fix_mmap_threshold()
+    if not fix_mmap_threshold():
+        logging.getLogger("ttlstate.server").info(
+            "glibc's mallopt is not available here: the workers keep the C library's own mmap "
+            "threshold (freed batch buffers may stay in the workers' memory)")
     freeze_for_fork()
     entries = []
     for i in range(n):

@@ -75,6 +75,11 @@ LOAD_LATENCY_MS = MetricName("rocksdbLoadLatencyMs", "timing",
                              "local DB from the checkpoint, what was left of the last commit's apply "
                              "to the local DB, and filling the Bloom filter",
                              "the same name and meaning")
+REPLAYED_CHANGELOGS = MetricName("rocksdbNumReplayChangelogFiles", "sum",
+                                 "changelog files replayed to load versions (after the newest "
+                                 "snapshot, or on the local state): a restore that replays many "
+                                 "is slow, and `snapshotInterval` bounds them",
+                                 "the same name and meaning")
 ENGINE_FALLBACK = MetricName("engineFallback", "sum",
                              "stores running on rocksdict because engine=auto found no native build",
                              "none")
@@ -96,6 +101,7 @@ ALL_METRICS: tuple[MetricName, ...] = (
     STORE_CALL_COUNT, STORE_CALL_TIME_MS, BLOOM_FILTER_SKIPPED_READS, ROCKSDB_SST_FILE_SIZE,
     COMMIT_TIME_MS, SNAPSHOT_TIME_MS, LOAD_LATENCY_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES,
     CACHE_BYTES, STATE_BYTES, TTL_EXPIRED_TOTAL, NUM_REMOVED_STATE_ROWS, READ_AHEAD_KEYS,
+    REPLAYED_CHANGELOGS,
 )
 
 # Former names, for readers of old progress logs and dashboards (docs/metrics.md).

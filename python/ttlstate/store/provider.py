@@ -626,6 +626,8 @@ class StoreProvider:
             self.num_keys = built.num_keys
         for _name, _local, header in built.used:
             self._batch_times[header.version] = header.batch_time_ms
+            if header.kind == KIND_CHANGELOG:
+                self._unreported[M.REPLAYED_CHANGELOGS.name] += 1
         return built.rest
 
     def _replay_changelog(self, name: str, local: str, header: RecordFileHeader, version: int,
@@ -642,6 +644,7 @@ class StoreProvider:
             raise CheckpointError(self.store_id, version, name, str(e)) from None
         self.num_keys = keys_after if keys_after is not None else self.num_keys + delta
         self._batch_times[header.version] = header.batch_time_ms
+        self._unreported[M.REPLAYED_CHANGELOGS.name] += 1
 
     # -- commit ---------------------------------------------------------------------------
     def commit_store(self, store: StoreVersion) -> int:
