@@ -4,12 +4,13 @@ Each provider variant runs in its own process so that no JVM warm-up, class load
 server or cache of one provider helps or hurts another, and so that a baseline variant can
 import an older ttlstate. The parent polls the resident memory of the child's process tree
 every ~100 ms: the JVM (the `java` child: Spark's RocksDB lives in it) and ttlstate's state
-server (`python -m ttlstate.server` and the worker processes it forks; their RSS is
-summed, each worker being a separate interpreter with its own RocksDB).
+server (`python -m ttlstate.server` and the worker processes it forks, each with its own
+RocksDB; their RSS is summed).
 
 Alongside RSS it records PSS (proportional set size, from `/proc/<pid>/smaps_rollup`): a
 page shared by n processes counts 1/n in each. The server's processes share their
-interpreter's and RocksDB's library pages, which a sum of RSS counts once per process; the sum
+interpreter's and RocksDB's library pages (and, forked, what the supervisor loaded before the
+fork), which a sum of RSS counts once per process; the sum
 of PSS counts them once, which is what the machine pays. For one process alone (the JVM) the
 two differ only by the library pages it shares with others.
 

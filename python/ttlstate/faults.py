@@ -6,7 +6,7 @@ It exists so that tests can crash a state server worker at moments no outside si
 reliably, e.g. in the middle of a commit: after the changelog was written locally but before
 it reached the checkpoint, or after it reached the checkpoint but before the shim got the
 reply. It is inert unless the environment variable `TTLSTATE_FAULTS` is set, and it is read
-once, when the worker imports this module.
+once, when the server imports this module (before it forks its workers).
 
 `TTLSTATE_FAULTS=point:marker[,point:marker...]`, e.g.
 `commit-after-upload:/tmp/x/after`. When execution reaches `crash_point("commit-after-upload")`
