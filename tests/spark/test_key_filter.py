@@ -75,37 +75,6 @@ def test_a_filter_filled_from_the_servers_bits_holds_every_key(spark: SparkSessi
     one_by_one.close()
 
 
-def test_the_executors_filters_share_one_byte_budget(spark: SparkSession) -> None:
-    """keyFilter.maxBytes bounds all filters of the JVM together: a filter whose next layer
-    would pass it gives up (still exact: everything "might" be there), and a closed filter
-    returns its bytes to the budget."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    kf = jvm.ttlstate.cache.KeyFilter
-    base = kf.usedBytes()  # other modules' queries may hold filters in this JVM
-    try:
-        # Small layers, so a few thousand adds (each a py4j call) outgrow the budget.
-        kf.setBudget(base + (4 << 10))  # 4 KiB for this test
-        a = kf.withCapacity(1, 1, 1, 100, 10_000_000, "a")  # 1,000 bits: 128 bytes
-        assert a.active() and kf.usedBytes() == base + a.memoryBytes() == base + 128
-        b = kf.withCapacity(1, 2, 1, 1 << 20, 10_000_000, "b")  # 10M bits: 2 MiB, over the budget
-        assert not b.active() and b.memoryBytes() == 0 and b.mightContain(bytearray(b"anything"))
-        # Layers of 100, 200, 400, 800 keys (128 B, 512 B, 1 KiB, 2 KiB), then 1,600 (4 KiB): over.
-        for i in range(20_000):
-            a.add(bytearray(b"k%d" % i))
-            if not a.active():
-                break
-        assert not a.active() and 1_500 <= i < 1_700, i  # false positives are not added again
-        assert kf.usedBytes() == base  # giving up returned its bytes
-        c = kf.withCapacity(1, 3, 1, 100, 10_000_000, "c")
-        assert c.active()
-        c.close()
-        c.close()  # once only
-        assert kf.usedBytes() == base and c.mightContain(bytearray(b"x"))
-    finally:
-        kf.setBudget(128 << 20)
-
-
 def test_a_large_first_batch_keeps_skipping_reads_of_new_keys(spark: SparkSession) -> None:
     """An empty store's filter starts at its minimum size (16k keys); one batch of 70k new keys
     into one partition outgrows it fourfold and must still skip (nearly) every read. (A filter that

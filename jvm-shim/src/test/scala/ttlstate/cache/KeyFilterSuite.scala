@@ -104,6 +104,26 @@ class KeyFilterSuite extends AnyFunSuite {
     f.close()
   }
 
+  test("keyFilter.maxBytes bounds all filters together: one that would pass it gives up") {
+    val base = KeyFilter.usedBytes
+    try {
+      KeyFilter.setBudget(base + (4 << 10)) // 4 KiB for this test
+      val a = KeyFilter.withCapacity(1, 1, 1, 100, 10000000, "a") // 1,000 bits: 128 bytes
+      assert(a.active && KeyFilter.usedBytes == base + a.memoryBytes && a.memoryBytes == 128)
+      val b = KeyFilter.withCapacity(1, 2, 1, 1 << 20, 10000000, "b") // 10M bits: 2 MiB, over it
+      assert(!b.active && b.memoryBytes == 0 && b.mightContain("anything".getBytes))
+      // Layers of 100, 200, 400, 800 keys (128 B, 512 B, 1 KiB, 2 KiB), then 1,600 (4 KiB): over.
+      val added = (0 until 20000).iterator.map { i => a.add(s"k$i".getBytes); i }.find(_ => !a.active)
+      assert(added.exists(i => i >= 1500 && i < 1700), added) // false positives are not added again
+      assert(KeyFilter.usedBytes == base) // giving up returned its bytes
+      val c = KeyFilter.withCapacity(1, 3, 1, 100, 10000000, "c")
+      assert(c.active)
+      c.close()
+      c.close() // once only
+      assert(KeyFilter.usedBytes == base && c.mightContain("x".getBytes))
+    } finally KeyFilter.setBudget(ttlstate.conf.ConfValues.DEFAULT_KEY_FILTER_MAX_BYTES)
+  }
+
   test("a closed filter returns its bytes to the executor's budget") {
     val before = KeyFilter.usedBytes
     val f = KeyFilter.withCapacity(1, 1, 1, 10000, 1000000)
