@@ -4,7 +4,7 @@ runs (the interpreter's modules, the native library).
 Forked, not started afresh, because of memory: what the supervisor loaded before the fork (the
 native library's relocated pages, the imported modules' objects, frozen out of the garbage
 collector's reach) stays shared by every worker instead of being built again in each. With two
-workers the idle server went from about 56 MB (PSS, three interpreters) to about 32 MB.
+workers the idle server went from about 56 MB (PSS, three interpreters) to about 25 MB.
 
 A worker's stdin is a pipe whose only writer is the supervisor: EOF means the supervisor is
 gone, and the worker goes too (no orphans). Its stdout is the supervisor's stderr, so nothing
