@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import gc
 import os
 import signal
@@ -37,14 +38,18 @@ MMAP_THRESHOLD_BYTES = 256 << 10
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(ctypes.util.find_library("c") or None)
+
+
 def fix_mmap_threshold() -> bool:
     """Fixes glibc's mmap threshold for this process (and the workers forked from it) unless the
     environment set one; False where there is no glibc mallopt (the default then applies)."""
     if os.environ.get(MMAP_THRESHOLD_ENV):
         return True  # glibc read it at start
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-        return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+        return bool(_libc().mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
     except (OSError, AttributeError):
         return False
 
@@ -57,8 +62,7 @@ _PR_SET_NAME = 15
 
 def _set_name(name: str) -> None:
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-        libc.prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+        _libc().prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: only the name shown by ps differs
 
