@@ -163,24 +163,29 @@ std::vector<char> DbCore::Contains(const std::vector<std::string_view>& sorted_k
 
 void DbCore::WriteSorted(const std::vector<SortedWrite>& writes, const std::string& sst_path,
                          size_t ingest_min_keys) {
-  if (writes.empty()) return;
+  WriteSorted(writes.size(), [&](size_t i) { return writes[i]; }, sst_path, ingest_min_keys);
+}
+
+void DbCore::WriteSorted(size_t count, const WriteAt& at, const std::string& sst_path, size_t ingest_min_keys) {
+  if (count == 0) return;
   auto write_all = [&](auto& sink) {  // a WriteBatch or an SstFileWriter: the same calls
     // The keys and values lie in the order they were written, not in key order: fetch the
     // next ones' bytes ahead (each would otherwise be a cache miss, most of this loop's time).
     constexpr size_t kAhead = 8;
-    for (size_t i = 0; i < writes.size(); ++i) {
-      if (i + kAhead < writes.size()) {
-        __builtin_prefetch(writes[i + kAhead].key.data());
-        __builtin_prefetch(writes[i + kAhead].value.data());
+    for (size_t i = 0; i < count; ++i) {
+      if (i + kAhead < count) {
+        const SortedWrite ahead = at(i + kAhead);
+        __builtin_prefetch(ahead.key.data());
+        __builtin_prefetch(ahead.value.data());
       }
-      const SortedWrite& w = writes[i];
+      const SortedWrite w = at(i);
       const rocksdb::Slice k(w.key.data(), w.key.size());
       CheckStatus(w.put ? sink.Put(k, rocksdb::Slice(w.value.data(), w.value.size())) : sink.Delete(k),
                   w.put ? "put" : "delete");
     }
-    return static_cast<uint64_t>(writes.size());
+    return static_cast<uint64_t>(count);
   };
-  if (writes.size() < ingest_min_keys || sst_path.empty()) {
+  if (count < ingest_min_keys || sst_path.empty()) {
     rocksdb::WriteBatch batch;
     write_all(batch);
     rocksdb::WriteOptions wo;

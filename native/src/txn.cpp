@@ -47,7 +47,7 @@ void Txn::End(const char* state) {
   const char* expected = nullptr;
   ended_.compare_exchange_strong(expected, state, std::memory_order_acq_rel);
   if (expected == nullptr) {
-    pending_ = {};
+    pending_.Clear();
     {
       std::lock_guard<std::mutex> lock(sorted_mu_);
       sorted_ = {};
@@ -73,9 +73,7 @@ void Txn::MakeWritable() {
 }
 
 Txn::Pending& Txn::Entry(std::string_view key) {
-  const auto it = pending_.find(key);
-  if (it != pending_.end()) return it->second;
-  return pending_.emplace(arena_.Copy(key), Pending()).first->second;
+  return pending_.FindOrInsert(key, [this](std::string_view k) { return arena_.Copy(k); }).value;
 }
 
 void Txn::WritePending(std::string_view key, Op op, std::string_view stored) {
@@ -130,12 +128,12 @@ std::optional<std::string> Txn::Visible(std::string_view key, std::string_view s
 
 std::optional<std::string> Txn::ReadOne(std::string_view key, int64_t* ts) {
   if (ts != nullptr) *ts = 0;
-  const auto it = pending_.find(key);
-  if (it != pending_.end() && it->second.op != Op::kNone) {
-    if (it->second.op == Op::kDelete) return std::nullopt;
-    return Visible(key, it->second.value(), true, ts);  // the arena keeps it if Visible rewrites the entry
+  const auto* entry = pending_.Find(key);
+  if (entry != nullptr && entry->value.op != Op::kNone) {
+    if (entry->value.op == Op::kDelete) return std::nullopt;
+    return Visible(key, entry->value.value(), true, ts);  // the arena keeps it if Visible rewrites the entry
   }
-  if (it != pending_.end() && it->second.in_db == 0) return std::nullopt;
+  if (entry != nullptr && entry->value.in_db == 0) return std::nullopt;
   auto stored = DbGet(key);
   if (writable_) SetInDb(Entry(key), stored ? 1 : 0);  // the commit then needs no read
   if (!stored) return std::nullopt;
@@ -153,8 +151,8 @@ std::optional<std::string> Txn::GetEntry(std::string_view key, int64_t* ts) {
 void Txn::RemoveIfExpired(std::string_view key) {
   CheckWritable();
   if (!rules_.enabled) return;
-  const auto it = pending_.find(key);
-  if (it != pending_.end() && it->second.op != Op::kNone) return;  // written in this batch
+  const auto* entry = pending_.Find(key);
+  if (entry != nullptr && entry->value.op != Op::kNone) return;  // written in this batch
   const auto stored = DbGet(key);
   if (stored && IsExpired(TtlTimestamp(*stored), rules_.ttl, now_)) {
     ++counters_.expired_on_read;
@@ -224,8 +222,8 @@ void Txn::IncrementalStep() {
   it.Visit([&](const rocksdb::Slice& k, const rocksdb::Slice& v) {
     ++checked;
     last = k.ToString();
-    const auto p = pending_.find(*last);
-    const bool written = p != pending_.end() && p->second.op != Op::kNone;
+    const auto* entry = pending_.Find(*last);
+    const bool written = entry != nullptr && entry->value.op != Op::kNone;
     if (!written && IsExpired(TtlTimestamp(std::string_view(v.data(), v.size())), rules_.ttl, now_)) {
       WritePending(*last, Op::kDelete, std::string_view());
       SetInDb(Entry(*last), 1);
@@ -241,21 +239,29 @@ void Txn::IncrementalStep() {
   }
 }
 
-const Txn::SortedPending& Txn::WritesInKeyOrder() {
+const std::vector<uint32_t>& Txn::WritesInKeyOrder() {
   std::lock_guard<std::mutex> lock(sorted_mu_);
   if (sorted_for_ == written_) return sorted_;
-  SortedPending unsorted;
-  unsorted.reserve(written_);
-  for (const auto& [key, p] : pending_) {
-    if (p.op != Op::kNone) unsorted.emplace_back(key, &p);
+  std::vector<uint32_t> written;
+  written.reserve(written_);
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (pending_[i].value.op != Op::kNone) written.push_back(static_cast<uint32_t>(i));
   }
-  sorted_.clear();
-  sorted_.reserve(unsorted.size());
-  for (const uint32_t i : KeyOrder(unsorted.size(), [&](size_t j) { return unsorted[j].first; })) {
-    sorted_.push_back(unsorted[i]);
-  }
+  sorted_ = KeyOrder(written.size(), [&](size_t j) { return pending_[written[j]].key; });
+  for (uint32_t& i : sorted_) i = written[i];
   sorted_for_ = written_;
   return sorted_;
+}
+
+void Txn::PrefetchAhead(const std::vector<uint32_t>& order, size_t i) const {
+  constexpr size_t kRecordAhead = 16;
+  constexpr size_t kBytesAhead = 8;  // its record was fetched kRecordAhead - kBytesAhead steps ago
+  if (i + kRecordAhead < order.size()) __builtin_prefetch(&pending_[order[i + kRecordAhead]]);
+  if (i + kBytesAhead < order.size()) {
+    const auto& ahead = pending_[order[i + kBytesAhead]];
+    __builtin_prefetch(ahead.key.data());
+    __builtin_prefetch(ahead.value.stored);
+  }
 }
 
 uint64_t Txn::WriteChangelog(const std::string& path, const std::string& header_json) {
@@ -269,17 +275,12 @@ uint64_t Txn::WriteChangelog(const std::string& path, const std::string& header_
   // In key order (a changelog holds each key once, so the order carries no meaning): the same
   // order Apply needs, computed once, and one that compresses a little better.
   RecordFileWriter out(path, kKindChangelog, header_json, kChangelogZstdLevel);
-  const SortedPending& writes = WritesInKeyOrder();
-  constexpr size_t kAhead = 8;  // the entries lie in write order: fetch the next ones ahead
+  const std::vector<uint32_t>& writes = WritesInKeyOrder();
   for (size_t i = 0; i < writes.size(); ++i) {
-    if (i + kAhead < writes.size()) {
-      __builtin_prefetch(writes[i + kAhead].first.data());
-      __builtin_prefetch(writes[i + kAhead].second);
-    }
-    if (i + 2 < writes.size()) __builtin_prefetch(writes[i + 2].second->stored);
-    const auto& [key, p] = writes[i];
-    if (p->op == Op::kPut) out.Put(key, p->value());
-    else if (p->op == Op::kDelete) out.Delete(key);
+    PrefetchAhead(writes, i);
+    const auto& [key, p] = pending_[writes[i]];
+    if (p.op == Op::kPut) out.Put(key, p.value());
+    else if (p.op == Op::kDelete) out.Delete(key);
   }
   return out.Finish();
 }
@@ -308,34 +309,38 @@ int64_t Txn::Apply(const std::string& sst_path, bool end) {
   // In key order: a large batch becomes an SST file, which needs it; a small one goes through
   // RocksDB's memtable, whose skiplist reuses the previous insert's position (its "splice")
   // when keys arrive sorted; the lookups below also walk the DB in order.
-  const SortedPending& writes = WritesInKeyOrder();
+  const std::vector<uint32_t>& writes = WritesInKeyOrder();
   // Keys whose presence in the committed DB is unknown (written without being read) are looked
   // up together; reads, the key filter's proofs and the executor's cache answered the others.
+  // The writes are read in place, never copied: a commit's memory is its 4-byte positions.
   std::vector<size_t> unknown;
   std::vector<std::string_view> unknown_keys;
   for (size_t i = 0; i < writes.size(); ++i) {
-    if (i + 8 < writes.size()) __builtin_prefetch(writes[i + 8].second);
-    if (writes[i].second->in_db < 0) {
+    if (i + 8 < writes.size()) __builtin_prefetch(&pending_[writes[i + 8]]);
+    const auto& [key, p] = pending_[writes[i]];
+    if (p.in_db < 0) {
       unknown.push_back(i);
-      unknown_keys.push_back(writes[i].first);
+      unknown_keys.push_back(key);
     }
   }
   const std::vector<char> stored = core_->Contains(unknown_keys);
   std::vector<char> found(writes.size(), 0);
   for (size_t i = 0; i < unknown.size(); ++i) found[unknown[i]] = stored[i];
-  std::vector<SortedWrite> sorted;
-  sorted.reserve(writes.size());
   int64_t delta = 0;
   for (size_t i = 0; i < writes.size(); ++i) {
-    if (i + 8 < writes.size()) __builtin_prefetch(writes[i + 8].second);
-    const auto& [key, p] = writes[i];
-    const bool existed = p->in_db >= 0 ? p->in_db == 1 : found[i] == 1;
-    const bool put = p->op == Op::kPut;
+    if (i + 8 < writes.size()) __builtin_prefetch(&pending_[writes[i + 8]]);
+    const Pending& p = pending_[writes[i]].value;
+    const bool existed = p.in_db >= 0 ? p.in_db == 1 : found[i] == 1;
+    const bool put = p.op == Op::kPut;
     if (put && !existed) ++delta;
     if (!put && existed) --delta;
-    sorted.push_back({key, put ? std::string_view(p->stored, p->stored_size) : std::string_view(), put});
   }
-  core_->WriteSorted(sorted, sst_path);
+  core_->WriteSorted(writes.size(), [&](size_t i) {
+    if (i + 8 < writes.size()) __builtin_prefetch(&pending_[writes[i + 8]]);
+    const auto& [key, p] = pending_[writes[i]];
+    const bool put = p.op == Op::kPut;
+    return SortedWrite{key, put ? p.value() : std::string_view(), put};
+  }, sst_path);
   if (end) End("committed");
   return delta;
 }

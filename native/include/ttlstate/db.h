@@ -88,6 +88,11 @@ struct DbCore {
   static constexpr size_t kIngestMinKeys = 4096;
   void WriteSorted(const std::vector<SortedWrite>& writes, const std::string& sst_path,
                    size_t ingest_min_keys = kIngestMinKeys);
+  // The same for `count` writes read one at a time through `at(i)`, so a caller that holds
+  // them elsewhere (a transaction) need not copy them into a vector first.
+  using WriteAt = std::function<SortedWrite(size_t)>;
+  void WriteSorted(size_t count, const WriteAt& at, const std::string& sst_path,
+                   size_t ingest_min_keys = kIngestMinKeys);
   // Writes an SST file at `sst_path` through `fill` (which returns the entries it wrote) and
   // ingests it unless empty; the file is gone afterwards, also on failure. Returns the entries.
   uint64_t IngestSst(const std::string& sst_path, const std::function<uint64_t(rocksdb::SstFileWriter&)>& fill);

@@ -12,12 +12,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "ttlstate/arena.h"
 #include "ttlstate/db.h"
+#include "ttlstate/pending_index.h"
 #include "ttlstate/record_file.h"
 
 namespace ttlstate {
@@ -140,11 +140,13 @@ class Txn : public std::enable_shared_from_this<Txn> {
   // sums: `sign` -1 takes the entry's share out, +1 puts it back.
   void Account(const Pending& p, int64_t sign);
   void SetInDb(Pending& p, int8_t in_db);
-  using SortedPending = std::vector<std::pair<std::string_view, const Pending*>>;
-  // The written keys (read markers left out) in key order: computed once for the commit, by
-  // whichever of WriteChangelog and Apply comes first (they may run concurrently), and again
-  // only if a key was written since.
-  const SortedPending& WritesInKeyOrder();
+  // The positions in pending_ of the written keys (read markers left out) in key order:
+  // computed once for the commit, by whichever of WriteChangelog and Apply comes first (they
+  // may run concurrently), and again only if a key was written since.
+  const std::vector<uint32_t>& WritesInKeyOrder();
+  // Fetches what a loop over `order` reads a few steps ahead of step i: a record further on,
+  // and the key and value bytes of a nearer one (records lie in write order, not key order).
+  void PrefetchAhead(const std::vector<uint32_t>& order, size_t i) const;
   std::optional<std::string> ReadOne(std::string_view key, int64_t* ts = nullptr);
   std::optional<std::string> DbGet(std::string_view key);
 
@@ -156,7 +158,7 @@ class Txn : public std::enable_shared_from_this<Txn> {
   TtlRules rules_;
   std::shared_ptr<CleanupCursor> cursor_;
   Arena arena_;
-  std::unordered_map<std::string_view, Pending> pending_;
+  PendingIndex<Pending> pending_;
   size_t written_ = 0;
   int64_t unknown_ = 0;      // written keys whose presence in the committed DB is unknown
   int64_t known_delta_ = 0;  // the change in keys the other written keys make
@@ -165,7 +167,7 @@ class Txn : public std::enable_shared_from_this<Txn> {
   std::optional<RecordEncoder> changelog_;
   bool rewritten_ = false;
   std::mutex sorted_mu_;
-  SortedPending sorted_;
+  std::vector<uint32_t> sorted_;
   size_t sorted_for_ = static_cast<size_t>(-1);  // written_ when sorted_ was computed
   TxnCounters counters_;
   std::atomic<const char*> ended_{nullptr};
