@@ -163,7 +163,18 @@ def _child_params(v: Variant, args: argparse.Namespace, mode: str, input_dir: st
             "spark_confs": {"spark.sql.shuffle.partitions": str(args.partitions),
                             "spark.sql.streaming.stateStore.maintenanceInterval": args.maintenance_interval,
                             "spark.sql.streaming.numRecentProgressUpdates": "1000",
-                            "spark.driver.memory": args.driver_memory}}
+                            **_heap_confs(args)}}
+
+
+def _heap_confs(args: argparse.Namespace) -> dict[str, str]:
+    """The driver JVM's heap: --driver-memory, and with --fixed-heap all of it committed and
+    touched at start (-Xms = -Xmx): its RSS is then the heap setting plus what lives outside
+    the heap, whatever G1 would otherwise have sized the heap to for this run's allocation
+    rate. (Not JAVA_TOOL_OPTIONS: spark-submit's launcher is a JVM too, with a smaller heap.)"""
+    confs = {"spark.driver.memory": args.driver_memory}
+    if args.fixed_heap:
+        confs["spark.driver.extraJavaOptions"] = f"-Xms{args.driver_memory} -XX:+AlwaysPreTouch"
+    return confs
 
 
 def _kind(v: Variant) -> str:
@@ -342,6 +353,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--driver-memory", default="1g",
                     help="the JVM's heap (spark.driver.memory, local mode; 1g is Spark's default), "
                          "the same for every variant")
+    ap.add_argument("--fixed-heap", action="store_true",
+                    help="every JVM starts with its whole heap committed and touched (-Xms equal to "
+                         "--driver-memory, -XX:+AlwaysPreTouch), as a long-running executor's heap ends "
+                         "up: peak memory then compares what each provider adds outside the heap, "
+                         "instead of where G1's adaptive sizing happened to settle")
     ap.add_argument("--jvm-breakdown", type=float, default=0.0, metavar="SECONDS",
                     help="run the JVM with Native Memory Tracking and take its summary (jcmd) this "
                          "often while it grows; the one at the highest RSS goes in the results "
@@ -362,7 +378,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
     return {"batches": args.batches, "keys_per_batch": args.keys_per_batch, "partitions": args.partitions,
-            "master": "local[2]", "driver_memory": args.driver_memory,
+            "master": "local[2]", "driver_memory": args.driver_memory, "fixed_heap": args.fixed_heap,
             "maintenance_interval": args.maintenance_interval,
             "settle_s": args.settle, "restore_keys": args.restore_keys, "rounds": args.rounds,
             "quick": args.quick, "checkpoint_fs": args.checkpoint_fs,

@@ -2,7 +2,7 @@ package ttlstate.client
 
 import java.io.{BufferedInputStream, BufferedOutputStream, BufferedReader, DataInputStream, File, IOException, InputStreamReader, InterruptedIOException, OutputStream}
 import java.net.{StandardProtocolFamily, UnixDomainSocketAddress}
-import java.nio.channels.{Channels, ClosedByInterruptException, ClosedChannelException, SocketChannel}
+import java.nio.channels.{ClosedByInterruptException, ClosedChannelException, SocketChannel}
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
 import java.nio.file.attribute.PosixFilePermissions
@@ -57,8 +57,8 @@ final class ServerConnection(val server: RunningServer, val worker: Int, timeout
   // True while in the pool: a connection must never be handed to two users at once.
   private[ttlstate] val pooled = new java.util.concurrent.atomic.AtomicBoolean(false)
   private val channel = SocketChannel.open(StandardProtocolFamily.UNIX) // connected below, watched
-  private val out = new BufferedOutputStream(Channels.newOutputStream(channel), 1 << 16)
-  private val in = new DataInputStream(new BufferedInputStream(Channels.newInputStream(channel), 1 << 16))
+  private val out = new BufferedOutputStream(SlicedChannelStreams.output(channel), 1 << 16)
+  private val in = new DataInputStream(new BufferedInputStream(SlicedChannelStreams.input(channel), 1 << 16))
 
   locally {
     server.track(this)

@@ -1,8 +1,6 @@
 package ttlstate.server
 
 import java.io.{BufferedInputStream, BufferedOutputStream, BufferedReader, DataInputStream, File, IOException, InputStreamReader, InterruptedIOException, OutputStream}
-import java.net.{StandardProtocolFamily, UnixDomainSocketAddress}
-import java.nio.channels.{Channels, ClosedByInterruptException, ClosedChannelException, SocketChannel}
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
 import java.nio.file.attribute.PosixFilePermissions
