@@ -2,8 +2,9 @@
 
 One process per data plane (so their allocations do not mix): N puts of `key_bytes` keys and
 `value_bytes` values into one store version, resident memory measured before and after, and
-the difference divided by N. What it shows: the native plane keeps a pending write in a C++ hash
-map entry (key, TtlValue, a few flags), the Python reference plane in a dict of bytes objects.
+the difference divided by N. What it shows: the native plane keeps a pending write as its key
+and TtlValue in an arena, a 32-byte record and a slot of an open-addressing index (C++), the
+Python reference plane in a dict of bytes objects.
 """
 
 from __future__ import annotations

@@ -82,20 +82,18 @@ class SlicedChannelStreamsSuite extends AnyFunSuite {
     (kept, got)
   }
 
-  test("a large write arrives intact and leaves its thread at most one slice of direct memory") {
-    val (kept, got) = sent(SlicedChannelStreams.output)
-    assert(got.sameElements(bytes))
-    assert(kept <= SlicedChannelStreams.Slice, s"kept $kept bytes")
-    val (jdkKept, _) = sent(c => Channels.newOutputStream(c))
-    assert(jdkKept >= Payload, s"the JDK's stream kept $jdkKept bytes: the premise of this test")
-  }
+  private val cases: Seq[(String, () => (Long, Array[Byte]), () => (Long, Array[Byte]))] = Seq(
+    ("write", () => sent(SlicedChannelStreams.output), () => sent(c => Channels.newOutputStream(c))),
+    ("read", () => received(SlicedChannelStreams.input), () => received(c => Channels.newInputStream(c))))
 
-  test("a large read arrives intact and leaves its thread at most one slice of direct memory") {
-    val (kept, got) = received(SlicedChannelStreams.input)
-    assert(got.sameElements(bytes))
-    assert(kept <= SlicedChannelStreams.Slice, s"kept $kept bytes")
-    val (jdkKept, _) = received(c => Channels.newInputStream(c))
-    assert(jdkKept >= Payload, s"the JDK's stream kept $jdkKept bytes: the premise of this test")
+  for ((what, sliced, jdk) <- cases) {
+    test(s"a large $what arrives intact and leaves its thread at most one slice of direct memory") {
+      val (kept, got) = sliced()
+      assert(got.sameElements(bytes))
+      assert(kept <= SlicedChannelStreams.Slice, s"kept $kept bytes")
+      val (jdkKept, _) = jdk()
+      assert(jdkKept >= Payload, s"the JDK's stream kept $jdkKept bytes: the premise of this test")
+    }
   }
 
   test("single bytes and an ended stream") {
