@@ -88,6 +88,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--maintenance-interval", default="5s")
     ap.add_argument("--driver-memory", default="1g", help="the JVM heap (spark.driver.memory), as in growth")
+    ap.add_argument("--fixed-heap", action="store_true",
+                    help="the JVM's whole heap committed and touched at start, as `growth --fixed-heap`")
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
