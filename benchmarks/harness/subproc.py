@@ -70,7 +70,8 @@ class PeakRss:
                 **({"jvm_breakdown_mb": self.jvm_breakdown} if self.jvm_breakdown else {})}
 
 
-SERVER_MARKERS = ("ttlstate.server", "ttlstate-server")
+# `-m ttlstate.server` (workers; the supervisor until it execs `ttlstate/server/supervise.py`)
+SERVER_MARKERS = ("ttlstate.server", "ttlstate-server", "ttlstate/server/supervise.py")
 LAUNCHERS = ("bash", "sh", "dash", "jspawnhelper")
 
 

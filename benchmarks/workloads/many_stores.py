@@ -24,6 +24,7 @@ import psutil
 
 from benchmarks.harness.machine import describe
 from benchmarks.harness.output import save
+from benchmarks.harness.subproc import SERVER_MARKERS
 from ttlstate.server.worker_processes import WORKER_NAME
 
 CHILD = r"""
@@ -53,7 +54,7 @@ def _server_processes(root_pid: int) -> list[psutil.Process]:
         kids = psutil.Process(root_pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
-    return [k for k in kids if "ttlstate.server" in " ".join(_cmdline(k))]
+    return [k for k in kids if any(m in " ".join(_cmdline(k)) for m in SERVER_MARKERS)]
 
 
 def _name(p: psutil.Process) -> str:

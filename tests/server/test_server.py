@@ -320,8 +320,11 @@ def test_socket_and_root_are_private(server) -> None:  # noqa: ANN001
     assert stat.S_IMODE(os.stat(os.path.join(tmp, "srv")).st_mode) == 0o700
 
 
-def test_exits_with_its_workers_on_stdin_eof(tmp_path) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("when", ["right after READY", "while it watches"])
+def test_exits_with_its_workers_on_stdin_eof(tmp_path, when: str) -> None:  # noqa: ANN001
     proc, _ = start_server(str(tmp_path / "srv"))
+    if when == "while it watches":
+        _watching(proc)
     children = _children(proc)
     assert len(children) == 2
     proc.stdin.close()  # type: ignore[union-attr]
@@ -332,15 +335,29 @@ def test_exits_with_its_workers_on_stdin_eof(tmp_path) -> None:  # noqa: ANN001
     assert not os.path.exists(tmp_path / "srv")
 
 
-def test_workers_are_forked_from_the_supervisor_and_named_so(tmp_path) -> None:  # noqa: ANN001
-    """Forked (their command line is the supervisor's), so what it loaded is shared; `ps` and
-    psutil tell them apart by name."""
+def _watching(proc: subprocess.Popen) -> psutil.Process:
+    """The supervisor once it exec'd its watch (it does right after the READY line)."""
+    supervisor = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 10
+    while "supervise.py" not in " ".join(supervisor.cmdline()):
+        assert time.monotonic() < deadline, supervisor.cmdline()
+        time.sleep(0.02)
+    return supervisor
+
+
+def test_workers_are_forked_from_the_supervisor_which_then_drops_what_it_loaded(tmp_path) -> None:  # noqa: ANN001
+    """Forked (their command line is the supervisor's first), so what it loaded is shared; `ps`
+    and psutil tell them apart by name. The supervisor then execs a bare interpreter with the
+    same pid: the native library (and RocksDB with it) stays mapped in the workers only."""
     proc, _ = start_server(str(tmp_path / "srv"))
     try:
-        supervisor = psutil.Process(proc.pid)
+        supervisor = _watching(proc)
+        assert supervisor.cmdline()[1:3] == ["-I", "-S"] and supervisor.name() != WORKER_NAME
         for w in _children(proc):
-            assert w.name() == WORKER_NAME and w.cmdline() == supervisor.cmdline()
-        assert supervisor.name() != WORKER_NAME
+            assert w.name() == WORKER_NAME and w.cmdline()[1:3] == ["-m", "ttlstate.server"]
+            assert [m for m in w.memory_maps() if "ttlstate_native" in m.path]
+        assert not [m.path for m in supervisor.memory_maps()
+                    if "ttlstate_native" in m.path or "rocksdb" in m.path]
     finally:
         proc.kill()
         proc.wait()
@@ -348,6 +365,7 @@ def test_workers_are_forked_from_the_supervisor_and_named_so(tmp_path) -> None: 
 
 def test_workers_follow_a_killed_supervisor(tmp_path) -> None:  # noqa: ANN001
     proc, _ = start_server(str(tmp_path / "srv"))
+    _watching(proc)
     children = _children(proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -357,6 +375,7 @@ def test_workers_follow_a_killed_supervisor(tmp_path) -> None:  # noqa: ANN001
 
 def test_supervisor_exits_when_a_worker_dies(tmp_path) -> None:  # noqa: ANN001
     proc, _ = start_server(str(tmp_path / "srv"))
+    _watching(proc)
     children = _children(proc)
     children[0].kill()
     started = time.monotonic()

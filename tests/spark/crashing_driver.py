@@ -23,7 +23,7 @@ def main() -> None:
     run.start()
     run.step([{"k": "a", "v": 1}, {"k": "b", "v": 2}])
     servers = our_server_processes()
-    supervisor = next(cmd for _p, cmd in servers if "ttlstate.server" in cmd)
+    supervisor = next(cmd for _p, cmd in servers if "--root" in cmd)
     print(json.dumps({"jvm": spark._jvm.java.lang.ProcessHandle.current().pid(),  # type: ignore[union-attr]
                       "servers": [p.pid for p, _cmd in servers],
                       "root": supervisor[supervisor.index("--root") + 1]}), flush=True)

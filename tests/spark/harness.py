@@ -237,16 +237,22 @@ def is_worker(p: psutil.Process) -> bool:
         return False
 
 
+def is_server_command(cmd: list[str]) -> bool:
+    """A state server's command line: `-m ttlstate.server` (workers, and a supervisor until it
+    execs its watch), or the supervisor's `ttlstate/server/supervise.py --root ...` after."""
+    joined = " ".join(cmd)
+    return "ttlstate.server" in joined or os.path.join("ttlstate", "server", "supervise.py") in joined
+
+
 def our_server_processes(root_pid: int | None = None) -> list[tuple[psutil.Process, list[str]]]:
     """ttlstate server processes under this test process, or under `root_pid` (not other runs
-    on the machine): supervisors and their workers, all with `ttlstate.server` as an argument
-    (`is_worker` tells them apart)."""
+    on the machine): supervisors and their workers (`is_worker` tells them apart)."""
     found = []
     for p in psutil.Process(root_pid).children(recursive=True):
         try:
             cmd = p.cmdline()
         except psutil.Error:  # exited meanwhile, or a zombie
             continue
-        if "ttlstate.server" in " ".join(cmd):
+        if is_server_command(cmd):
             found.append((p, cmd))
     return found

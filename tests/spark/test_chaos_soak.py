@@ -42,6 +42,7 @@ from tests.spark.harness import (
     ROCKSDB,
     TTLSTATE,
     Run,
+    is_server_command,
     is_worker,
     poll_until,
     running,
@@ -147,7 +148,7 @@ class Chaos:
                 continue
             if is_worker(p):
                 workers.append(p)
-            elif "ttlstate.server" in cmd:
+            elif is_server_command(cmd):
                 sups.append(p)
         for p in sups + workers:
             self.seen.setdefault(p.pid, p)

@@ -187,9 +187,11 @@ def test_same_outputs_and_one_single_worker_server_per_executor_jvm(spark: Spark
     parents = sorted(p.ppid() for p in sups)
     assert len(jvms) == 2
     assert parents == sorted(jvms), f"supervisors' parents {parents}, executor JVMs {jvms}"
-    for sup, cmd in sups.items():  # one core per executor: one worker (default workers=0)
+    for sup in sups:  # one core per executor: one worker (default workers=0)
+        workers = workers_of(sup)
+        assert len(workers) == 1, f"server {sup.pid}: workers {workers}"
+        cmd = workers[0].cmdline()  # the server's command line (the supervisor's was replaced)
         assert cmd[cmd.index("--workers") + 1] == "1", cmd
-        assert len(workers_of(sup)) == 1, f"server {sup.pid}: workers {workers_of(sup)}"
 
 
 def test_store_moves_when_its_executor_jvm_is_killed(cluster: Cluster, reference: Run) -> None:

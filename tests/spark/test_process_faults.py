@@ -32,6 +32,7 @@ from tests.spark.harness import (
     ROCKSDB,
     TTLSTATE,
     Run,
+    is_server_command,
     is_worker,
     our_server_processes,
     run_steps,
@@ -145,7 +146,7 @@ def _assert_replaced(before: dict[int, list[str]]) -> None:
     is gone, also when it was killed with -9 and could not remove it itself."""
     after = {p.pid for p, _ in our_server_processes()}
     assert after and not after & set(before), f"server not replaced: before {set(before)}, after {after}"
-    roots = {cmd[cmd.index("--root") + 1] for cmd in before.values() if "ttlstate.server" in cmd}
+    roots = {cmd[cmd.index("--root") + 1] for cmd in before.values() if is_server_command(cmd)}
     assert roots and not [r for r in roots if os.path.exists(r)], roots
 
 

@@ -22,7 +22,16 @@ import psutil
 import pytest
 from pyspark.sql import DataFrame
 
-from tests.spark.harness import TTLSTATE, Run, is_worker, our_server_processes, poll_until, running, session
+from tests.spark.harness import (
+    TTLSTATE,
+    Run,
+    is_server_command,
+    is_worker,
+    our_server_processes,
+    poll_until,
+    running,
+    session,
+)
 from ttlstate.checkpoint import names
 
 pytestmark = pytest.mark.spark
@@ -177,7 +186,7 @@ def test_killed_driver_python_takes_jvm_and_state_server_with_it() -> None:
     for pid in [report["jvm"], *report["servers"]]:
         try:
             p = psutil.Process(pid)
-            if {"java", "ttlstate.server"} & set(p.cmdline()) or "java" in p.name():
+            if "java" in p.cmdline() or is_server_command(p.cmdline()) or "java" in p.name():
                 procs.append(p)  # (not a new process that got a freed pid)
         except psutil.Error:
             pass

@@ -161,7 +161,7 @@ WORKERS = ConfKey("workers", "0", "an integer >= 0 (0 = one per executor core)",
                   "executor's cores (local mode: its threads; otherwise the cores it was launched "
                   "with, else `spark.executor.cores`, else the processors the JVM sees). Each "
                   "worker is a process forked from the server's supervisor, sharing what it loaded "
-                  "(interpreter, native library): about 7 MB of its own when idle, plus up to "
+                  "(interpreter, native library): about 9 MB (PSS) when idle, plus up to "
                   "`memory.maxBytes` of RocksDB.",
                   option="workers")
 WRITE_BATCH_SIZE = ConfKey("writeBatchBytes", "262144", "an integer >= 1024",

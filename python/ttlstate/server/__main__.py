@@ -4,12 +4,14 @@ A supervisor that forks `--workers` worker processes (worker_processes.py; the s
 executor's cores unless `...ttlstate.workers` says otherwise; stores are sharded over the
 workers, so concurrent tasks do not serialize on one interpreter), prints one line
 `READY <pid>@<socket> <pid>@<socket> ...` (each worker's process id and socket) and then
-waits. The sockets live under `--root` with the stores, or under `--socket-dir` when the shim
-found `--root` too deep for a Unix socket path (107 bytes). It exits, and its workers with it
-(their stdin is a pipe from here), when its own stdin reaches EOF because the executor JVM is
-gone, or when any worker dies, so the shim restarts the whole server and stores reload from
-the checkpoint. No orphan processes. A worker that stops answering without exiting is the
-shim's to notice (its watchdog sees the requests waiting), and it then kills the whole server.
+waits, as a bare interpreter running `supervise.py` (it execs itself into one, to drop what it
+loaded for the workers to share). The sockets live under `--root` with the stores, or under
+`--socket-dir` when the shim found `--root` too deep for a Unix socket path (107 bytes). It
+exits, and its workers with it (their stdin is a pipe from it), when its own stdin reaches EOF
+because the executor JVM is gone, or when any worker dies, so the shim restarts the whole
+server and stores reload from the checkpoint. No orphan processes. A worker that stops
+answering without exiting is the shim's to notice (its watchdog sees the requests waiting), and
+it then kills the whole server.
 A start that fails (a worker that does not come up) removes `--root` and `--socket-dir` like a
 normal exit, so no directory is left behind.
 
@@ -23,27 +25,14 @@ import argparse
 import functools
 import logging
 import os
-import shutil
 import sys
-import threading
 import traceback
 from collections.abc import Callable
 
 from ttlstate.config import keys as K
 from ttlstate.engine.select import native_import_error, native_module
-from ttlstate.server import store_log
+from ttlstate.server import store_log, supervise
 from ttlstate.server.worker_processes import Worker, fix_mmap_threshold, fork_worker, freeze_for_fork
-
-
-def _watch_stdin(done: threading.Event) -> None:
-    # The raw fd, not sys.stdin.buffer: this daemon thread may still be reading when main
-    # returns, and a buffered reader's lock held at interpreter shutdown aborts the process
-    # ("Fatal Python error: _enter_buffered_busy", SIGABRT) after a worker died.
-    try:
-        while os.read(sys.stdin.fileno(), 4096):
-            pass
-    finally:
-        done.set()
 
 
 def engine_status() -> str:
@@ -107,7 +96,7 @@ def _stop(workers: list[Worker], dirs: list[str]) -> None:
     for w in workers:
         w.kill()
     for d in dict.fromkeys(dirs):
-        shutil.rmtree(d, ignore_errors=True)  # sockets and local stores: a cache
+        supervise.remove_tree(d)  # sockets and local stores: a cache
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,17 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     print("READY " + " ".join(entries), flush=True)
     if store_log.lifecycle.isEnabledFor(logging.INFO):
         store_log.lifecycle.info(describe_start(workers))
-    done = threading.Event()
-    threading.Thread(target=_watch_stdin, args=(done,), daemon=True).start()
     try:
-        while not done.is_set():
-            if any(w.poll() is not None for w in workers):
-                print("ttlstate server: a worker exited; shutting down so the shim restarts us",
-                      file=sys.stderr)
-                break
-            done.wait(0.2)
-    finally:
-        _stop(workers, dirs)
+        supervise.exec_watch([(w.pid, w.pipes) for w in workers], args.root, socket_dir)
+    except OSError as e:
+        logging.getLogger("ttlstate.server").warning(
+            "ttlstate server: could not exec the supervisor's watch in a bare interpreter (%s); it "
+            "watches from this process, which keeps its imports and the native library loaded", e)
+    supervise.run([w.pid for w in workers], [fd for w in workers for fd in w.pipes], dirs)
     return 0
 
 

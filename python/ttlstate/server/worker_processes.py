@@ -19,12 +19,13 @@ import ctypes.util
 import functools
 import gc
 import os
-import signal
 import sys
 import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from ttlstate.server import supervise
 
 # glibc's malloc serves an allocation of at least this many bytes with its own mapping, which
 # free() hands back to the OS at once. Left alone, glibc raises the threshold to the size of
@@ -86,10 +87,13 @@ class Worker:
     def poll(self) -> int | None:
         """The exit status once it exited (a signal as its negative), else None."""
         if self.exit_code is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid == self.pid:
-                self.exit_code = os.waitstatus_to_exitcode(status)
+            self.exit_code = supervise.exit_code(self.pid)
         return self.exit_code
+
+    @property
+    def pipes(self) -> list[int]:
+        """The supervisor's ends of the pipes to it."""
+        return [self._life, self._ready]
 
     def ready_line(self) -> str:
         """What the worker wrote on its ready pipe, up to the first newline ('' if it exited
@@ -104,17 +108,8 @@ class Worker:
 
     def kill(self) -> None:
         if self.poll() is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            _pid, status = os.waitpid(self.pid, 0)
-            self.exit_code = os.waitstatus_to_exitcode(status)
-        for fd in (self._life, self._ready):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+            self.exit_code = supervise.kill(self.pid)
+        supervise.close_all(self.pipes)
 
 
 def fork_worker(run: Callable[[Callable[[str], None]], None], siblings: list[Worker]) -> Worker:
@@ -136,8 +131,7 @@ def fork_worker(run: Callable[[Callable[[str], None]], None], siblings: list[Wor
         os.close(life_w)
         os.close(ready_r)
         for s in siblings:  # their pipes' ends: a sibling must see EOF when the supervisor goes
-            for fd in (s._life, s._ready):
-                os.close(fd)
+            supervise.close_all(s.pipes)
         os.dup2(life_r, 0)
         os.close(life_r)
         os.dup2(2, 1)
