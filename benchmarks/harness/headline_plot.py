@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-DATE = "2026-11-26"
+DATE = "2026-11-27"
 DEFAULTS = {
-    "hot_set": RESULTS / f"{DATE}-hot-set.json",
-    "cold_uniform": RESULTS / f"{DATE}-cold-uniform.json",
-    "growth": RESULTS / f"{DATE}-growth-5m.json",
+    "hot_set": RESULTS / f"{DATE}-hot-set-pending-index-ab.json",
+    "cold_uniform": RESULTS / f"{DATE}-cold-uniform-pending-index.json",
+    "growth": RESULTS / f"{DATE}-growth-5m-fixed-heap-bare-supervisor.json",
 }
 OUT = Path(__file__).resolve().parents[2] / "docs" / "img" / "headline.png"
 SPARK, TTLSTATE = "Spark RocksDB", "ttlstate (TTL on)"
