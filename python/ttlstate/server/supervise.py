@@ -7,7 +7,7 @@ interpreter (`python -I -S supervise.py ...`, `exec_watch`). Before that it had 
 everything a worker runs and loaded the native library, so that the forked workers share
 them; it then kept all of it, and the pages of those libraries that only it had touched, for
 nothing. Measured idle with two workers: the supervisor's PSS 20 MB before (14 MB of it its
-own), 7 MB after. The process id stays the same, so the shim, which knows the supervisor by
+own), 5 MB after. The process id stays the same, so the shim, which knows the supervisor by
 it, sees no difference; the workers stay its children, and the pipes to them (whose EOF ends
 a worker) pass to the new program by file descriptor.
 """
