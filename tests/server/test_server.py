@@ -352,7 +352,10 @@ def test_workers_are_forked_from_the_supervisor_which_then_drops_what_it_loaded(
     proc, _ = start_server(str(tmp_path / "srv"))
     try:
         supervisor = _watching(proc)
-        assert supervisor.cmdline()[1:3] == ["-I", "-S"] and supervisor.name() != WORKER_NAME
+        cmd = supervisor.cmdline()
+        assert cmd[1:3] == ["-I", "-S"] and supervisor.name() != WORKER_NAME
+        # the server's --root, and no --socket-dir, as on the server's own command line
+        assert cmd[cmd.index("--root") + 1] == str(tmp_path / "srv") and "--socket-dir" not in cmd
         for w in _children(proc):
             assert w.name() == WORKER_NAME and w.cmdline()[1:3] == ["-m", "ttlstate.server"]
             assert [m for m in w.memory_maps() if "ttlstate_native" in m.path]

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     if store_log.lifecycle.isEnabledFor(logging.INFO):
         store_log.lifecycle.info(describe_start(workers))
     try:
-        supervise.exec_watch([(w.pid, w.pipes) for w in workers], args.root, socket_dir)
+        supervise.exec_watch([(w.pid, w.pipes) for w in workers], args.root, args.socket_dir)
     except OSError as e:
         logging.getLogger("ttlstate.server").warning(
             "ttlstate server: could not exec the supervisor's watch in a bare interpreter (%s); it "

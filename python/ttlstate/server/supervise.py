@@ -109,13 +109,16 @@ def run(pids: list[int], fds: list[int], dirs: list[str], stdin_fd: int = 0) -> 
         stop(pids, fds, dirs, exited)
 
 
-def exec_watch(workers: list[tuple[int, list[int]]], root: str, socket_dir: str) -> None:
+def exec_watch(workers: list[tuple[int, list[int]]], root: str, socket_dir: str | None) -> None:
     """Replaces this process by `python -I -S supervise.py`, which runs `run`: `workers` are
-    (pid, this process's pipe ends to it); `root` and `socket_dir` (the server's) are removed at
-    the end. Returns only if the exec failed (raises OSError)."""
+    (pid, this process's pipe ends to it); `root` and `socket_dir` (the server's, the latter only
+    if it has one apart from `root`, as on its own command line) are removed at the end.
+    Returns only if the exec failed (raises OSError)."""
     if not sys.executable:
         raise OSError("sys.executable is not known")
-    args = [sys.executable, "-I", "-S", os.path.abspath(__file__), "--root", root, "--socket-dir", socket_dir]
+    args = [sys.executable, "-I", "-S", os.path.abspath(__file__), "--root", root]
+    if socket_dir is not None:
+        args += ["--socket-dir", socket_dir]
     for pid, fds in workers:
         for fd in fds:
             os.set_inheritable(fd, True)
