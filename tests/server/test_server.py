@@ -366,6 +366,33 @@ def test_workers_are_forked_from_the_supervisor_which_then_drops_what_it_loaded(
         proc.wait()
 
 
+def test_a_supervisor_that_cannot_exec_watches_from_where_it_is(tmp_path) -> None:  # noqa: ANN001
+    """The exec failing (no interpreter path, the module not a file) costs memory, not the
+    server: it says so and watches from the same process, with the same end."""
+    code = ("import os, sys\n"
+            "from ttlstate.server import supervise\n"
+            "def refused(*a):\n    raise PermissionError('exec refused by this test')\n"
+            "supervise.os.execv = refused\n"
+            "from ttlstate.server.__main__ import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    root = tmp_path / "srv"
+    proc = subprocess.Popen([sys.executable, "-c", code, "--root", str(root), "--workers", "2"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("READY ")  # type: ignore[union-attr]
+    children = _children(proc)
+    assert len(children) == 2
+    time.sleep(0.5)
+    assert psutil.Process(proc.pid).cmdline()[1] == "-c"  # still the same program
+    c = Client(str(root / "w0.sock"))
+    assert c.hello() == P.PROTOCOL_VERSION  # serving
+    proc.stdin.close()  # type: ignore[union-attr]
+    assert proc.wait(timeout=10) == 0
+    assert "could not exec the supervisor's watch" in proc.stderr.read()  # type: ignore[union-attr]
+    _gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive
+    assert not root.exists()
+
+
 def test_workers_follow_a_killed_supervisor(tmp_path) -> None:  # noqa: ANN001
     proc, _ = start_server(str(tmp_path / "srv"))
     _watching(proc)

@@ -114,9 +114,10 @@ def exec_watch(workers: list[tuple[int, list[int]]], root: str, socket_dir: str 
     (pid, this process's pipe ends to it); `root` and `socket_dir` (the server's, the latter only
     if it has one apart from `root`, as on its own command line) are removed at the end.
     Returns only if the exec failed (raises OSError)."""
-    if not sys.executable:
-        raise OSError("sys.executable is not known")
-    args = [sys.executable, "-I", "-S", os.path.abspath(__file__), "--root", root]
+    script = os.path.abspath(__file__)
+    if not sys.executable or not os.path.isfile(script):  # e.g. imported from a zip
+        raise OSError(f"no interpreter ({sys.executable!r}) or no file to run ({script})")
+    args = [sys.executable, "-I", "-S", script, "--root", root]
     if socket_dir is not None:
         args += ["--socket-dir", socket_dir]
     for pid, fds in workers:
