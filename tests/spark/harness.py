@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import psutil
+from benchmarks.harness.subproc import SERVER_MARKERS
 from pyspark.sql import DataFrame, SparkSession
 
 import ttlstate
@@ -241,7 +242,7 @@ def is_server_command(cmd: list[str]) -> bool:
     """A state server's command line: `-m ttlstate.server` (workers, and a supervisor until it
     execs its watch), or the supervisor's `ttlstate/server/supervise.py --root ...` after."""
     joined = " ".join(cmd)
-    return "ttlstate.server" in joined or os.path.join("ttlstate", "server", "supervise.py") in joined
+    return any(marker in joined for marker in SERVER_MARKERS)
 
 
 def our_server_processes(root_pid: int | None = None) -> list[tuple[psutil.Process, list[str]]]:

@@ -95,8 +95,7 @@ def _start_workers(root: str, socket_dir: str, n: int, workers: list[Worker]) ->
 def _stop(workers: list[Worker], dirs: list[str]) -> None:
     for w in workers:
         w.kill()
-    for d in dict.fromkeys(dirs):
-        supervise.remove_tree(d)  # sockets and local stores: a cache
+    supervise.remove_dirs(dirs)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -48,23 +48,24 @@ def close_all(fds: list[int]) -> None:
             pass
 
 
-def remove_tree(path: str) -> None:
-    """`shutil.rmtree(path, ignore_errors=True)`, without shutil: the sockets and the local
-    stores (a cache of the checkpoint)."""
-    for top, dirs, files in os.walk(path, topdown=False):
-        for name in files + dirs:
-            full = os.path.join(top, name)
-            try:
-                if os.path.isdir(full) and not os.path.islink(full):
-                    os.rmdir(full)
-                else:
-                    os.unlink(full)
-            except OSError:
-                pass
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass
+def remove_dirs(paths: list[str]) -> None:
+    """`shutil.rmtree(path, ignore_errors=True)` for each path, without shutil: the sockets and
+    the local stores (a cache of the checkpoint). Symbolic links are removed, not followed."""
+    for path in dict.fromkeys(paths):  # --socket-dir may be --root
+        for top, dirs, files in os.walk(path, topdown=False):
+            for name in files + dirs:
+                full = os.path.join(top, name)
+                try:
+                    if os.path.isdir(full) and not os.path.islink(full):
+                        os.rmdir(full)
+                    else:
+                        os.unlink(full)
+                except OSError:
+                    pass
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
 
 
 def _stdin_closed(fd: int, timeout_s: float) -> bool:
@@ -96,8 +97,7 @@ def stop(pids: list[int], fds: list[int], dirs: list[str], reaped: int | None = 
         if pid != reaped:
             kill(pid)
     close_all(fds)
-    for d in dict.fromkeys(dirs):
-        remove_tree(d)
+    remove_dirs(dirs)
 
 
 def run(pids: list[int], fds: list[int], dirs: list[str], stdin_fd: int = 0) -> None:
@@ -135,9 +135,9 @@ def main(argv: list[str]) -> int:
     pids: list[int] = []
     fds: list[int] = []
     dirs: list[str] = []
-    if len(argv) % 2:
-        argv = [*argv, ""]
-    for flag, value in zip(argv[::2], argv[1::2], strict=True):
+    args = iter(argv)
+    for flag in args:
+        value = next(args, "")
         if flag == "--worker":
             pid, *own = (int(x) for x in value.split(","))
             pids.append(pid)
