@@ -3,9 +3,15 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMPS := .stamps
-JAR := python/ttlstate/jars/ttlstate-shim.jar
-TOOLS_JAR := python/ttlstate/jars/ttlstate-tools.jar
-SCALA_SRC := $(shell find jvm-shim/src/main jvm-shim/src/tools -name '*.scala' 2>/dev/null)
+# The Spark line of the dev venv's pyspark (constraints.txt): `make setup` builds its jars only;
+# `make jars` (and the wheel, and the Spark-version tier) build every line's.
+DEV_LINE := $(shell sed -n 's/^pyspark==\([0-9]*\.[0-9]*\).*/\1/p' constraints.txt)
+LINES := $(shell PYTHONPATH=python python3 -m ttlstate.spark.lines | cut -d' ' -f1)
+JAR_DIR := python/ttlstate/jars
+JAR := $(JAR_DIR)/ttlstate-shim-spark$(DEV_LINE).jar
+TOOLS_JAR := $(JAR_DIR)/ttlstate-tools-spark$(DEV_LINE).jar
+ALL_JARS := $(foreach l,$(LINES),$(JAR_DIR)/ttlstate-shim-spark$(l).jar)
+SCALA_SRC := $(shell find jvm-shim/src/main jvm-shim/src/tools jvm-shim/src/spark jvm-shim/src/spark-tools -name '*.scala' 2>/dev/null)
 NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
 # The Python definitions ttlstate.codegen emits for Scala and C++, and the generator itself.
 CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/protocol.py \
@@ -15,7 +21,7 @@ CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/p
 DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib protobuf \
             mkdocs pybind11  # pybind11: only to build commits before the C ABI (benchmarks/harness/baseline.py)
 
-.PHONY: setup run test test-scala test-long test-integration bench bench-quick lint jar native wheel docs docs-gen clean
+.PHONY: setup run test test-scala test-long test-integration test-spark-versions bench bench-quick lint jar jars native wheel docs docs-gen clean
 
 setup: $(STAMPS)/system $(STAMPS)/install $(JAR) $(TOOLS_JAR)
 
@@ -39,10 +45,16 @@ $(STAMPS)/install: $(STAMPS)/deps setup.py pyproject.toml $(NATIVE_SRC) $(CODEGE
 
 native: $(STAMPS)/install
 
-# The executor jar and the tools jar (migrate, test hooks), built together.
+# The executor jar and the tools jar (migrate, test hooks) of the dev venv's Spark line, built
+# together; `jars`: every line's, each compiled with its own pyspark (scripts/spark_venv.sh, cached).
 jar: $(JAR) $(TOOLS_JAR)
-$(JAR) $(TOOLS_JAR) &: $(SCALA_SRC) $(CODEGEN_SRC) scripts/build_shim.sh $(STAMPS)/deps
-	scripts/build_shim.sh $(PY) $(JAR) $(TOOLS_JAR)
+$(JAR) $(TOOLS_JAR) &: $(SCALA_SRC) $(CODEGEN_SRC) python/ttlstate/spark/lines.py scripts/build_shim.sh $(STAMPS)/deps
+	scripts/build_shim.sh $(PY) $(JAR_DIR)
+
+jars: $(ALL_JARS)
+$(JAR_DIR)/ttlstate-shim-spark%.jar $(JAR_DIR)/ttlstate-tools-spark%.jar: $(SCALA_SRC) $(CODEGEN_SRC) \
+    python/ttlstate/spark/lines.py scripts/build_shim.sh scripts/spark_venv.sh
+	scripts/build_shim.sh "$$(scripts/spark_venv.sh $*)/bin/python" $(JAR_DIR)
 
 run: setup
 	$(PY) -m ttlstate.cli.main demo
@@ -55,6 +67,12 @@ test: setup test-scala
 # first use; the compiled tests are reused until a test source or the shim jar changes).
 test-scala: $(JAR)
 	scripts/scala_test.sh $(PY) $(JAR)
+
+# Every Spark line (python/ttlstate/spark/lines.py): its jars, its Scala unit tests, and the
+# differential cases against that Spark's own RocksDB provider, each in its own cached venv
+# (tests/spark_versions, scripts/spark_versions.sh).
+test-spark-versions: setup
+	scripts/spark_versions.sh
 
 # Kafka in, Kafka out, checkpoints on HDFS (docs/deployment-hdfs-kafka.md): a real broker and a
 # MiniDFSCluster in their own JVMs, fetched with Maven from integration/pom.xml on first use
@@ -97,10 +115,7 @@ $(STAMPS)/build-venv: constraints.txt
 	$(BUILD_PY) -m pip install -q --disable-pip-version-check -c constraints.txt $(BUILD_PKGS)
 	@touch $@
 
-wheel: $(STAMPS)/system $(STAMPS)/build-venv
-	@if [ ! -f $(JAR) ] || [ ! -f $(TOOLS_JAR) ] || \
-	  [ -n "$$(find jvm-shim/src scripts/build_shim.sh $(CODEGEN_SRC) -newer $(JAR) -type f)" ]; then \
-	  scripts/build_shim.sh $(BUILD_PY) $(JAR) $(TOOLS_JAR); fi
+wheel: $(STAMPS)/system $(STAMPS)/build-venv jars
 	rm -f $(WHEEL_DIR)/ttlstate-*.whl
 	scripts/build_wheel.sh $(BUILD_PY) $(WHEEL_DIR)
 
@@ -117,4 +132,4 @@ lint: $(STAMPS)/deps
 
 clean:
 	rm -rf $(STAMPS) build dist site python/ttlstate/_native*.so python/ttlstate/libttlstate_native.so \
-	  $(JAR) $(TOOLS_JAR) jvm-shim/target
+	  $(JAR_DIR)/*.jar jvm-shim/target

@@ -16,7 +16,9 @@ PY=${1:?usage: build_wheel.sh BUILD_PYTHON OUT_DIR}
 OUT=${2:?usage: build_wheel.sh BUILD_PYTHON OUT_DIR}
 PLATFORM=manylinux_2_28_x86_64
 cd "$(dirname "$0")/.."
-test -f python/ttlstate/jars/ttlstate-shim.jar || { echo "build_wheel: build the shim jar first" >&2; exit 1; }
+for jar in $(PYTHONPATH=python python3 -c "from ttlstate.spark.lines import LINES; print(*(l.jar for l in LINES.values()))"); do
+  test -f "python/ttlstate/jars/$jar" || { echo "build_wheel: build every line's shim jar first (make jars): $jar is missing" >&2; exit 1; }
+done
 
 prefix=$(scripts/build_static_deps.sh "$PY")
 zig=$("$PY" -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')

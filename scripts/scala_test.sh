@@ -4,15 +4,17 @@
 # into a cache folder named after a hash of that pom (once; stamped when complete), compiled with
 # pyspark's scalac against the shim jar (again only when a test source or the jar changed), run
 # with ScalaTest's runner. Exits non-zero if a test fails; the last line says how many passed.
+# ScalaTest is the build for the Scala version of PYTHON's pyspark (2.12 for Spark 3.5, else 2.13).
 # Usage: scripts/scala_test.sh PYTHON SHIM_JAR
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${1:-.venv/bin/python}
-SHIM=${2:-python/ttlstate/jars/ttlstate-shim.jar}
+PY=${1:?usage: scala_test.sh PYTHON SHIM_JAR}
+SHIM=${2:?usage: scala_test.sh PYTHON SHIM_JAR}
 JARS=$("$PY" -c "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))")
+scala=$(basename "$(ls "$JARS"/scala-library-*.jar)" | sed -E 's/scala-library-([0-9]+\.[0-9]+)\..*/\1/')
 
 parent=${TTLSTATE_SCALA_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ttlstate-scala-test}
-deps="$parent/$(sha256sum jvm-shim/test-deps/pom.xml | cut -c1-12)"
+deps="$parent/$scala-$(sha256sum jvm-shim/test-deps/pom.xml | cut -c1-12)"
 if [[ ! -f "$deps/.complete" ]]; then
   scripts/ensure_maven.sh
   tmp="$deps.tmp.$$"
@@ -20,13 +22,13 @@ if [[ ! -f "$deps/.complete" ]]; then
   trap 'rm -rf "$tmp"' EXIT
   echo "scala_test: fetching ScalaTest" >&2
   mvn -q -B -Dstyle.color=never -f jvm-shim/test-deps/pom.xml dependency:copy-dependencies \
-    -DoutputDirectory="$tmp" >&2
+    -Dscala.binary="$scala" -DoutputDirectory="$tmp" >&2
   rm -rf "$deps"
   mv "$tmp" "$deps"
   touch "$deps/.complete"
 fi
 
-classes=jvm-shim/target/test-classes
+classes=jvm-shim/target/test-classes-$(basename "$SHIM" .jar)
 mapfile -t srcs < <(find jvm-shim/src/test/scala -name '*.scala' | sort)
 inputs=$(cat "${srcs[@]}" "$SHIM" "$deps"/*.jar | sha256sum | cut -c1-16)
 if [[ "$(cat "$classes/.inputs" 2>/dev/null)" != "$inputs" ]]; then

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CACHE = os.environ.get("TTLSTATE_BENCH_CACHE",
                        os.path.join(os.path.expanduser("~"), ".cache", "ttlstate-bench"))
-JAR = os.path.join("python", "ttlstate", "jars", "ttlstate-shim.jar")
+JARS = os.path.join("python", "ttlstate", "jars")
 STAMP = ".ttlstate-bench-built"
 
 
@@ -97,15 +97,32 @@ def _run_logged(cmd: list[str], cwd: str, log: str) -> None:
         raise RuntimeError(f"{' '.join(cmd)} failed in {cwd} (exit {rc}); log {log}:\n{tail}")
 
 
+def _per_line(tree: str) -> bool:
+    """Whether tree builds one shim jar per Spark line (build_shim.sh PYTHON OUT_DIR) rather than
+    one jar (build_shim.sh PYTHON OUT_JAR, before the Spark lines)."""
+    return os.path.isdir(os.path.join(tree, "jvm-shim", "src", "spark"))
+
+
+def _jar(tree: str, python: str) -> str:
+    """The shim jar tree's build makes for the pyspark of python."""
+    if not _per_line(tree):
+        return os.path.join(tree, JARS, "ttlstate-shim.jar")
+    version = subprocess.run([python, "-c", "import pyspark; print(pyspark.__version__)"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    minor = ".".join(version.split(".")[:2])
+    return os.path.join(tree, JARS, f"ttlstate-shim-spark{minor}.jar")
+
+
 def _built(tree: str) -> str | None:
     """The Python a complete earlier build of tree was made with, or None."""
     stamp = os.path.join(tree, STAMP)
     # the pybind11 extension of older trees (_native*.so) or the C ABI library (libttlstate_native.so)
     natives = glob.glob(os.path.join(tree, "python", "ttlstate", "*native*.so"))
-    if not (os.path.exists(stamp) and natives and os.path.exists(os.path.join(tree, JAR))):
+    if not (os.path.exists(stamp) and natives):
         return None
     with open(stamp) as f:
-        return f.read()
+        python = f.read()
+    return python if os.path.exists(_jar(tree, python)) else None
 
 
 def _build(tree: str, python: str) -> None:
@@ -116,7 +133,8 @@ def _build(tree: str, python: str) -> None:
     print(f"baseline: building {tree} (log {log})", flush=True)
     if os.path.exists(os.path.join(tree, "setup.py")):
         _run_logged([python, "setup.py", "-q", "build_ext", "--inplace"], tree, log)
-    _run_logged(["bash", "scripts/build_shim.sh", python, os.path.join(tree, JAR)], tree, log)
+    out = os.path.join(tree, JARS) if _per_line(tree) else _jar(tree, python)
+    _run_logged(["bash", "scripts/build_shim.sh", python, out], tree, log)
     with open(os.path.join(tree, STAMP), "w") as f:
         f.write(python)
 

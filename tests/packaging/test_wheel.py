@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from tests.packaging.support import ROOT, Built, run
+from ttlstate.spark.lines import LINES
 
 pytestmark = [pytest.mark.integration, pytest.mark.wheel]  # not in `make test`
 
@@ -68,8 +69,9 @@ def test_wheel_is_tagged_for_every_python_3_and_manylinux_2_28(built: Built) -> 
     assert f"Tag: {TAG}" in wheel_meta.splitlines()
     assert "Root-Is-Purelib: false" in wheel_meta
     assert LIBRARY in names
-    assert "ttlstate/jars/ttlstate-shim.jar" in names
-    assert "ttlstate/jars/ttlstate-tools.jar" in names
+    for line in LINES.values():  # one shim and one tools jar per Spark line
+        assert f"ttlstate/jars/{line.jar}" in names
+        assert f"ttlstate/jars/{line.tools_jar}" in names
     assert not [n for n in names if re.search(r"cpython-\d+|\.abi3\.so$", n)], names
     assert "Requires-Python: >=3.11" in metadata
     assert "License-Expression: Apache-2.0" in metadata

@@ -133,10 +133,25 @@ def test_bad_values_and_unknown_options_are_refused_before_any_query() -> None:
         C.configure(FakeBuilder(), tll="30m")
 
 
-def test_other_pyspark_versions_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pyspark, "__version__", "4.2.1")
-    with pytest.raises(C.UnsupportedEnvironment, match=r"Spark 4\.3\.x.*4\.2\.1"):
+@pytest.mark.parametrize("version", ["3.4.4", "4.4.0", "2.4.8"])
+def test_spark_versions_without_a_shim_are_refused_naming_the_supported(monkeypatch: pytest.MonkeyPatch,
+                                                                        version: str) -> None:
+    monkeypatch.setattr(pyspark, "__version__", version)
+    supported = r"3\.5, 4\.0, 4\.1, 4\.2, 4\.3"
+    with pytest.raises(C.UnsupportedEnvironment, match=rf"no shim for Spark {version}.*{supported}"):
         C.configure(FakeBuilder())
+
+
+def test_the_jar_is_the_running_sparks_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """configure() puts the jar of the installed pyspark's line on spark.jars; another line's jar
+    is named for that line (the wheel carries every line's; a dev checkout builds its own)."""
+    minor = ".".join(pyspark.__version__.split(".")[:2])
+    assert C.configure(FakeBuilder())._options["spark.jars"].endswith(f"/ttlstate-shim-spark{minor}.jar")
+    other = "4.0" if minor != "4.0" else "4.1"
+    try:
+        assert C.jar_path(other).endswith(f"/ttlstate-shim-spark{other}.jar")
+    except FileNotFoundError as e:  # a checkout that built only its own line's jar
+        assert f"ttlstate-shim-spark{other}.jar" in str(e) and "make jars" in str(e)
 
 
 def test_old_python_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

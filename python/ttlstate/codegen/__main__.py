@@ -1,5 +1,6 @@
-"""`python -m ttlstate.codegen scala|cpp OUT_DIR`: writes the generated files under OUT_DIR,
-leaving a file untouched when its content is unchanged (so builds that depend on it stay fresh)."""
+"""`python -m ttlstate.codegen scala|cpp OUT_DIR [SPARK_MINOR]`: writes the generated files under
+OUT_DIR, leaving a file untouched when its content is unchanged (so builds that depend on it stay
+fresh). With SPARK_MINOR (scala only), also the Spark line the shim jar is compiled for."""
 
 from __future__ import annotations
 
@@ -12,12 +13,17 @@ from ttlstate.codegen import cpp, scala
 TARGETS: dict[str, dict[str, Callable[[], str]]] = {"scala": scala.FILES, "cpp": cpp.FILES}
 
 
-def write(target: str, out_dir: str) -> list[str]:
+def write(target: str, out_dir: str, spark_minor: str | None = None) -> list[str]:
     """Writes `target`'s files under `out_dir`; returns their paths."""
     if target not in TARGETS:
         raise ValueError(f"unknown codegen target {target!r}: allowed {', '.join(TARGETS)}")
+    files = dict(TARGETS[target])
+    if spark_minor is not None:
+        if target != "scala":
+            raise ValueError("SPARK_MINOR is for the scala target only")
+        files["ttlstate/spark/BuiltFor.scala"] = lambda: scala.built_for(spark_minor)
     paths = []
-    for rel, emit in TARGETS[target].items():
+    for rel, emit in files.items():
         path = os.path.join(out_dir, rel)
         text = emit()
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -34,10 +40,10 @@ def write(target: str, out_dir: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m ttlstate.codegen scala|cpp OUT_DIR", file=sys.stderr)
+    if len(argv) not in (2, 3):
+        print("usage: python -m ttlstate.codegen scala|cpp OUT_DIR [SPARK_MINOR]", file=sys.stderr)
         return 2
-    for path in write(argv[0], argv[1]):
+    for path in write(argv[0], argv[1], argv[2] if len(argv) == 3 else None):
         print(path)
     return 0
 

@@ -28,8 +28,8 @@ from typing import Any
 from ttlstate.config import keys as K
 from ttlstate.config.parse import format_duration_ms
 from ttlstate.config.store_config import store_config_from_confs
+from ttlstate.spark.lines import SparkLine, UnsupportedSpark, line_for
 
-SUPPORTED_PYSPARK = "4.3"
 EXTENSIONS_KEY = "spark.sql.extensions"
 EXTENSIONS_CLASS = "ttlstate.spark.TtlStateExtensions"
 PLUGINS_KEY = "spark.plugins"
@@ -46,37 +46,73 @@ class UnsupportedEnvironment(RuntimeError):
     pass
 
 
+__all__ = ["UnsupportedSpark", "configure", "jar_path", "settings", "tools_jar_path"]
+
+
 class ShimNotLoadable(RuntimeError):
     """The driver JVM is running and cannot load the shim: spark.jars set now would not reach it."""
 
 
-def jar_path() -> str:
-    """The shim jar inside the installed package (what Spark's driver and executors load)."""
-    return _packaged_jar("ttlstate-shim.jar")
+def spark_version() -> str:
+    """The Spark the jars are picked for: the running driver JVM's if there is one (its
+    SPARK_VERSION), else the installed pyspark's, else $SPARK_HOME's (a cluster node with its own
+    Spark and no pyspark)."""
+    jvm = _running_jvm_if_any()
+    if jvm is not None:
+        return str(getattr(getattr(jvm.org.apache.spark, "package$"), "MODULE$").SPARK_VERSION())
+    try:
+        import pyspark
+
+        return str(pyspark.__version__)
+    except ImportError:
+        pass
+    home = os.environ.get("SPARK_HOME")
+    if home:
+        import glob
+        import re
+
+        for path in sorted(glob.glob(os.path.join(home, "jars", "spark-core_*.jar"))):
+            match = re.search(r"spark-core_[\d.]+-(\d+\.\d+\.\d+)", os.path.basename(path))
+            if match:
+                return match.group(1)
+    raise UnsupportedSpark("ttlstate cannot tell which Spark to pick the shim jar for: no pyspark is "
+                           "installed and SPARK_HOME is not set; name it, e.g. `ttlstate jar --spark 4.2`")
 
 
-def tools_jar_path() -> str:
+def spark_line(spark: str | None = None) -> SparkLine:
+    """The Spark line of `spark` (a version such as "4.2" or "4.2.1"), by default `spark_version()`'s."""
+    return line_for(spark or spark_version())
+
+
+def jar_path(spark: str | None = None) -> str:
+    """The shim jar inside the installed package for Spark `spark` (default: the running or
+    installed Spark, `spark_version()`): what Spark's driver and executors load. One per Spark
+    line; the wheel carries them all."""
+    return _packaged_jar(spark_line(spark).jar)
+
+
+def tools_jar_path(spark: str | None = None) -> str:
     """The tools jar next to it: `ttlstate migrate` and the tests' command-line hooks, compiled
     against the shim and kept out of the executors' classpath."""
-    return _packaged_jar("ttlstate-tools.jar")
+    return _packaged_jar(spark_line(spark).tools_jar)
 
 
 def _packaged_jar(name: str) -> str:
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jars", name)
     if not os.path.exists(path):
-        raise FileNotFoundError(f"ttlstate jar {name} not found at {path}: run `make setup` (or "
-                                "`make jar`) in the ttlstate source tree")
+        raise FileNotFoundError(f"ttlstate jar {name} not found at {path}: the wheel carries every Spark "
+                                "line's jars; in a source checkout run `make jar` (the dev venv's Spark) "
+                                "or `make jars` (every line)")
     return path
 
 
 def check_environment() -> None:
-    import pyspark
-
-    if not pyspark.__version__.startswith(SUPPORTED_PYSPARK + "."):
-        raise UnsupportedEnvironment(
-            f"ttlstate is built against Spark {SUPPORTED_PYSPARK}.x (its state store API changes "
-            f"between minor releases); this is pyspark {pyspark.__version__}. Install "
-            f"pyspark=={SUPPORTED_PYSPARK}.*.")
+    """Fails at once, naming the supported Spark lines, on a Spark no shim jar serves, and on a
+    Python older than the package's floor."""
+    try:
+        spark_line()
+    except UnsupportedSpark as e:
+        raise UnsupportedEnvironment(str(e)) from None
     if sys.version_info < MIN_PYTHON:
         raise UnsupportedEnvironment(
             f"ttlstate needs Python >= {'.'.join(map(str, MIN_PYTHON))}; this is {sys.version.split()[0]}")
@@ -203,6 +239,15 @@ def configure(builder: Any, **options: Any) -> Any:
     for key, value in confs.items():
         builder = builder.config(key, value)
     return builder
+
+
+def _running_jvm_if_any() -> Any:
+    """The driver JVM's py4j view if one runs in (or for) this process, without connecting to one."""
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        return None
+    return SparkContext._jvm
 
 
 def _running_jvm() -> Any:

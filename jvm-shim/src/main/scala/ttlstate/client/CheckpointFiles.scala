@@ -5,13 +5,13 @@ import java.nio.file.{Files, StandardCopyOption}
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
+import ttlstate.spark.SparkLine
 
 /** Moves one store's files between the state server's local staging dir and the checkpoint
  *  location, through Spark's CheckpointFileManager (so HDFS, S3A, ABFS and GCS work as for
  *  Spark's own providers). Publishing is atomic: temp file + rename, overwriting. */
 final class CheckpointFiles(dir: Path, hadoopConf: Configuration) {
-  private lazy val fm = CheckpointFileManager.create(dir, hadoopConf)
+  private lazy val fm: SparkLine.FileManager = SparkLine.fileManager(dir, hadoopConf)
 
   def list(): Seq[String] = {
     if (!fm.exists(dir)) Seq.empty

@@ -11,13 +11,13 @@ final class PayloadWriter(initial: Int = 256) {
   private var buf = ByteBuffer.allocate(initial)
 
   private def ensure(n: Int): Unit = if (buf.remaining < n) {
-    val bigger = ByteBuffer.allocate(math.max(buf.capacity * 2, buf.position + n))
+    val bigger = ByteBuffer.allocate(math.max(buf.capacity * 2, buf.position() + n))
     buf.flip()
     bigger.put(buf)
     buf = bigger
   }
 
-  def size: Int = buf.position
+  def size: Int = buf.position()
   def reset(): PayloadWriter = { buf.clear(); this }
   def u8(v: Int): PayloadWriter = { ensure(1); buf.put(v.toByte); this }
   def u16(v: Int): PayloadWriter = { ensure(2); buf.putShort(v.toShort); this }
@@ -34,18 +34,18 @@ final class PayloadWriter(initial: Int = 256) {
   def bytes(base: AnyRef, offset: Long, length: Int): PayloadWriter = {
     ensure(4 + length)
     buf.putInt(length)
-    Platform.copyMemory(base, offset, buf.array, Platform.BYTE_ARRAY_OFFSET.toLong + buf.arrayOffset + buf.position,
+    Platform.copyMemory(base, offset, buf.array, Platform.BYTE_ARRAY_OFFSET.toLong + buf.arrayOffset + buf.position(),
       length.toLong)
-    buf.position(buf.position + length)
+    buf.position(buf.position() + length)
     this
   }
 
   /** Writes these bytes as they are (part of a frame whose head was written before). */
-  def writeTo(out: java.io.OutputStream): Unit = out.write(buf.array, 0, buf.position)
+  def writeTo(out: java.io.OutputStream): Unit = out.write(buf.array, 0, buf.position())
 
   /** The whole frame (u32 length, u8 code, payload) in a fresh array. */
   def frame(code: Int): Array[Byte] = {
-    val n = buf.position
+    val n = buf.position()
     val out = ByteBuffer.allocate(5 + n)
     out.putInt(n + 1).put(code.toByte).put(buf.array, 0, n)
     out.array

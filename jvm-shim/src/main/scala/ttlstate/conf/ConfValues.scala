@@ -10,7 +10,7 @@ object ConfValues {
   /** A size in Spark's binary units ("64m", "1g", bytes). */
   def sizeBytes(value: String): Option[Long] = value.trim.toLowerCase match {
     case Number(n, unit) if ConfKeys.UNIT_BYTES.contains(unit) =>
-      scala.util.Try(math.multiplyExact(n.toLong, ConfKeys.UNIT_BYTES(unit))).toOption
+      scala.util.Try(java.lang.Math.multiplyExact(n.toLong, ConfKeys.UNIT_BYTES(unit))).toOption
     case _ => None
   }
 

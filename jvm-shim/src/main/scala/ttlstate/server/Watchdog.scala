@@ -129,7 +129,7 @@ private[ttlstate] final class Watchdog(server: RunningServer) extends Runnable {
 private[ttlstate] object Watchdog {
   /** A quarter of the shortest deadline, within [50 ms, 1 s]. */
   def tickNanos(timeouts: Seq[Long]): Long =
-    math.min(1000000000L, math.max(50000000L, timeouts.minOption.getOrElse(Long.MaxValue) / 4))
+    math.min(1000000000L, math.max(50000000L, (if (timeouts.isEmpty) Long.MaxValue else timeouts.min) / 4))
 
   def millis(nanos: Long): String = {
     val ms = nanos / 1000000L

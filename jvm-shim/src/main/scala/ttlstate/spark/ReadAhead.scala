@@ -12,11 +12,10 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, Predica
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarRule, SparkPlan, UnaryExecNode}
-import org.apache.spark.sql.execution.datasources.v2.RealTimeStreamScanExec
-import org.apache.spark.sql.execution.streaming.operators.stateful.{StateStoreRestoreExec, StreamingDeduplicateExec}
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import ttlstate.conf.ConfKeys
 import ttlstate.metadata.SparkMetadata
+import ttlstate.store.StoreVersion
 
 /** Read-ahead of state for Spark's row-by-row reads.
  *
@@ -25,16 +24,16 @@ import ttlstate.metadata.SparkMetadata
  *  synchronous round trip to the state server: on large, cold state most of a task's time. A
  *  `ReadAheadExec` under those operators takes `readAhead.chunkRows` input rows at a time,
  *  computes their state keys as the operator will, and has the task's store fetch the state of
- *  the keys it cannot answer in one round trip (`TtlStateStore.readAhead`), remembered as `get`
+ *  the keys it cannot answer in one round trip (`StoreVersion.readAhead`), remembered as `get`
  *  would remember it; the rows then flow on unchanged and their `get`s are answered in the JVM
  *  (Flink 2's batched asynchronous state access, done synchronously a chunk at a time). */
 object ReadAhead {
   // The store each running task opened, per stateful operator: how the read-ahead, which runs in
   // the operator's task below it, finds the store the operator reads.
-  private val open = new ConcurrentHashMap[(Long, Long), TtlStateStore]()
+  private val open = new ConcurrentHashMap[(Long, Long), StoreVersion]()
 
   /** Called when a store is opened: registers it for its task until the task ends. */
-  def opened(store: TtlStateStore): Unit = {
+  def opened(store: StoreVersion): Unit = {
     val task = TaskContext.get()
     if (task != null && store.id.storeName == StateStoreId.DEFAULT_STORE_NAME) {
       val key = (task.taskAttemptId(), store.id.operatorId)
@@ -43,7 +42,7 @@ object ReadAhead {
   }
 
   /** The open ttlstate store of `operatorId` in the calling task, if any. */
-  def storeFor(operatorId: Long): Option[TtlStateStore] =
+  def storeFor(operatorId: Long): Option[StoreVersion] =
     Option(TaskContext.get()).flatMap(t => Option(open.get((t.taskAttemptId(), operatorId)))).filter(_.isOpen)
 
   /** The session's `readAhead.chunkRows`; the state server refuses a bad value at OPEN. */
@@ -134,23 +133,23 @@ private final class ReadAheadRows(rows: Iterator[InternalRow], key: UnsafeProjec
 }
 
 /** Puts a `ReadAheadExec` under every deduplication and aggregation restore of a streaming query
- *  on ttlstate, once its state info is set (Spark's streaming planning runs this after its own
- *  `state` rule). Installed by `TtlStateExtensions` as a columnar rule: the one physical-plan
- *  hook of an extension that the batches of a streaming query run through. Not in Real-time
- *  Mode (a plan that reads a `RealTimeStreamScanExec`): there rows must flow on as they arrive,
- *  not a chunk at a time, and Spark refuses operators outside its allowlist. */
+ *  on ttlstate (`SparkLine.readAheadTarget`: where the Spark line keeps those operators), once
+ *  its state info is set (Spark's streaming planning runs this after its own `state` rule).
+ *  Installed by `TtlStateExtensions` as a columnar rule: the one physical-plan hook of an
+ *  extension that the batches of a streaming query run through. Not in Real-time Mode: there
+ *  rows must flow on as they arrive, not a chunk at a time, and Spark refuses operators outside
+ *  its allowlist. */
 final case class ReadAheadRule(session: SparkSession) extends ColumnarRule {
   override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
     override def apply(plan: SparkPlan): SparkPlan = {
       lazy val chunk = ReadAhead.chunkRows(session)
       if (session.conf.get(SparkMetadata.ProviderKey, "") != StartChecks.ProviderClass || chunk <= 0 ||
-          plan.exists(_.isInstanceOf[RealTimeStreamScanExec])) plan
+          SparkLine.realTime(plan)) plan
       else plan.transformUp {
-        case d: StreamingDeduplicateExec if d.stateInfo.isDefined && !d.child.isInstanceOf[ReadAheadExec] =>
-          d.withNewChildren(Seq(ReadAheadExec(d.keyExpressions, d.watermarkExpressionForLateEvents,
-            d.stateInfo.get.operatorId, chunk, d.child)))
-        case r: StateStoreRestoreExec if r.stateInfo.isDefined && !r.child.isInstanceOf[ReadAheadExec] =>
-          r.withNewChildren(Seq(ReadAheadExec(r.keyExpressions, None, r.stateInfo.get.operatorId, chunk, r.child)))
+        case op if !op.children.headOption.exists(_.isInstanceOf[ReadAheadExec]) && op.children.size == 1 &&
+            SparkLine.readAheadTarget(op).isDefined =>
+          val (keys, skip, operatorId) = SparkLine.readAheadTarget(op).get
+          op.withNewChildren(Seq(ReadAheadExec(keys, skip, operatorId, chunk, op.children.head)))
       }
     }
   }

@@ -25,6 +25,7 @@ import ttlstate.metadata.SparkMetadata
  *  listener throws). The extension also plans the read-ahead of state (`ReadAheadRule`). */
 class TtlStateExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
+    SparkVersion.check() // at session start, before any query: the wrong jar is named at once
     extensions.injectCheckRule(session => (plan: LogicalPlan) => plan match {
       case w: WriteToStream => StartChecks.onStart(session, w.resolvedCheckpointLocation, Some(w.inputQuery))
       case _ =>

@@ -24,6 +24,7 @@ class StateServerPlugin extends SparkPlugin {
 
   override def executorPlugin(): ExecutorPlugin = new ExecutorPlugin {
     override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
+      SparkVersion.check()
       val conf = ctx.conf()
       if (conf.get(SparkMetadata.ProviderKey, "") == StartChecks.ProviderClass) {
         val confs = conf.getAllWithPrefix(ConfKeys.PREFIX).map { case (k, v) => (ConfKeys.PREFIX + k) -> v }.toMap

@@ -1,9 +1,8 @@
-package ttlstate.spark
+package ttlstate.store
 
 import java.nio.ByteBuffer
 
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec}
 import org.apache.spark.sql.types.StructType
 
 /** How a key row becomes the bytes the state server stores.
@@ -21,12 +20,10 @@ sealed trait KeyCodec {
 }
 
 object KeyCodec {
-  def apply(spec: KeyStateEncoderSpec, keySchema: StructType): KeyCodec = spec match {
-    case _: NoPrefixKeyStateEncoderSpec => new Plain(keySchema.length)
-    case p: PrefixKeyScanStateEncoderSpec => new Prefixed(keySchema, p.numColsPrefixKey)
-    case other => throw new UnsupportedOperationException(
-      s"ttlstate supports NoPrefix and PrefixKeyScan key encoders, not ${other.getClass.getSimpleName}")
-  }
+  /** `numColsPrefixKey` 0: no prefix scans (Spark's NoPrefix key encoder); n > 0: prefix scans on
+   *  the key's first n columns (PrefixKeyScan, Spark 3.5's `numColsPrefixKey`). */
+  def apply(numColsPrefixKey: Int, keySchema: StructType): KeyCodec =
+    if (numColsPrefixKey > 0) new Prefixed(keySchema, numColsPrefixKey) else new Plain(keySchema.length)
 
   private[ttlstate] def rowBytes(row: UnsafeRow): Array[Byte] = row.getBytes
 

@@ -1,0 +1,267 @@
+package ttlstate.store
+
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.state.{StateStoreId, StateStoreMetrics, UnsafeRowPair}
+import ttlstate.cache.{KeyBytes, StoreKey}
+import ttlstate.client.{PayloadReader, Protocol}
+import ttlstate.spark.{MetricNames, Metrics}
+
+/** One version of one store for one task, backed by the state server: what every Spark line's
+ *  `TtlStateStore` does, in Spark-neutral terms.
+ *
+ *  Writes go through the channel's pipelined queue; reads are answered by `reads` (the task
+ *  record, the cross-batch cache, the key filter) or by a round trip; iterations stream chunks
+ *  (`Scans`). It holds one connection from load until commit, abort or release. The same object
+ *  serves as read store and, after `upgrade()`, as write store (Spark keeps reading through the
+ *  read handle after upgrading). */
+final class StoreVersion private[store] (core: ProviderCore, channel: StoreChannel, val version: Long,
+    private var readOnly: Boolean, val loaded: LoadedVersion, rules: TtlRules, hint: TaskHint) {
+  private val codec = core.spec.codec
+  private val numValueFields = core.spec.valueSchema.length
+  // The time TTL uses: the batch time the server loaded the version at and, in Real-time Mode with
+  // `realTime.clockInterval`, the wall clock it advances to while the long batch runs.
+  private val clock = new VersionClock(loaded.now)
+  private[store] val reads = new CachedReads(version, rules, clock, hint, (kind, k, v) => queueWrite(kind, k, v))
+  reads.readOnly = readOnly
+  private val scans = new Scans(channel, () => isOpen)
+  private val key = new KeyBytes // the key of the call in progress: see keyOf
+  private var state = "open"
+  private var committedVersion = -1L
+  private var lastMetrics: StateStoreMetrics = _
+  private var committedIds: (Option[String], Option[String]) = (None, None)
+  // Loading this version: the LOAD call (a restore when the server rebuilt its local DB) and
+  // filling the key filter.
+  private[store] var loadNanos = 0L
+  // The first access ticks at once: while a Real-time batch runs, its offset log entry is not
+  // written yet, so the version was loaded at the previous batch's timestamp (BatchTime).
+  private var nextTickNanos: Long = if (core.clockIntervalMs > 0) System.nanoTime() else Long.MaxValue
+
+  def id: StateStoreId = core.id
+  def isOpen: Boolean = state == "open"
+  def isReadOnly: Boolean = readOnly
+  def hasCommitted: Boolean = state == "committed"
+
+  private def requireOpen(): Unit = if (state != "open") throw new IllegalStateException(s"${core.label} version $version is $state")
+
+  private def requireWritable(): Unit = {
+    requireOpen()
+    if (readOnly) throw new IllegalStateException(s"${core.label} version $version is read-only")
+  }
+
+  private def call(what: String, code: Int, w: ttlstate.client.PayloadWriter): PayloadReader = channel.call(what, w.frame(code))
+
+  /** Real-time Mode: at most every `realTime.clockInterval`, before an access, moves the server's
+   *  now for this version forward to this executor's wall clock (never back, never below the
+   *  batch time). Off (the default): now is the batch time throughout. */
+  private def advanceClock(): Unit = if (System.nanoTime() - nextTickNanos >= 0) {
+    nextTickNanos = System.nanoTime() + core.clockIntervalMs * 1000000L
+    val wall = System.currentTimeMillis()
+    if (wall > clock.now) {
+      val r = call("set time", Protocol.OP_SET_TIME, channel.request().i64(wall))
+      clock.now = math.max(clock.now, r.i64())
+    }
+  }
+
+  /** The encoded key of `row`, in `key`: a plain key where it is, in Spark's row (nothing is
+   *  copied: lookups read it there, and what keeps it copies it), a prefixed one encoded. */
+  private def keyOf(row: UnsafeRow): KeyBytes =
+    if (codec.plain) key.set(row.getBaseObject, row.getBaseOffset, row.getSizeInBytes)
+    else key.set(codec.encode(row))
+
+  private def valueRow(bytes: Array[Byte]): UnsafeRow =
+    if (bytes == null) null
+    else { val row = new UnsafeRow(numValueFields); row.pointTo(bytes, bytes.length); row }
+
+  def upgrade(): StoreVersion = {
+    requireOpen()
+    reads.upgrade()
+    if (readOnly) {
+      call("upgrade", Protocol.OP_UPGRADE, channel.request())
+      readOnly = false
+      if (reads.keyFilter == null) {
+        val started = System.nanoTime()
+        core.attachKeyFilter(this)
+        loadNanos += System.nanoTime() - started
+      }
+    }
+    this
+  }
+
+  // -- reads ------------------------------------------------------------------------------
+
+  def get(row: UnsafeRow): UnsafeRow = {
+    requireOpen()
+    advanceClock()
+    val k = keyOf(row)
+    var value = reads.read(k)
+    if (value eq CachedReads.Ask) {
+      val r = call("get", Protocol.OP_GET, channel.request().bytes(k.baseObject, k.baseOffset, k.length))
+      value = r.bytesOrNull()
+      reads.learned(k, value, r.i64())
+    }
+    reads.counted(value != null)
+    valueRow(value)
+  }
+
+  /** Reads ahead for `get`s to come (`ReadAhead`): of `keys`, those a `get` would have to ask the
+   *  server for are fetched in one round trip and remembered as that `get` would remember them.
+   *  Returns how many keys it fetched; -1, and nothing is fetched, when reads are not cacheable
+   *  (every `get` must reach the server then) or once the task's record refused an entry. */
+  def readAhead(keys: Iterator[UnsafeRow]): Int = if (state != "open" || !reads.aheadAllowed) -1 else {
+    advanceClock()
+    val wanted = new java.util.LinkedHashSet[StoreKey]() // distinct, in input order (copies)
+    keys.foreach { row =>
+      val k = keyOf(row)
+      if (reads.wantedAhead(k)) wanted.add(StoreKey.of(k))
+    }
+    if (!wanted.isEmpty) {
+      val w = channel.request().u32(wanted.size)
+      wanted.forEach(k => w.bytes(k.bytes))
+      val r = call("read ahead", Protocol.OP_GET_ENTRIES, w)
+      val it = wanted.iterator()
+      (0 until r.u32()).foreach { _ =>
+        val k = key.set(it.next().bytes)
+        val value = r.bytesOrNull()
+        reads.fetchedAhead(k, value, r.i64())
+      }
+      reads.readAheadKeys += wanted.size
+    }
+    wanted.size
+  }
+
+  def multiGet(keys: Array[UnsafeRow]): Iterator[UnsafeRow] = {
+    requireOpen()
+    advanceClock()
+    val w = channel.request().u32(keys.length)
+    keys.foreach(k => w.bytes(codec.encode(k)))
+    val r = call("multiGet", Protocol.OP_MULTI_GET, w)
+    (0 until r.u32()).map(_ => valueRow(r.bytesOrNull())).iterator
+  }
+
+  /** Every key of the loaded version (expired ones too), streamed in chunks, into `f`. */
+  private[store] def scanKeys(f: Array[Byte] => Unit): Unit = {
+    val it = scans.open("keyFilter", channel.request().frame(Protocol.OP_KEYS))
+    while (it.hasNext) {
+      f(it.reader.bytesOrNull())
+      it.reader.bytesOrNull() // no value
+      it.consumed()
+    }
+  }
+
+  /** The store's live entries (`prefix` null), or those of one key prefix, in key order. */
+  def scan(what: String, prefix: UnsafeRow): RowScan = {
+    requireOpen()
+    advanceClock()
+    val bytes = if (prefix == null) null else codec.scanPrefix(prefix)
+    new RowScan(scans.open(what, channel.request().bytes(bytes).frame(Protocol.OP_ITER)))
+  }
+
+  /** An iteration as Spark wants it: rows, and a close for a scan not read to its end. */
+  final class RowScan private[StoreVersion] (chunks: scans.Chunks) extends Iterator[UnsafeRowPair] {
+    override def hasNext: Boolean = chunks.hasNext
+    override def next(): UnsafeRowPair = {
+      if (!hasNext) throw new NoSuchElementException("end of ttlstate iterator")
+      chunks.consumed()
+      new UnsafeRowPair(codec.decode(chunks.reader.bytesOrNull()), valueRow(chunks.reader.bytesOrNull()))
+    }
+    def close(): Unit = chunks.close()
+  }
+
+  // -- writes -----------------------------------------------------------------------------
+
+  def put(row: UnsafeRow, value: UnsafeRow): Unit = {
+    requireWritable()
+    scans.beforeWrite()
+    if (value == null) throw new IllegalArgumentException("Cannot put a null value")
+    advanceClock()
+    val k = keyOf(row)
+    val bytes = value.getBytes
+    val kind = reads.putKind(k)
+    channel.queue(kind, k, bytes)
+    reads.wrote(k, bytes, kind)
+  }
+
+  def remove(row: UnsafeRow): Unit = {
+    requireWritable()
+    scans.beforeWrite()
+    advanceClock()
+    val k = keyOf(row)
+    channel.queue(Protocol.WRITE_REMOVE, k, null)
+    reads.removed(k)
+  }
+
+  /** A pipelined write the cached reads owe the server; scans created earlier must not see it. */
+  private def queueWrite(kind: Int, k: KeyBytes, value: Array[Byte]): Unit = {
+    scans.beforeWrite()
+    channel.queue(kind, k, value)
+  }
+
+  // -- lifecycle --------------------------------------------------------------------------
+
+  private def readMetrics(r: PayloadReader): StateStoreMetrics = {
+    val numKeys = r.i64()
+    val memory = r.i64()
+    val reported = (0 until r.u32()).map(_ => r.str() -> r.i64()).toMap
+    val custom = Metrics.all.map { m =>
+      val v = m.name match {
+        case MetricNames.STORE_CALL_COUNT => channel.roundTrips
+        case MetricNames.STORE_CALL_TIME_MS => channel.roundTripMillis
+        case MetricNames.LOAD_LATENCY_MS => loadNanos / 1000000L
+        case MetricNames.BLOOM_FILTER_SKIPPED_READS => reads.readsSkipped
+        case MetricNames.CACHE_HITS => reads.cacheHits
+        case MetricNames.CACHE_MISSES => reads.cacheMisses
+        case MetricNames.READ_AHEAD_KEYS => reads.readAheadKeys
+        case MetricNames.CACHE_BYTES => reads.cacheBytes
+        case MetricNames.TTL_EXPIRED_ON_READ | MetricNames.TTL_EXPIRED_TOTAL | MetricNames.NUM_REMOVED_STATE_ROWS =>
+          reported.getOrElse(m.name, 0L) + reads.expiredInCacheReadOnly
+        case name => reported.getOrElse(name, 0L)
+      }
+      m -> v
+    }.toMap
+    StateStoreMetrics(numKeys, memory, custom)
+  }
+
+  /** Commits this version; the version committed. (Reporting the commit to Spark's coordinator is
+   *  the Spark line's, where it has one.) */
+  def commit(): Long = {
+    requireWritable()
+    reads.commitStarts()
+    try {
+      val r = call("commit", Protocol.OP_COMMIT, channel.request())
+      committedVersion = r.i64()
+      lastMetrics = readMetrics(r)
+      committedIds = (Some(r.str()).filter(_.nonEmpty), Some(r.str()).filter(_.nonEmpty))
+    } catch {
+      case e: Throwable =>
+        reads.commitFailed()
+        throw e
+    }
+    if (reads.keyFilter != null) core.keyFilterCommitted(reads.keyFilter, version, committedVersion)
+    core.taskHint = reads.committed(loaded.generation, loaded.handle, loaded.lineage, committedVersion)
+    reads.end()
+    state = "committed"
+    channel.giveBack()
+    committedVersion
+  }
+
+  private def endWithout(code: Int, newState: String): Unit = if (state == "open") {
+    reads.end()
+    channel.endWithout(code)
+    state = newState
+  }
+
+  def abort(): Unit = endWithout(Protocol.OP_ABORT, "aborted")
+  def release(): Unit = endWithout(Protocol.OP_RELEASE, "released")
+
+  def metrics: StateStoreMetrics = {
+    if (lastMetrics == null && state == "open") lastMetrics = readMetrics(call("metrics", Protocol.OP_METRICS, channel.request()))
+    if (lastMetrics == null) StateStoreMetrics(0, 0, Metrics.all.map(_ -> 0L).toMap) else lastMetrics
+  }
+
+  /** The version this store is (or committed as), and on checkpoint format 2 the committed
+   *  version's id and the id it was built on. */
+  def checkpointInfo: (Long, Option[String], Option[String]) =
+    (if (committedVersion >= 0) committedVersion else version, committedIds._1, committedIds._2)
+
+  def committed: Long = committedVersion
+}

@@ -1,0 +1,99 @@
+package ttlstate.spark
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.ttlstatebridge.NextIteratorBridge
+import ttlstate.store.{ChangeFeed, KeyCodec, LoadRequest, ProviderCore, StoreSpec}
+
+/** Spark's entry point on Spark 4: its provider contract mapped onto `ProviderCore`, which does
+ *  the work (every store operation goes to the executor's ttlstate state server). `ProviderApi`
+ *  holds the methods whose signatures differ between 4.0 and 4.3.
+ *
+ *  The constructor does nothing: Spark creates throwaway instances on the driver just to read
+ *  `supportedCustomMetrics`, so no process may start before `init`/`getStore`. */
+class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedReplay with ProviderApi {
+  private var core: ProviderCore = _
+
+  override def init(
+      stateStoreId: StateStoreId,
+      keySchema: StructType,
+      valueSchema: StructType,
+      keyStateEncoderSpec: KeyStateEncoderSpec,
+      useColumnFamilies: Boolean,
+      storeConfs: StateStoreConf,
+      hadoopConf: Configuration,
+      useMultipleValuesPerKey: Boolean,
+      stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
+    SparkVersion.check()
+    if (useColumnFamilies) throw StateStoreErrors.unsupportedOperationException("column families", "TtlStateStoreProvider")
+    if (useMultipleValuesPerKey) throw StateStoreErrors.unsupportedOperationException("multiple values per key", "TtlStateStoreProvider")
+    val prefixCols = keyStateEncoderSpec match {
+      case _: NoPrefixKeyStateEncoderSpec => 0
+      case p: PrefixKeyScanStateEncoderSpec => p.numColsPrefixKey
+      case other => throw new UnsupportedOperationException(
+        s"ttlstate supports NoPrefix and PrefixKeyScan key encoders, not ${other.getClass.getSimpleName}")
+    }
+    core = new ProviderCore(StoreSpec(stateStoreId, keySchema, valueSchema, KeyCodec(prefixCols, keySchema),
+      storeConfs.sqlConfs, hadoopConf, checkpointIds = storeConfs.enableStateStoreCheckpointIds,
+      minVersionsToRetain = storeConfs.minVersionsToRetain, commitValidation = SparkLine.commitValidation(storeConfs)))
+  }
+
+  override def stateStoreId: StateStoreId = core.id
+
+  /** Loads a version; the store is registered for the read-ahead of its task. */
+  private[spark] def open(req: LoadRequest): TtlStateStore = {
+    val store = new TtlStateStore(core.load(req), this)
+    ReadAhead.opened(store.session)
+    store
+  }
+
+  /** After a store of this provider committed `version`. */
+  private[spark] def committed(version: Long): Unit =
+    if (core.spec.commitValidation) SparkLine.reportCommit(version, core.id, core.spec.hadoopConf)
+
+  override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
+    open(LoadRequest(version, readOnly = true, uniqueId))
+
+  /** The read store itself when it is still open at `version`, else a new write store. */
+  private[spark] def upgrade(readStore: ReadStateStore, version: Long, uniqueId: Option[String]): StateStore = readStore match {
+    case s: TtlStateStore if s.version == version && s.session.isOpen => s.upgrade()
+    case _ => open(LoadRequest(version, readOnly = false, uniqueId))
+  }
+
+  // -- SupportsFineGrainedReplay: the state data source's snapshotStartBatchId and readChangeFeed
+
+  private[spark] def replay(snapshotVersion: Long, endVersion: Long, readOnly: Boolean, snapshotId: Option[String],
+      endId: Option[String]): TtlStateStore =
+    open(LoadRequest(endVersion, readOnly, endId, fromSnapshot = Some(snapshotVersion), snapshotCkptId = snapshotId))
+
+  /** Spark's change feed iterator over `core.changes`. */
+  private[spark] def changeFeed(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
+      endId: Option[String]): NextIteratorBridge[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] = {
+    colFamilyNameOpt.filter(_ != StateStore.DEFAULT_COL_FAMILY_NAME).foreach { cf =>
+      throw StateStoreErrors.unsupportedOperationException(s"column family $cf", "TtlStateStoreProvider")
+    }
+    val feed: ChangeFeed = core.changes(startVersion, endVersion, endId)
+    new NextIteratorBridge[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] {
+      override protected def getNext(): (RecordType.Value, UnsafeRow, UnsafeRow, Long) = feed.next() match {
+        case null => end(); null
+        case c if c.value == null => (RecordType.DELETE_RECORD, c.key, null, c.batchId)
+        case c => (RecordType.PUT_RECORD, c.key, c.value, c.batchId)
+      }
+      override protected def close(): Unit = feed.close()
+    }
+  }
+
+  private[spark] def snapshotMaintenance(): Unit = if (core != null) core.snapshotMaintenance()
+  private[spark] def cleanupMaintenance(): Unit = if (core != null) core.cleanupMaintenance()
+
+  override def doMaintenance(): Unit = {
+    snapshotMaintenance()
+    cleanupMaintenance()
+  }
+
+  override def close(): Unit = if (core != null) core.close()
+
+  override def supportedCustomMetrics: Seq[StateStoreCustomMetric] = Metrics.all
+}

@@ -1,0 +1,100 @@
+"""The Spark lines ttlstate serves: one shim jar per Spark minor, each compiled with that pyspark's
+own jars and Scala compiler, because Spark's state store API changes between minors (4.3's
+provider trait has fields a 4.2 build never implements; 3.5 is Scala 2.12 and has no key encoder
+specs). Standard library only: the build scripts read it with a bare interpreter
+(`python -m ttlstate.spark.lines`).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SparkLine:
+    minor: str      # "4.2": what a user's Spark version is matched on
+    pyspark: str    # the pyspark release the jar is compiled and tested with
+    scala: str      # the Scala binary version of that line's jars
+
+    @property
+    def jar(self) -> str:
+        return f"ttlstate-shim-spark{self.minor}.jar"
+
+    @property
+    def tools_jar(self) -> str:
+        return f"ttlstate-tools-spark{self.minor}.jar"
+
+
+LINES: dict[str, SparkLine] = {line.minor: line for line in (
+    SparkLine("3.5", "3.5.9", "2.12"),
+    SparkLine("4.0", "4.0.5", "2.13"),
+    SparkLine("4.1", "4.1.4", "2.13"),
+    SparkLine("4.2", "4.2.1", "2.13"),
+    SparkLine("4.3", "4.3.0", "2.13"),
+)}
+OLDEST, NEWEST = min(LINES), max(LINES)
+
+
+class UnsupportedSpark(RuntimeError):
+    """A Spark version no shim jar of this ttlstate serves."""
+
+
+def minor_of(version: str) -> str:
+    """ "4.2.1" -> "4.2"; "3.5.0-amzn-1" -> "3.5" (vendors append to Spark's own version)."""
+    match = re.match(r"\s*(\d+)\.(\d+)", version)
+    if not match:
+        raise UnsupportedSpark(f"'{version}' is not a Spark version (expected e.g. 4.2.1)")
+    return f"{int(match.group(1))}.{int(match.group(2))}"
+
+
+def line_for(version: str) -> SparkLine:
+    """The line serving Spark `version`, or UnsupportedSpark naming the supported ones."""
+    minor = minor_of(version)
+    if minor not in LINES:
+        raise UnsupportedSpark(
+            f"ttlstate has no shim for Spark {version}: it supports Spark "
+            f"{', '.join(LINES)} (one jar per line). On an older Spark, upgrade to {OLDEST} or later; "
+            f"on a newer one, check for a newer ttlstate.")
+    return LINES[minor]
+
+
+def _key(minor: str) -> tuple[int, int]:
+    major, _, rest = minor.partition(".")
+    return int(major), int(rest)
+
+
+def serves(folder: str, minor: str) -> bool:
+    """Whether a shim source folder named `folder` ("4.1": one line; "4.1-4.3": a range of lines,
+    both ends included) holds code for Spark line `minor`."""
+    low, _, high = folder.partition("-")
+    return _key(low) <= _key(minor) <= _key(high or low)
+
+
+def main(argv: list[str]) -> int:
+    """`python -m ttlstate.spark.lines` prints `minor pyspark scala` per line (for the build
+    scripts); `... lines VERSION` prints the minor serving VERSION, or fails naming the supported;
+    `... lines --folders MINOR DIR` prints DIR's subfolders (named for the lines they serve) that
+    hold code for MINOR."""
+    if argv[:1] == ["--folders"] and len(argv) == 3:
+        import os
+
+        for name in sorted(os.listdir(argv[2])):
+            if os.path.isdir(os.path.join(argv[2], name)) and serves(name, argv[1]):
+                print(os.path.join(argv[2], name))
+        return 0
+    if argv:
+        try:
+            print(line_for(argv[0]).minor)
+        except UnsupportedSpark as e:
+            print(e, file=sys.stderr)
+            return 2
+        return 0
+    for line in LINES.values():
+        print(line.minor, line.pyspark, line.scala)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# A virtualenv with pyspark of one Spark line (python/ttlstate/spark/lines.py) and what the
+# Spark-version matrix tier runs (pytest, pandas, pyarrow, ...), created once and cached under
+# ${TTLSTATE_SPARK_CACHE:-~/.cache/ttlstate-spark}, named after the line's pyspark release and
+# the constraints it was installed with. Prints the venv's directory. The checkout's python/ is put
+# on its path (a .pth file, rewritten each call: the cache may serve several checkouts).
+# Usage: scripts/spark_venv.sh MINOR   (e.g. 4.2)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+minor=${1:?usage: spark_venv.sh MINOR}
+pyspark=$(PYTHONPATH=python python3 -m ttlstate.spark.lines | awk -v m="$minor" '$1 == m {print $2}')
+[ -n "$pyspark" ] || { echo "spark_venv: no Spark line $minor (see python/ttlstate/spark/lines.py)" >&2; exit 2; }
+# The dev constraints without pyspark and py4j: each line brings its own py4j.
+constraints=$(grep -vE '^(pyspark|py4j)==' constraints.txt)
+parent=${TTLSTATE_SPARK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ttlstate-spark}
+key=$( (echo "$pyspark"; echo "$constraints"; cat scripts/spark_venv.sh) | sha256sum | cut -c1-12)
+venv="$parent/venv-$minor-$key"
+if [[ ! -f "$venv/.complete" ]]; then
+  mkdir -p "$parent"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  echo "$constraints" >"$venv/constraints.txt"
+  echo "spark_venv: installing pyspark $pyspark into $venv" >&2
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$venv/constraints.txt" \
+    "pyspark==$pyspark" pytest hypothesis pandas pyarrow psutil zstandard rocksdict >&2
+  touch "$venv/.complete"
+fi
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$PWD/python" >"$site/ttlstate-checkout.pth"
+echo "$venv"

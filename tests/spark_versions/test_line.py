@@ -1,0 +1,178 @@
+"""One Spark line, as its users run it: the pyspark of the venv running these tests (the
+Spark-version tier, `make test-spark-versions`, runs this module once per line, each in its own
+venv). Every stateful operator ttlstate serves, against that Spark's own RocksDB provider, with a
+restart in the middle; TTL taking effect on each operator TTL applies to; and the features the
+line offers (docs/spark-versions.md has the table these tests stand behind)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+import pyspark
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.state import GroupStateTimeout
+
+from tests.spark.harness import (
+    EVENT_STEPS,
+    EVENTS_SCHEMA,
+    ROCKSDB,
+    TTLSTATE,
+    Run,
+    ev,
+    outputs_per_step,
+    run_steps,
+    session,
+)
+from ttlstate.config import keys as K
+from ttlstate.spark.lines import minor_of
+
+pytestmark = pytest.mark.spark
+
+LINE = minor_of(pyspark.__version__)
+SCHEMAS = {"events": EVENTS_SCHEMA}
+
+
+def at_least(minor: str) -> bool:
+    return tuple(map(int, LINE.split("."))) >= tuple(map(int, minor.split(".")))
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    s = session()
+    assert s.version.startswith(LINE + "."), (s.version, LINE)
+    yield s
+    s.stop()
+
+
+def _same(spark: SparkSession, build, mode: str = "append", steps: list = EVENT_STEPS,  # noqa: ANN001
+          schemas: dict[str, str] = SCHEMAS) -> Run:
+    ours = run_steps(spark, TTLSTATE, build, schemas, steps, restart_after=2, output_mode=mode)
+    theirs = run_steps(spark, ROCKSDB, build, schemas, steps, restart_after=2, output_mode=mode)
+    assert ours.outputs, "the query produced no batch"
+    assert ours.outputs == theirs.outputs
+    return ours
+
+
+def test_drop_duplicates(spark: SparkSession) -> None:
+    _same(spark, lambda s: s["events"].dropDuplicates(["k"]))
+
+
+def test_aggregation(spark: SparkSession) -> None:
+    _same(spark, lambda s: s["events"].groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("total")),
+          mode="update")
+
+
+def test_session_window(spark: SparkSession) -> None:
+    _same(spark, lambda s: s["events"].withWatermark("ts", "10 seconds")
+          .groupBy(F.session_window("ts", "5 seconds"), "k").agg(F.count("*").alias("n")))
+
+
+def _count(key: tuple, pdfs, state):  # noqa: ANN001, ANN202
+    count = (state.get[0] if state.exists else 0) + sum(len(pdf) for pdf in pdfs)
+    state.update((count,))
+    yield pd.DataFrame({"k": [key[0]], "n": [count]})
+
+
+def counts(s: dict[str, DataFrame]) -> DataFrame:
+    return s["events"].groupBy("k").applyInPandasWithState(_count, "k STRING, n LONG", "n LONG", "append",
+                                                           GroupStateTimeout.NoTimeout)
+
+
+def test_apply_in_pandas_with_state(spark: SparkSession) -> None:
+    _same(spark, counts)
+
+
+def test_stream_stream_join(spark: SparkSession) -> None:
+    """Join state keeps working (TTL does not apply to it)."""
+    schemas = {"left": "lk STRING, lv INT, lts TIMESTAMP", "right": "rk STRING, rv INT, rts TIMESTAMP"}
+    steps = [{"left": [{"lk": k, "lv": i, "lts": f"2026-01-01 00:00:{10 * i:02d}"}],
+              "right": [{"rk": k, "rv": i, "rts": f"2026-01-01 00:00:{10 * i + 1:02d}"}]}
+             for i, k in enumerate("abcd")]
+
+    def build(s: dict[str, DataFrame]) -> DataFrame:
+        left = s["left"].withWatermark("lts", "10 seconds")
+        right = s["right"].withWatermark("rts", "10 seconds")
+        return left.join(right, F.expr("lk = rk AND rts BETWEEN lts AND lts + INTERVAL 5 SECONDS"))
+
+    ours = run_steps(spark, TTLSTATE, build, schemas, steps, restart_after=2)
+    theirs = run_steps(spark, ROCKSDB, build, schemas, steps, restart_after=2)
+    rows = lambda r: sorted(x for b in r.outputs.values() for x in b)  # noqa: E731
+    assert rows(ours) == rows(theirs) and len(rows(ours)) == 4
+
+
+# TTL in event time (`timeSource=watermark`): deterministic, no sleeping. The first step sets a
+# watermark (5 s behind the newest event; before one exists the batch timestamp stands in, see
+# docs/clocks.md); a and b are written at a watermark of 5 s and forgotten once it passes 15 s,
+# which it does (35 s) at the last step; Spark's RocksDB provider keeps them.
+TTL_STEPS = [[ev("z", 1, 10)], [ev("a", 1, 11), ev("b", 1, 12)], [ev("a", 1, 13)], [ev("c", 1, 40)],
+             [ev("a", 1, 41), ev("b", 1, 42)]]
+TTL_CONFS = {K.TTL.key: "10s", K.TIME_SOURCE.key: "watermark"}
+
+
+def _ttl_run(spark: SparkSession, provider: str, build, mode: str) -> Run:  # noqa: ANN001
+    return run_steps(spark, provider, build, SCHEMAS, TTL_STEPS, output_mode=mode,
+                     confs=TTL_CONFS if provider == TTLSTATE else {})
+
+
+def _per_step(run: Run) -> list[list[tuple]]:
+    """Rows per step (a step may run a second, no-data batch when the watermark moves)."""
+    out = outputs_per_step(run)
+    return [out.get(step, []) for step in range(len(TTL_STEPS))]
+
+
+def _keys_per_step(run: Run) -> list[list[str]]:
+    return [sorted(r[0] for r in rows) for rows in _per_step(run)]
+
+
+def test_ttl_on_drop_duplicates(spark: SparkSession) -> None:
+    build = lambda s: s["events"].withWatermark("ts", "5 seconds").dropDuplicates(["k"])  # noqa: E731
+    ours, theirs = (_ttl_run(spark, p, build, "append") for p in (TTLSTATE, ROCKSDB))
+    assert _keys_per_step(theirs) == [["z"], ["a", "b"], [], ["c"], []]
+    assert _keys_per_step(ours) == [["z"], ["a", "b"], [], ["c"], ["a", "b"]]
+    expired = sum(p["stateOperators"][0]["customMetrics"]["ttlExpiredOnRead"] for p in ours.progress)
+    assert expired == 2  # reported in the query's progress
+
+
+EXPECTED_COUNTS = [{"z": 1}, {"a": 1, "b": 1}, {"a": 2}, {"c": 1}, {"a": 1, "b": 1}]
+
+
+def test_ttl_on_aggregation(spark: SparkSession) -> None:
+    build = lambda s: s["events"].withWatermark("ts", "5 seconds").groupBy("k").count()  # noqa: E731
+    ours = _ttl_run(spark, TTLSTATE, build, "update")
+    counts_now = [dict(rows) for rows in _per_step(ours)]
+    assert counts_now == EXPECTED_COUNTS  # a and b start over
+
+
+def test_ttl_on_apply_in_pandas_with_state(spark: SparkSession) -> None:
+    def build(s: dict[str, DataFrame]) -> DataFrame:
+        return counts({"events": s["events"].withWatermark("ts", "5 seconds")})
+
+    ours = _ttl_run(spark, TTLSTATE, build, "append")
+    assert [dict(rows) for rows in _per_step(ours)] == EXPECTED_COUNTS
+
+
+FINAL_COUNTS = {"a": 5, "b": 3, "c": 1, "d": 1, "e": 1, "f": 1}
+
+
+def _read_state(spark: SparkSession, checkpoint: str) -> dict[str, int]:
+    rows = spark.read.format("statestore").load(checkpoint).collect()
+    return {r["key"]["k"]: r["value"]["count"] for r in rows}
+
+
+@pytest.mark.skipif(not at_least("4.0"), reason="Spark 3.5 has no state data source")
+def test_the_state_reader(spark: SparkSession) -> None:
+    run = _same(spark, lambda s: s["events"].groupBy("k").count(), mode="update")
+    assert _read_state(spark, run.checkpoint) == FINAL_COUNTS
+
+
+@pytest.mark.skipif(not at_least("4.0"), reason="Spark 3.5 has no checkpoint format 2")
+def test_checkpoint_format_2(spark: SparkSession) -> None:
+    spark.conf.set("spark.sql.streaming.stateStore.checkpointFormatVersion", "2")
+    try:
+        run = _same(spark, lambda s: s["events"].groupBy("k").count(), mode="update")
+        assert _read_state(spark, run.checkpoint) == FINAL_COUNTS
+    finally:
+        spark.conf.unset("spark.sql.streaming.stateStore.checkpointFormatVersion")
