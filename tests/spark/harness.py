@@ -37,7 +37,7 @@ EVENTS_SCHEMA = "k STRING, v INT, ts TIMESTAMP"
 
 def ev(k: str, v: int, second: int) -> dict:
     """One row of the events stream, at `second` past 2026-01-01 00:00."""
-    return {"k": k, "v": v, "ts": f"2026-01-01 00:00:{second:02d}"}
+    return {"k": k, "v": v, "ts": f"2026-01-01 00:{second // 60:02d}:{second % 60:02d}"}
 
 
 # Five batches of events with repeated keys and an out-of-order one (b at second 2).

@@ -17,6 +17,9 @@ class SparkLine:
     minor: str      # "4.2": what a user's Spark version is matched on
     pyspark: str    # the pyspark release the jar is compiled and tested with
     scala: str      # the Scala binary version of that line's jars
+    # What a user of the line runs beside it, where the newest releases no longer work with it
+    # (pyspark 3.5's pandas UDFs predate numpy 2 and pandas 2.1's Arrow conversions).
+    python_pins: tuple[str, ...] = ()
 
     @property
     def jar(self) -> str:
@@ -28,7 +31,7 @@ class SparkLine:
 
 
 LINES: dict[str, SparkLine] = {line.minor: line for line in (
-    SparkLine("3.5", "3.5.9", "2.12"),
+    SparkLine("3.5", "3.5.9", "2.12", ("numpy<2", "pandas<2.1", "pyarrow<13")),
     SparkLine("4.0", "4.0.5", "2.13"),
     SparkLine("4.1", "4.1.4", "2.13"),
     SparkLine("4.2", "4.2.1", "2.13"),
@@ -76,7 +79,10 @@ def main(argv: list[str]) -> int:
     """`python -m ttlstate.spark.lines` prints `minor pyspark scala` per line (for the build
     scripts); `... lines VERSION` prints the minor serving VERSION, or fails naming the supported;
     `... lines --folders MINOR DIR` prints DIR's subfolders (named for the lines they serve) that
-    hold code for MINOR."""
+    hold code for MINOR; `... lines --pins MINOR` the line's Python pins, one per line."""
+    if argv[:1] == ["--pins"] and len(argv) == 2:
+        print("\n".join(line_for(argv[1]).python_pins))
+        return 0
     if argv[:1] == ["--folders"] and len(argv) == 3:
         import os
 

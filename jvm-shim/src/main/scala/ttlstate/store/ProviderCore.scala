@@ -44,12 +44,14 @@ final class ProviderCore(val spec: StoreSpec) {
   private val shim = ShimConfs.of(confs)
   // A streaming query's tasks carry its query id as a local property; the state data source's
   // tasks do not (their Hadoop conf may still hold a run id copied from the session's SQL conf,
-  // which must not make a reader share the running query's stores).
-  private val queryRun = {
-    val inStreamingTask = Option(TaskContext.get()).forall(_.getLocalProperty("sql.streaming.queryId") != null)
-    Option(spec.hadoopConf.get("sql.streaming.runId")).filter(_ => inStreamingTask)
-  }
+  // which must not make a reader share the running query's stores). Spark 4 also gives the
+  // stores the query's run id in their Hadoop conf; Spark 3.5 does not, and there a provider
+  // instance (Spark makes one per store and query run) stands for its run.
+  private val taskQueryId = Option(TaskContext.get()).flatMap(t => Option(t.getLocalProperty("sql.streaming.queryId")))
+  private val queryRun = Option(spec.hadoopConf.get("sql.streaming.runId"))
+    .filter(_ => TaskContext.get() == null || taskQueryId.isDefined)
   private val runId = queryRun.getOrElse(UUID.randomUUID().toString)
+  private val inQuery = queryRun.isDefined || taskQueryId.isDefined
   private val providerKey = Seq(id.checkpointRootLocation, id.operatorId, id.partitionId, id.storeName, runId).mkString("|")
   // The names of the query's operators (`operator.<name>.ttl`, and the logs), from Spark's state metadata.
   private val operatorNames = OperatorNames.of(id.checkpointRootLocation, queryRun, spec.hadoopConf)
@@ -85,7 +87,7 @@ final class ProviderCore(val spec: StoreSpec) {
       "logInfo" -> log.isInfoEnabled.toString,
       "checkpointIds" -> spec.checkpointIds.toString,
       // No streaming query: the state data source (or an offline tool) reads this store.
-      "stateReader" -> queryRun.isEmpty.toString) ++
+      "stateReader" -> (!inQuery).toString) ++
       operatorName.map(n => "operatorName" -> Json.str(n)) ++
       QueryIdentity.forStateRoot(id.checkpointRootLocation, spec.hadoopConf).map(q => "queryId" -> Json.str(q))
 
