@@ -102,8 +102,9 @@ def duration_value(option: str, value: object, *, allow_off: bool = True) -> str
         n = float(value)  # type: ignore[arg-type]
         example = (f'{option}="{int(n)}s" or "{int(n)}m"' if n.is_integer()
                    else f'{option}="{round(n * 1000)}ms"')
-        raise ValueError(f"{option}={value!r} has no unit: write it with one, e.g. {example} (units "
-                         "ms, s, m, h, d), or pass a datetime.timedelta")
+        raise ValueError(f"{option}={value!r} has no unit: write it with one, e.g. {example} or "
+                         "\"5 seconds\" (units ms, s, m, h, d, w, or Spark's interval words), or pass "
+                         "a datetime.timedelta")
     if not isinstance(value, str) and not number:
         raise TypeError(f"{option} must be a duration string such as \"30m\" or a datetime.timedelta, "
                         f"not {type(value).__name__}")
