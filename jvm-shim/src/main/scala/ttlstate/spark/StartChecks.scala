@@ -48,7 +48,9 @@ object StartChecks {
     while (warnings.size > 20) warnings.pollFirst()
   }
 
-  private val OperatorKey = ("^" + java.util.regex.Pattern.quote(ConfKeys.PREFIX) + "operator\\.\\d+\\.ttl$").r
+  // operator.<id>.ttl or operator.<name>.ttl (the validator checks the name is one Spark reports)
+  private val OperatorKey = ("^" + java.util.regex.Pattern.quote(ConfKeys.PREFIX) +
+    "operator\\.(\\d+|[A-Za-z_][A-Za-z0-9_]*)\\.ttl$").r
   private def knownKeys: Seq[String] =
     ConfKeys.SUFFIXES.filterNot(_.contains("<")).map(ConfKeys.PREFIX + _) :+ (ConfKeys.PREFIX + "operator.0.ttl")
 
