@@ -118,6 +118,39 @@ def test_operator_ttl_by_name_passes_start_and_applies_to_that_operator(spark: S
     assert stores and {(s["operator_name"], s["ttl_ms"]) for s in stores} == {("dedupe", 3_600_000)}
 
 
+def _notes(spark: SparkSession) -> list[str]:
+    return list(spark.sparkContext._jvm.ttlstate.spark.StartChecks.recentNotes())
+
+
+@pytest.mark.parametrize(("key", "meant"), [
+    ("spark.sql.streaming.statestore.ttlstate.ttl", K.TTL.key),  # the prefix in another case
+    ("spark.sql.streaming.stateStore.updateType", K.UPDATE_TYPE.key),  # `ttlstate.` left out
+])
+def test_a_key_that_looks_like_ttlstates_warns_naming_the_right_spelling(spark: SparkSession, key: str,
+                                                                        meant: str) -> None:
+    spark.conf.set(key, "OnReadAndWrite")
+    try:
+        _start(spark, tempfile.mkdtemp(prefix="ttlstate-lookalike-"), TTLSTATE).stop()
+    finally:
+        spark.conf.unset(key)
+    assert any(f"'{key}' (set to 'OnReadAndWrite') is not a ttlstate key" in w
+               and f"did you mean '{meant}'?" in w for w in _warnings(spark))
+
+
+def test_a_query_with_ttl_off_gets_one_info_line_saying_so(spark: SparkSession) -> None:
+    checkpoint = tempfile.mkdtemp(prefix="ttlstate-ttloff-")
+    spark.conf.set(K.TTL.key, "off")
+    try:
+        _start(spark, checkpoint, TTLSTATE).stop()
+    finally:
+        spark.conf.set(K.TTL.key, "5s")
+    said = [n for n in _notes(spark) if checkpoint in n]
+    assert len(said) == 1 and "TTL is off for this query" in said[0] and f"{K.TTL.key} is 'off'" in said[0]
+    on = tempfile.mkdtemp(prefix="ttlstate-ttlon-")
+    _start(spark, on, TTLSTATE).stop()
+    assert not [n for n in _notes(spark) if on in n]
+
+
 def test_watermark_time_source_needs_a_watermark_in_a_stateful_query(spark: SparkSession) -> None:
     spark.conf.set(K.TIME_SOURCE.key, "watermark")
     try:

@@ -156,3 +156,22 @@ def test_every_conf_key_has_a_configure_option_documented() -> None:
     table = conf_table()
     assert all(f"`{name}`" in table for name in C._OPTION_KEYS)
     assert 'operator_ttl={"dedupe"' in table and "operator_ttl={3" in table
+
+
+def test_ttl_off_is_said_once_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    """`configure()` without `ttl=` leaves TTL off: one INFO line says so (and nothing when on)."""
+    with caplog.at_level("INFO", logger="ttlstate.configure"):
+        C.configure(FakeBuilder())
+    lines = [r for r in caplog.records if r.name == "ttlstate.configure"]
+    assert len(lines) == 1 and lines[0].levelname == "INFO"
+    assert "TTL is off for every query of this session" in lines[0].getMessage()
+    assert 'ttl="30m"' in lines[0].getMessage()
+    caplog.clear()
+    with caplog.at_level("INFO", logger="ttlstate.configure"):
+        C.configure(FakeBuilder(), operator_ttl={"dedupe": "1h"})
+    (only,) = [r.getMessage() for r in caplog.records if r.name == "ttlstate.configure"]
+    assert f"operators without an operator_ttl entry (with one: {K.operator_ttl_key('dedupe')})" in only
+    caplog.clear()
+    with caplog.at_level("INFO", logger="ttlstate.configure"):
+        C.configure(FakeBuilder(), ttl="5 seconds")
+    assert not [r for r in caplog.records if r.name == "ttlstate.configure"]

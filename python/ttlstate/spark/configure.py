@@ -19,6 +19,7 @@ The keyword arguments are the `configure()` option column of the configuration r
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -36,6 +37,7 @@ PLUGINS_KEY = "spark.plugins"
 PLUGIN_CLASS = "ttlstate.spark.StateServerPlugin"  # starts each executor's state server early
 MIN_PYTHON = (3, 10)
 OPERATOR_TTL_OPTION = K.OPERATOR_TTL.option
+log = logging.getLogger("ttlstate.configure")
 _OPTION_KEYS: dict[str, K.ConfKey] = {k.option: k for k in K.ALL_KEYS if k.option and "<" not in k.suffix}
 # Options that are durations: a bare number has no unit, so it is refused (5 is not "5s").
 _DURATION_OPTIONS = {K.TTL.option, K.FILTER_PERIODIC_COMPACTION.option, K.REQUEST_TIMEOUT.option,
@@ -158,6 +160,18 @@ def settings(**options: Any) -> dict[str, str]:
     return confs
 
 
+def ttl_off_note(confs: Mapping[str, str]) -> str | None:
+    """The one line saying TTL is off, for confs whose global `ttl` is (None when it is on)."""
+    if confs.get(K.TTL.key, "off").strip().lower() not in ("off", "none", ""):
+        return None
+    own = sorted(k for k, v in confs.items()
+                 if k.startswith(K.PREFIX + "operator.") and v.strip().lower() not in ("off", "none", ""))
+    scope = f"operators without an operator_ttl entry (with one: {', '.join(own)})" if own else "every query"
+    return (f"ttlstate: TTL is off for {scope} of this session (no ttl= given, or ttl=\"off\"): their state "
+            "is kept as Spark's own providers keep it. Pass ttl=\"30m\" (or any duration) to expire keys "
+            "untouched that long.")
+
+
 def configure(builder: Any, **options: Any) -> Any:
     """Configure a `SparkSession.Builder` for ttlstate; returns the builder.
 
@@ -178,6 +192,9 @@ def configure(builder: Any, **options: Any) -> Any:
     """
     check_environment()
     confs = settings(**options)
+    note = ttl_off_note(confs)
+    if note:
+        log.info(note)
     pending = getattr(builder, "_options", {})
     jvm = _running_jvm()
     if jvm is None:  # this process launches the JVM: spark.jars reaches the driver and executors
