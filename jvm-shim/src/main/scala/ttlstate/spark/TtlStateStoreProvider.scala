@@ -124,8 +124,9 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       "keySchema" -> Json.str(keySchema.json),
       "valueSchema" -> Json.str(valueSchema.json),
       "operatorNames" -> OperatorNames.json(operatorNames),
-      // The server logs each store it opens at INFO when the executor's log level shows INFO.
-      "logInfo" -> TtlStateStoreProvider.log.isInfoEnabled.toString,
+      // The server logs each store it opens at INFO when the executor's log shows INFO (not the
+      // console of a local session, which Spark filters to WARN).
+      "logInfo" -> org.apache.spark.ttlstate.SparkConsole.showsInfo(TtlStateStoreProvider.log.isInfoEnabled).toString,
       "checkpointIds" -> checkpointIds.toString,
       // No streaming query: the state data source (or an offline tool) reads this store.
       "stateReader" -> queryRun.isEmpty.toString) ++
