@@ -139,6 +139,17 @@ def test_other_pyspark_versions_are_refused(monkeypatch: pytest.MonkeyPatch) -> 
         C.configure(FakeBuilder())
 
 
+def test_the_minimum_python_is_pyprojects_requires_python() -> None:
+    """One fact: what configure() refuses is what pip refuses (pyproject's requires-python)."""
+    import os
+
+    import tomllib
+
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "pyproject.toml"), "rb") as f:
+        requires = tomllib.load(f)["project"]["requires-python"]
+    assert requires.startswith(">=") and C.MIN_PYTHON == tuple(int(p) for p in requires[2:].split("."))
+
+
 def test_old_python_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(C, "MIN_PYTHON", (sys.version_info.major, sys.version_info.minor + 1))
     with pytest.raises(C.UnsupportedEnvironment, match="needs Python"):

@@ -40,6 +40,38 @@ def test_every_metric_is_in_a_docs_page() -> None:
     assert not missing, f"metrics missing from docs/ (add <!-- metrics-table --> to a page): {missing}"
 
 
+def test_the_docs_home_and_the_site_list_every_page() -> None:
+    pages = {p.name for p in DOCS.glob("*.md")} - {"index.md"}
+    home = {target.partition("#")[0] for target in LINK.findall((DOCS / "index.md").read_text())}
+    nav = (ROOT / "mkdocs.yml").read_text()
+    assert not pages - home, f"docs/index.md does not list {sorted(pages - home)}"
+    assert not [p for p in pages if f": {p}" not in nav], "mkdocs.yml's nav misses a page"
+
+
+def _pages() -> list[tuple[str, str]]:
+    """README and the docs pages but the results log (a record of what was said then)."""
+    return [(p.name, p.read_text()) for p in [README, *sorted(DOCS.glob("*.md"))] if p.name != "results-log.md"]
+
+
+def test_the_glibc_minimum_is_the_wheels() -> None:
+    """One fact: the wheel's manylinux tag (scripts/build_wheel.sh) is every page's minimum."""
+    tag = re.search(r"PLATFORM=manylinux_(\d+)_(\d+)_", (ROOT / "scripts" / "build_wheel.sh").read_text())
+    assert tag
+    wheel = f"{tag.group(1)}.{tag.group(2)}"
+    stated = [(name, v) for name, text in _pages() for v in re.findall(r"glibc\s+>=\s*(\d+\.\d+)", text)]
+    assert stated and all(v == wheel for _, v in stated), stated
+
+
+# Claims no test in this repository backs: each must say so in its paragraph.
+UNTESTED = re.compile(r"Databricks|EMR 7|ABFS and\s+GCS\s+work|aarch64 and musl")
+
+
+def test_claims_without_a_test_say_expected_not_tested() -> None:
+    unmarked = [(name, para[:120]) for name, text in _pages() for para in re.split(r"\n\s*\n", text)
+                if UNTESTED.search(para) and "not tested" not in para]
+    assert not unmarked, unmarked
+
+
 def test_readme_is_short() -> None:
     n = len(README.read_text().splitlines())
     assert n <= README_MAX_LINES, f"README.md: {n} lines, at most {README_MAX_LINES}; move details to docs/"

@@ -35,7 +35,24 @@ EXTENSIONS_KEY = "spark.sql.extensions"
 EXTENSIONS_CLASS = "ttlstate.spark.TtlStateExtensions"
 PLUGINS_KEY = "spark.plugins"
 PLUGIN_CLASS = "ttlstate.spark.StateServerPlugin"  # starts each executor's state server early
-MIN_PYTHON = (3, 10)
+
+
+def _requires_python() -> tuple[int, int] | None:
+    """The lowest Python ttlstate supports: pyproject's `requires-python` (`>=3.11`, pyspark
+    4.3's), as the installed package's metadata carries it, so it is stated once. None when
+    ttlstate runs from a source tree without being installed (nothing then checked it either)."""
+    import importlib.metadata
+    import re
+
+    try:
+        spec = importlib.metadata.metadata("ttlstate").get("Requires-Python") or ""
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    m = re.fullmatch(r"\s*>=\s*(\d+)\.(\d+)\s*", spec)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+MIN_PYTHON = _requires_python()
 OPERATOR_TTL_OPTION = K.OPERATOR_TTL.option
 log = logging.getLogger("ttlstate.configure")
 _OPTION_KEYS: dict[str, K.ConfKey] = {k.option: k for k in K.ALL_KEYS if k.option and "<" not in k.suffix}
@@ -79,7 +96,7 @@ def check_environment() -> None:
             f"ttlstate is built against Spark {SUPPORTED_PYSPARK}.x (its state store API changes "
             f"between minor releases); this is pyspark {pyspark.__version__}. Install "
             f"pyspark=={SUPPORTED_PYSPARK}.*.")
-    if sys.version_info < MIN_PYTHON:
+    if MIN_PYTHON is not None and sys.version_info < MIN_PYTHON:
         raise UnsupportedEnvironment(
             f"ttlstate needs Python >= {'.'.join(map(str, MIN_PYTHON))}; this is {sys.version.split()[0]}")
 
