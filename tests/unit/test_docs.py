@@ -50,7 +50,8 @@ def test_the_docs_home_and_the_site_list_every_page() -> None:
 
 def _pages() -> list[tuple[str, str]]:
     """README and the docs pages but the results log (a record of what was said then)."""
-    return [(p.name, p.read_text()) for p in [README, *sorted(DOCS.glob("*.md"))] if p.name != "results-log.md"]
+    pages = [README, *sorted(DOCS.glob("*.md"))]
+    return [(p.name, p.read_text()) for p in pages if p.name != "results-log.md"]
 
 
 def test_the_glibc_minimum_is_the_wheels() -> None:
