@@ -5,6 +5,7 @@ WARN; a misspelled key or a bad value fails `start()` of an idle query, before a
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -80,6 +81,8 @@ def test_ttlstate_keys_without_ttlstate_provider_warn(spark: SparkSession) -> No
     # a bare number has no unit: "5" is not silently 5 ms
     (K.TTL.key, "5", f"Invalid value '5' for conf '{K.TTL.key}': allowed a duration with its unit"),
     (K.CLOCK_MAX_GAP.key, "600000", f"Invalid value '600000' for conf '{K.CLOCK_MAX_GAP.key}'"),
+    # an operator name Spark does not report: the validator names the one meant
+    (K.operator_ttl_key("dedup"), "1h", f"did you mean '{K.operator_ttl_key('dedupe')}'?"),
 ])
 def test_conf_errors_fail_start_of_an_idle_query(spark: SparkSession, key: str, value: str,
                                                   expected: str) -> None:
@@ -97,6 +100,55 @@ def test_conf_errors_fail_start_of_an_idle_query(spark: SparkSession, key: str, 
             spark.conf.unset(key)
         else:
             spark.conf.set(key, before)
+
+
+def test_operator_ttl_by_name_passes_start_and_applies_to_that_operator(spark: SparkSession,
+                                                                       capsys: pytest.CaptureFixture) -> None:
+    """`configure(operator_ttl={"dedupe": ...})` as the README shows it: the start check takes
+    the name (it knew only ids), and the deduplication's stores run with that TTL (written in
+    Spark's interval syntax), not the session's 5s, as their checkpoint files record."""
+    from ttlstate.cli.main import main as cli
+
+    run = run_steps(spark, TTLSTATE, dedup, SCHEMA, [[{"k": "a"}, {"k": "b"}], [{"k": "c"}]],
+                    confs={K.operator_ttl_key("dedupe"): "1 hour"})
+    assert len(run.outputs) == 2
+    capsys.readouterr()
+    cli(["inspect", "--json", run.checkpoint])
+    stores = json.loads(capsys.readouterr().out)["stores"]
+    assert stores and {(s["operator_name"], s["ttl_ms"]) for s in stores} == {("dedupe", 3_600_000)}
+
+
+def _notes(spark: SparkSession) -> list[str]:
+    return list(spark.sparkContext._jvm.ttlstate.spark.StartChecks.recentNotes())
+
+
+@pytest.mark.parametrize(("key", "meant"), [
+    ("spark.sql.streaming.statestore.ttlstate.ttl", K.TTL.key),  # the prefix in another case
+    ("spark.sql.streaming.stateStore.updateType", K.UPDATE_TYPE.key),  # `ttlstate.` left out
+])
+def test_a_key_that_looks_like_ttlstates_warns_naming_the_right_spelling(spark: SparkSession, key: str,
+                                                                        meant: str) -> None:
+    spark.conf.set(key, "OnReadAndWrite")
+    try:
+        _start(spark, tempfile.mkdtemp(prefix="ttlstate-lookalike-"), TTLSTATE).stop()
+    finally:
+        spark.conf.unset(key)
+    assert any(f"'{key}' (set to 'OnReadAndWrite') is not a ttlstate key" in w
+               and f"did you mean '{meant}'?" in w for w in _warnings(spark))
+
+
+def test_a_query_with_ttl_off_gets_one_info_line_saying_so(spark: SparkSession) -> None:
+    checkpoint = tempfile.mkdtemp(prefix="ttlstate-ttloff-")
+    spark.conf.set(K.TTL.key, "off")
+    try:
+        _start(spark, checkpoint, TTLSTATE).stop()
+    finally:
+        spark.conf.set(K.TTL.key, "5s")
+    said = [n for n in _notes(spark) if checkpoint in n]
+    assert len(said) == 1 and "TTL is off for this query" in said[0] and f"{K.TTL.key} is 'off'" in said[0]
+    on = tempfile.mkdtemp(prefix="ttlstate-ttlon-")
+    _start(spark, on, TTLSTATE).stop()
+    assert not [n for n in _notes(spark) if on in n]
 
 
 def test_watermark_time_source_needs_a_watermark_in_a_stateful_query(spark: SparkSession) -> None:

@@ -48,9 +48,32 @@ def test_sizes(text: str, n: int) -> None:
 @pytest.mark.parametrize(("text", "ms"), [
     ("500ms", 500), ("10s", 10_000), ("30m", 1_800_000), ("30min", 1_800_000), ("1h", 3_600_000),
     ("2d", 172_800_000), (" 5 S ", 5000),
+    # Spark's interval syntax, as withWatermark and triggers take it, and fractions
+    ("5 seconds", 5000), ("1 second", 1000), ("10 minutes", 600_000), ("10 minute", 600_000),
+    ("1 hour", 3_600_000), ("2 hours", 7_200_000), ("1.5h", 5_400_000), ("1.5 hours", 5_400_000),
+    ("interval 5 minutes", 300_000), ("INTERVAL 1 hour 30 minutes", 5_400_000), ("1h30m", 5_400_000),
+    ("2 days", 172_800_000), ("1 week", 604_800_000), ("500 milliseconds", 500),
+    ("1500 microseconds", 1), ("1.0005 seconds", 1000), ("+5 seconds", 5000), (".5h", 1_800_000),
 ])
 def test_durations(text: str, ms: int) -> None:
     assert parse_duration_ms("k", text) == ms
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("5 parsecs", "unit 'parsecs' is not one"), ("10 minutess", "did you mean 'minutes'?"),
+    ("1 month", "a month has no fixed length"), ("-5 seconds", "not negative"),
+    ("1 hour, 30 minutes", "interval 1 hour 30 minutes"), ("0s", "at least 1ms"),
+])
+def test_a_duration_that_is_not_one_says_why_and_never_that_it_is_a_bare_number(text: str, says: str) -> None:
+    with pytest.raises(ConfError) as e:
+        parse_duration_ms("k", text)
+    assert says in str(e.value) and "bare number" not in str(e.value)
+
+
+@pytest.mark.parametrize("text", ["5", "5.5", " 30 "])
+def test_only_a_bare_number_is_called_one(text: str) -> None:
+    with pytest.raises(ConfError, match="a bare number has no unit: write '"):
+        parse_duration_ms("k", text)
 
 
 DURATION_KEYS = [K.TTL, K.CLOCK_MAX_GAP, K.FILTER_PERIODIC_COMPACTION, K.REQUEST_TIMEOUT]

@@ -154,6 +154,17 @@ def test_the_jar_is_the_running_sparks_line(monkeypatch: pytest.MonkeyPatch) -> 
         assert f"ttlstate-shim-spark{other}.jar" in str(e) and "make jars" in str(e)
 
 
+def test_the_minimum_python_is_pyprojects_requires_python() -> None:
+    """One fact: what configure() refuses is what pip refuses (pyproject's requires-python)."""
+    import os
+
+    import tomllib
+
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "pyproject.toml"), "rb") as f:
+        requires = tomllib.load(f)["project"]["requires-python"]
+    assert requires.startswith(">=") and C.MIN_PYTHON == tuple(int(p) for p in requires[2:].split("."))
+
+
 def test_old_python_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(C, "MIN_PYTHON", (sys.version_info.major, sys.version_info.minor + 1))
     with pytest.raises(C.UnsupportedEnvironment, match="needs Python"):
@@ -171,3 +182,22 @@ def test_every_conf_key_has_a_configure_option_documented() -> None:
     table = conf_table()
     assert all(f"`{name}`" in table for name in C._OPTION_KEYS)
     assert 'operator_ttl={"dedupe"' in table and "operator_ttl={3" in table
+
+
+def test_ttl_off_is_said_once_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    """`configure()` without `ttl=` leaves TTL off: one INFO line says so (and nothing when on)."""
+    with caplog.at_level("INFO", logger="ttlstate.configure"):
+        C.configure(FakeBuilder())
+    lines = [r for r in caplog.records if r.name == "ttlstate.configure"]
+    assert len(lines) == 1 and lines[0].levelname == "INFO"
+    assert "TTL is off for every query of this session" in lines[0].getMessage()
+    assert 'ttl="30m"' in lines[0].getMessage()
+    caplog.clear()
+    with caplog.at_level("INFO", logger="ttlstate.configure"):
+        C.configure(FakeBuilder(), operator_ttl={"dedupe": "1h"})
+    (only,) = [r.getMessage() for r in caplog.records if r.name == "ttlstate.configure"]
+    assert f"operators without an operator_ttl entry (with one: {K.operator_ttl_key('dedupe')})" in only
+    caplog.clear()
+    with caplog.at_level("INFO", logger="ttlstate.configure"):
+        C.configure(FakeBuilder(), ttl="5 seconds")
+    assert not [r for r in caplog.records if r.name == "ttlstate.configure"]

@@ -109,23 +109,42 @@ def test_key_filter_hashes_are_the_same_in_scala_and_cpp() -> None:
 
 def test_conf_values_the_shim_reads_are_parsed_as_python_parses_them() -> None:
     """Sizes and durations (the units are generated from Python's tables, the parsers are one per
-    language): the same generated values through both. Known on purpose: durations of 12 digits
-    or more and zero durations are not values to the shim (it keeps the default; the server
-    validates the key), so the cases have 1 to 11 digits and no zero duration."""
+    language): the same generated values through both. Durations in every form Python takes
+    (ttlstate's `1.5h`, Spark's `10 seconds` and `interval 1 hour 30 minutes`, several terms)
+    and forms it refuses (bare numbers, negatives, months, unknown units, zero)."""
     import random
 
-    from ttlstate.config.parse import ConfError, parse_bytes, parse_duration_ms
+    from ttlstate.config.parse import CALENDAR_UNITS, UNIT_US, ConfError, parse_bytes, parse_duration_ms
 
     rnd = random.Random(20261124)
-    units = ["", "b", "k", "kb", "m", "mb", "g", "gb", "t", "ms", "s", "sec", "min", "h", "d", "w", "M",
-             "Kb", "x"]
+    size_units = ["", "b", "k", "kb", "m", "mb", "g", "gb", "t", "ms", "s", "Kb", "x"]
+    duration_units = [*UNIT_US, *CALENDAR_UNITS, "", "M", "Seconds", "HOURS", "x", "secondss", "hr"]
     cases = []
-    for _ in range(600):
-        kind = rnd.choice(["size", "duration"])
-        digits = rnd.randint(1, 20 if kind == "size" else 11)
-        n = str(rnd.randint(10 ** (digits - 1) if kind == "duration" else 0, 10**digits - 1))
-        cases.append((kind, rnd.choice(["", " "]) + n + rnd.choice(["", " "]) + rnd.choice(units)))
-    cases += [("size", "1.5g"), ("size", "-1m"), ("duration", "5"), ("duration", "m5"), ("size", "")]
+    for _ in range(400):
+        digits = rnd.randint(1, 20)
+        n = str(rnd.randint(0, 10**digits - 1))
+        cases.append(("size", rnd.choice(["", " "]) + n + rnd.choice(["", " "]) + rnd.choice(size_units)))
+
+    def number() -> str:
+        whole = str(rnd.randint(0, 10 ** rnd.randint(1, 22)))
+        form = rnd.random()
+        if form < 0.6:
+            return whole
+        fraction = str(rnd.randint(0, 10 ** rnd.randint(1, 8)))
+        return f"{whole}.{fraction}" if form < 0.85 else (f".{fraction}" if form < 0.95 else f"{whole}.")
+
+    for _ in range(800):
+        terms = [rnd.choice(["", "", "", "+", "-"]) + number() + rnd.choice(["", " ", "  ", "\t"])
+                 + rnd.choice(duration_units) for _ in range(rnd.choice([1, 1, 1, 2, 3]))]
+        text = rnd.choice(["", " ", "\t"]).join(terms) if rnd.random() < 0.2 else " ".join(terms)
+        prefix = rnd.choice(["", "", "", "interval ", "INTERVAL  ", "Interval\t", "interval"])
+        cases.append(("duration", rnd.choice(["", " "]) + prefix + text + rnd.choice(["", " "])))
+    cases += [("size", "1.5g"), ("size", "-1m"), ("size", "")]
+    cases += [("duration", v) for v in (
+        "5", "m5", "", "0s", "0", "5 seconds", "10 minutes", "1 hour", "1.5h", "interval 5 minutes",
+        "1 hour 30 minutes", "1h30m", "1 hour, 30 minutes", "1500 microseconds", "999 us", "1.0005 seconds",
+        "interval", "interval5 minutes", "1 month", "2 years", "-5s", "+5s", "1 hour -30 minutes",
+        "99999999999999999999999 days", ".5h", "5. s", "5 m s", "\u0665s", "5 \u212aeeks", "1e3 seconds")]
 
     def python(kind: str, value: str) -> str:
         try:
@@ -135,4 +154,7 @@ def test_conf_values_the_shim_reads_are_parsed_as_python_parses_them() -> None:
         return str(parsed)
 
     out = run_hook("ConfValueCases", stdin="".join(f"{kind}|{value}\n" for kind, value in cases))
-    assert out.split("\n")[:-1] == [python(*c) for c in cases]
+    expected = [python(*c) for c in cases]
+    kinds = [c[0] for c in cases]
+    assert sum(e != "-" for k, e in zip(kinds, expected, strict=True) if k == "duration") > 200
+    assert out.split("\n")[:-1] == expected

@@ -1,25 +1,22 @@
-"""`ttlstate inspect --ages`: a TTL advisor. Per operator, how long ago its entries were last
-accessed and what a given TTL would remove now, from a stopped query's checkpoint.
+"""`ttlstate inspect --ages`: a TTL advisor. Per operator, how long before the inspected time
+(`--at`, by default the last batch's time) its entries were last accessed, and what a given TTL
+would have removed by then, from a stopped query's checkpoint.
 
 An entry's last access is the 8-byte timestamp its value starts with (TtlValue), written on the
-clock the store used (docs/clocks.md); its age is measured from the time the checkpoint recorded
-for the store's newest version (the batch that wrote it), on the same clock, so the ages mean
-the same under every time source and do not depend on when the command runs.
+clock the store used; the last batch's time is on the same clock, so ages mean the same under
+every time source and do not depend on when the command runs. The table of `inspect` counts
+expired rows at the same time, so the two agree.
 """
 
 from __future__ import annotations
 
-import bisect
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ttlstate.cli.age_buckets import bucket_counts, bucket_edges, bucket_labels
 from ttlstate.config.parse import format_duration_ms
 from ttlstate.ttl.expiry import is_expired
-
-# Histogram buckets: upper bounds of age, in milliseconds (the last bucket is open).
-BUCKETS_MS: tuple[int, ...] = (60_000, 600_000, 3_600_000, 6 * 3_600_000, 86_400_000,
-                               7 * 86_400_000, 30 * 86_400_000)
 
 
 @dataclass
@@ -28,7 +25,7 @@ class StoreAges:
 
     operator: str
     operator_name: str | None
-    reference_ms: int | None  # the newest version's recorded batch time
+    reference_ms: int | None  # the inspected time for this store (None: unknown)
     timestamps: array  # of int64, one per entry
 
     def ages(self) -> list[int]:
@@ -46,23 +43,21 @@ class OperatorAges:
     unaged: int  # entries of stores with no recorded batch time
     percentiles_ms: dict[str, int]  # p50, p90, p99, max
     histogram: list[tuple[str, int]]  # (bucket label, entries)
-    removed_by_ttl: int | None  # entries a `--ttl` would remove now (None: no --ttl)
+    removed_by_ttl: int | None  # entries a `--ttl` would have removed by the inspected time
     ttl_ms: int | None
     ages_ms: list[int]
-
-
-def _bucket_labels() -> list[str]:
-    labels, low = [], "0"
-    for b in BUCKETS_MS:
-        labels.append(f"{low}-{format_duration_ms(b)}")
-        low = format_duration_ms(b)
-    return labels + [f">={low}"]
+    edges_ms: list[int]  # upper edges of the histogram's buckets but the last
 
 
 def _percentile(sorted_ages: Sequence[int], q: float) -> int:
     """Nearest-rank percentile of a sorted, non-empty sequence."""
     rank = max(1, -(-len(sorted_ages) * q // 100))  # ceil(n * q / 100), at least 1
     return sorted_ages[int(rank) - 1]
+
+
+def operator_key(op: str) -> tuple[int, str]:
+    """Operators and partitions in numeric order (0, 1, 2, 10), names after numbers."""
+    return (int(op), "") if op.isdigit() else (1 << 62, op)
 
 
 def operator_ages(stores: list[StoreAges], ttl_ms: int | None) -> list[OperatorAges]:
@@ -72,13 +67,11 @@ def operator_ages(stores: list[StoreAges], ttl_ms: int | None) -> list[OperatorA
     for s in stores:
         by_op.setdefault(s.operator, []).append(s)
     out = []
-    for op in sorted(by_op, key=lambda o: (len(o), o)):
+    for op in sorted(by_op, key=operator_key):
         group = by_op[op]
         ages = sorted(a for s in group for a in s.ages())
         unaged = sum(len(s.timestamps) for s in group if s.reference_ms is None)
-        counts = [0] * (len(BUCKETS_MS) + 1)
-        for a in ages:
-            counts[bisect.bisect_right(BUCKETS_MS, a)] += 1
+        edges = bucket_edges(ages, ttl_ms)
         pct = ({} if not ages else
                {"p50": _percentile(ages, 50), "p90": _percentile(ages, 90),
                 "p99": _percentile(ages, 99), "max": ages[-1]})
@@ -86,9 +79,9 @@ def operator_ages(stores: list[StoreAges], ttl_ms: int | None) -> list[OperatorA
         if ttl_ms is not None:
             removed = sum(1 for s in group if s.reference_ms is not None
                           for ts in s.timestamps if is_expired(ts, ttl_ms, s.reference_ms))
+        histogram = list(zip(bucket_labels(edges), bucket_counts(ages, edges), strict=True))
         out.append(OperatorAges(op, group[0].operator_name, len(ages) + unaged, unaged, pct,
-                                list(zip(_bucket_labels(), counts, strict=True)), removed, ttl_ms,
-                                ages))
+                                histogram, removed, ttl_ms, ages, edges))
     return out
 
 
@@ -102,8 +95,10 @@ def _age(ms: int) -> str:
     return f"{ms}ms"
 
 
-def render_ages(ops: list[OperatorAges]) -> str:
-    lines = []
+def render_ages(ops: list[OperatorAges], at: str = "the last batch's time") -> str:
+    """The advisor's text: per operator, percentiles, the histogram and what --ttl removes;
+    `at` says which time the ages are measured from (as the table's first line does)."""
+    lines = [f"last-access ages at {at}:"]
     for o in ops:
         lines.append(f"operator {o.operator} ({o.name or 'name unknown'}): {o.entries} entries")
         if o.unaged:
@@ -118,33 +113,6 @@ def render_ages(ops: list[OperatorAges]) -> str:
                 lines.append(f"  {label:>{width}} {n:>9} {bar}")
         if o.removed_by_ttl is not None and o.ttl_ms is not None:
             share = 100 * o.removed_by_ttl / o.entries if o.entries else 0.0
-            lines.append(f"  ttl {format_duration_ms(o.ttl_ms)} would remove {o.removed_by_ttl} of "
-                         f"{o.entries} entries now ({share:.1f}%)")
+            lines.append(f"  ttl {format_duration_ms(o.ttl_ms)} would have removed {o.removed_by_ttl} of "
+                         f"{o.entries} entries by then ({share:.1f}%)")
     return "\n".join(lines)
-
-
-def plot_ages(path: str, ops: list[OperatorAges]) -> None:
-    """A PNG of each operator's age histogram (log-spaced ages), with the `--ttl` line."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(len(ops), 1, figsize=(8, 2.8 * max(1, len(ops))), squeeze=False)
-    for ax, o in zip(axes[:, 0], ops, strict=True):
-        seconds = [max(a, 1) / 1000 for a in o.ages_ms]  # log axis: an age of 0 drawn at 1 ms
-        if seconds:
-            low, high = min(seconds), max(seconds)
-            edges = [low * (high / low) ** (i / 30) for i in range(31)] if high > low else 10
-            ax.hist(seconds, bins=edges, color="#4878d0")
-            ax.set_xscale("log")
-        if o.ttl_ms is not None:
-            ax.axvline(o.ttl_ms / 1000, color="#d65f5f", linestyle="--",
-                       label=f"ttl {format_duration_ms(o.ttl_ms)}: removes {o.removed_by_ttl}")
-            ax.legend(loc="upper right")
-        ax.set_title(f"operator {o.operator} ({o.name or 'name unknown'}): {o.entries} entries")
-        ax.set_xlabel("age of last access (s)")
-        ax.set_ylabel("entries")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)

@@ -1,13 +1,11 @@
-"""`ttlstate inspect CHECKPOINT`: what a (stopped) query's ttlstate checkpoint holds.
+"""`ttlstate inspect CHECKPOINT`: what a (stopped) query's ttlstate checkpoint holds, per store.
 
 Per operator (its id, and its name as progress reports it, from Spark's state metadata in the
 checkpoint), partition and store: the versions present, snapshot and changelog files, bytes,
 the TTL recorded in the files, and, for the latest version (rebuilt in a temporary directory
-with the portable engine, so the checkpoint is only read), the rows and how many of them are
-expired at a given time (`--at`: now, an ISO timestamp, a duration ago or ahead, epoch ms).
-
-`--ages` adds a TTL advisor (cli/ages.py): per operator, the distribution of the entries' last
-access ages and what `--ttl` would remove now, optionally drawn into a PNG (`--plot`).
+with the portable engine and the settings the checkpoint recorded, so the checkpoint is only
+read), the rows and how many of them are expired at the inspected time (`at_time.py`). The
+command itself is `inspect_command.py`; the table, `inspect_render.py`.
 
 It reads local paths only (a directory, or a `file:` URI): for a checkpoint on HDFS, S3, GCS
 or ABFS, copy it to a local disk first.
@@ -15,7 +13,6 @@ or ABFS, copy it to a local disk first.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -23,8 +20,7 @@ import shutil
 import tempfile
 import time
 from array import array
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
 from ttlstate.checkpoint import names
@@ -40,11 +36,9 @@ from ttlstate.checkpoint.record_file import (
     verify_record_file,
 )
 from ttlstate.checkpoint.sst_manifest import is_sst_file, read_manifest
-from ttlstate.cli.ages import StoreAges, operator_ages, plot_ages, render_ages
-from ttlstate.cli.commit_log import committed_ids
-from ttlstate.cli.operator_metadata import operator_names
+from ttlstate.cli.ages import StoreAges, operator_key
+from ttlstate.cli.at_time import AtTime
 from ttlstate.config.keys import EngineKind
-from ttlstate.config.parse import ConfError, format_duration_ms, parse_duration_ms
 from ttlstate.config.store_config import StoreConfig, TtlConfig
 from ttlstate.store.provider import StoreProvider
 from ttlstate.ttl import ttl_value
@@ -73,6 +67,8 @@ class StoreReport:
     newest_access_ms: int | None
     problems: list[str]  # misplaced or damaged files, or why the latest version cannot be rebuilt
     operator_name: str | None = None  # as progress reports it (Spark's state metadata)
+    counted_at_ms: int | None = None  # the time `expired_rows` is counted at (see at_time.py)
+    last_batch_ms: int | None = None  # the time the checkpoint recorded for `latest_version`
 
 
 @dataclass
@@ -127,12 +123,13 @@ def find_store_dirs(checkpoint: str) -> list[tuple[str, str, str, str]]:
             op, part = (rel + ["?", "?"])[:2]
             store = rel[2] if len(rel) > 2 else "default"
             found.append((op, part, store, dirpath))
+    found.sort(key=lambda f: (operator_key(f[0]), operator_key(f[1]), f[2]))
     if not found:
         raise NotATtlstateCheckpoint(
             f"{checkpoint} is not a ttlstate checkpoint: no <version>.changelog or "
             "<version>.snapshot files under it (Spark's HDFS provider writes .delta files, its "
             "RocksDB provider .zip files)")
-    return sorted(found)
+    return found
 
 
 def state_root_of(checkpoint: str) -> str:
@@ -193,14 +190,17 @@ def _sst_problems(directory: str, path: str, header: RecordFileHeader) -> list[s
     return problems
 
 
-def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
+def inspect_store(op: str, part: str, store: str, directory: str, at: AtTime | int,
                   ttl_ms: int | None, query_id: str | None = None,
                   operator_name: str | None = None, ages_out: list[StoreAges] | None = None,
-                  committed: tuple[int, list[str]] | None = None) -> StoreReport:
-    """The report of one store; with `ages_out`, also appends its entries' last-access
-    timestamps and the newest version's recorded batch time (`--ages`). `committed`: on
-    checkpoint format 2, the version and checkpoint ids Spark's commit log recorded for this
-    store's partition (see commit_log.py): the attempt that is rebuilt."""
+                  committed: tuple[int, list[str]] | None = None, now_ms: int | None = None) -> StoreReport:
+    """The report of one store, its expired rows counted at `at` (an AtTime, resolved against
+    the time the checkpoint recorded for the newest version, or an instant in epoch ms); with
+    `ages_out`, also appends its entries' last-access timestamps and that time (`--ages`).
+    `committed`: on checkpoint format 2, the version and checkpoint ids Spark's commit log
+    recorded for this store's partition (see commit_log.py): the attempt that is rebuilt."""
+    when = at if isinstance(at, AtTime) else AtTime(instant_ms=at)
+    now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     files = names.parse_all(os.listdir(directory))
     latest = max(f.version for f in files)
     store_id = store_label(op, part, store)
@@ -220,15 +220,19 @@ def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
     ttl = ttl_ms if ttl_ms is not None else recorded_ttl
     rows: int | None = None
     expired = 0
-    oldest = newest = None
+    oldest = newest = last_batch = at_ms = None
     tmp = tempfile.mkdtemp(prefix="ttlstate-inspect-")
     try:
-        # TTL off for the rebuild: we want every stored row, and count expiry ourselves.
+        # Opened as the state data source opens a version: with the settings the checkpoint
+        # recorded (no warning that they differ from ours). Every stored row is iterated from
+        # the engine, and expiry counted here.
         cfg = StoreConfig(ttl=TtlConfig(), engine=EngineKind.ROCKSDICT)
-        p = StoreProvider(store_id, tmp, LocalCheckpointLocation(directory), cfg,
-                          ManualClock(at_ms), query_id=query_id, checkpoint_ids=ckpt_id is not None)
+        p = StoreProvider(store_id, tmp, LocalCheckpointLocation(directory), cfg, ManualClock(now_ms),
+                          query_id=query_id, checkpoint_ids=ckpt_id is not None, reader=True)
         try:
             p.get_store(latest, read_only=True, ckpt_id=ckpt_id).release()
+            last_batch = p.recorded_time_ms(latest)
+            at_ms = when.resolve(last_batch, now_ms)
             rows = 0
             stamps = array("q")
             for _key, raw in p.engine.iterate():
@@ -241,7 +245,7 @@ def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
                 if ttl is not None and is_expired(ts, ttl, at_ms):
                     expired += 1
             if ages_out is not None:
-                ages_out.append(StoreAges(op, operator_name, p.recorded_time_ms(latest), stamps))
+                ages_out.append(StoreAges(op, operator_name, at_ms, stamps))
         except CheckpointError as e:
             problems.append(f"version {latest} cannot be rebuilt: {e}")
         finally:
@@ -255,7 +259,7 @@ def inspect_store(op: str, part: str, store: str, directory: str, at_ms: int,
         sum(os.path.getsize(os.path.join(directory, n)) for n in os.listdir(directory)
             if names.parse(n) is not None or is_sst_file(n)),
         latest, rows, expired if ttl is not None and rows is not None else None, ttl, oldest, newest,
-        problems, operator_name)
+        problems, operator_name, at_ms, last_batch)
 
 
 def operator_reports(reports: list[StoreReport]) -> list[OperatorReport]:
@@ -269,147 +273,11 @@ def operator_reports(reports: list[StoreReport]) -> list[OperatorReport]:
                           else o.expired_rows + r.expired_rows)
         if r.ttl_ms not in o.ttl_ms:
             o.ttl_ms.append(r.ttl_ms)
-    return sorted(out.values(), key=lambda o: (len(o.operator), o.operator))
-
-
-def _ranges(vs: list[int]) -> str:
-    if not vs:
-        return "-"
-    out, start, prev = [], vs[0], vs[0]
-    for v in vs[1:] + [None]:  # type: ignore[list-item]
-        if v is not None and v == prev + 1:
-            prev = v
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if v is not None:
-            start = prev = v
-    return ",".join(out)
-
-
-def _ttls(ttls: list[int | None]) -> str:
-    return "/".join(format_duration_ms(t) for t in ttls) or "-"
-
-
-def render(reports: list[StoreReport], at_ms: int | None = None) -> str:
-    lines = []
-    if at_ms is not None:
-        lines.append(f"expired rows counted at {iso_utc(at_ms)} ({at_ms} ms)")
-    name_w = max([len(r.operator_name or "-") for r in reports] + [4])
-    head = (f"{'op':>3} {'name':<{name_w}} {'part':>4} {'store':<26} {'versions':<12} {'snapshots':<10} "
-            f"{'rows':>8} {'expired':>8} {'ttl':>6} {'bytes':>10}")
-    lines.append(head)
-    for r in reports:
-        expired = "-" if r.expired_rows is None else str(r.expired_rows)
-        rows = "?" if r.rows is None else str(r.rows)
-        lines.append(f"{r.operator:>3} {r.operator_name or '-':<{name_w}} {r.partition:>4} {r.store:<26} "
-                     f"{_ranges(r.versions):<12} {_ranges(r.snapshots):<10} {rows:>8} {expired:>8} "
-                     f"{format_duration_ms(r.ttl_ms):>6} {r.bytes:>10}")
-    lines.append("per operator:")
-    for o in operator_reports(reports):
-        expired = "-" if o.expired_rows is None else str(o.expired_rows)
-        lines.append(f"  operator {o.operator} ({o.name or 'name unknown'}): {o.stores} stores, "
-                     f"{o.rows} rows, {expired} expired, TTL {_ttls(o.ttl_ms)}")
-    total_rows = sum(r.rows or 0 for r in reports)
-    total_bytes = sum(r.bytes for r in reports)
-    lines.append(f"{len(reports)} stores, {total_rows} rows, {total_bytes} bytes")
-    problems = [p for r in reports for p in r.problems]
-    if problems:
-        lines.append(f"{len(problems)} problem(s):")
-        lines += [f"  {p}" for p in problems]
-    return "\n".join(lines)
-
-
-AT_HELP = ("when to count expired rows: now (default), an ISO 8601 time (2026-11-23T18:40:00Z; "
-           "without an offset, this machine's local time), a duration ago (10m, -10m, '10m ago') "
-           "or ahead (+1h, 'in 1h'), or epoch milliseconds")
-
-
-def parse_at(text: str, now_ms: int) -> int:
-    """`--at`: epoch ms of `now`, an ISO time, a duration ago (`10m`, `-10m`, `10m ago`) or ahead
-    (`+1h`, `in 1h`), or epoch milliseconds (a bare number, as Spark's batchTimestampMs)."""
-    t = text.strip()
-    low = t.lower()
-    if low == "now":
-        return now_ms
-    if re.fullmatch(r"\d+", t):
-        return int(t)
-    sign, body = -1, low
-    if low.startswith("+") or low.startswith("in "):
-        sign, body = 1, low[1:] if low.startswith("+") else low[3:]
-    elif low.startswith("-"):
-        body = low[1:]
-    elif low.endswith(" ago"):
-        body = low[:-4]
-    if re.fullmatch(r"\s*\d+\s*[a-z]+\s*", body):
-        try:
-            return now_ms + sign * parse_duration_ms("--at", body)
-        except ConfError:
-            pass
-    try:
-        when = datetime.fromisoformat(t[:-1] + "+00:00" if t.endswith(("Z", "z")) else t)
-    except ValueError:
-        raise ValueError(f"--at {text!r}: expected {AT_HELP}") from None
-    if when.tzinfo is None:
-        when = when.astimezone()  # local time
-    return int(when.timestamp() * 1000)
-
-
-def iso_utc(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z")
+    return sorted(out.values(), key=lambda o: operator_key(o.operator))
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="ttlstate inspect", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("checkpoint", help="the query's checkpoint location (or its state/ dir): a local "
-                                       "path or a file: URI")
-    ap.add_argument("--at", default="now", help=AT_HELP)
-    ap.add_argument("--ttl", default=None,
-                    help="TTL to count expiry with (default: the TTL recorded in the files)")
-    ap.add_argument("--json", action="store_true", help="machine-readable output")
-    ap.add_argument("--ages", action="store_true",
-                    help="per operator: the entries' last-access ages, measured from the newest "
-                         "version's batch time, and what --ttl would remove now")
-    ap.add_argument("--plot", metavar="PNG", default=None,
-                    help="with --ages: draw each operator's age histogram into this PNG (matplotlib)")
-    args = ap.parse_args(argv)
-    if args.plot and not args.ages:
-        ap.error("--plot draws the --ages histogram: add --ages")
-    try:
-        at = parse_at(args.at, time.time_ns() // 1_000_000)
-    except ValueError as e:
-        ap.error(str(e))
-    ttl_ms = None
-    if args.ttl is not None:
-        try:
-            ttl_ms = parse_duration_ms("--ttl", args.ttl)
-        except ConfError as e:
-            ap.error(str(e))
-    try:
-        checkpoint = local_path(args.checkpoint)
-        stores = find_store_dirs(checkpoint)
-    except NotATtlstateCheckpoint as e:
-        ap.exit(2, f"ttlstate inspect: {e}\n")
-    query = query_id_of(checkpoint)
-    names = operator_names(state_root_of(checkpoint))
-    ages: list[StoreAges] | None = [] if args.ages else None
-    reports = [inspect_store(op, part, store, d, at, ttl_ms, query,
-                             names.get(int(op)) if op.isdigit() else None, ages,
-                             committed_ids(checkpoint, op, part))
-               for op, part, store, d in stores]
-    by_operator = operator_ages(ages, ttl_ms) if ages is not None else None
-    if args.json:
-        out: dict[str, object] = {"checkpoint": os.path.abspath(checkpoint), "atMs": at, "at": iso_utc(at),
-                                  "operators": [asdict(o) for o in operator_reports(reports)],
-                                  "stores": [asdict(r) for r in reports]}
-        if by_operator is not None:
-            out["ages"] = [{k: v for k, v in asdict(o).items() if k != "ages_ms"} for o in by_operator]
-        print(json.dumps(out, indent=1))
-    else:
-        print(render(reports, at))
-        if by_operator is not None:
-            print(render_ages(by_operator))
-    if args.plot and by_operator is not None:
-        plot_ages(args.plot, by_operator)
-    return 1 if any(r.problems for r in reports) else 0
+    """`ttlstate inspect ARGS...` (kept for callers of this module)."""
+    from ttlstate.cli.main import main as cli
+
+    return cli(["inspect", *(argv or [])])

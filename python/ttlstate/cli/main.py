@@ -1,22 +1,51 @@
-"""The `ttlstate` command (also `python -m ttlstate`): `demo`, `inspect CHECKPOINT`, `jar`, `migrate`,
-`--version`."""
+"""The `ttlstate` command (also `python -m ttlstate`): argparse subcommands `demo`, `inspect`,
+`jar`, `migrate`, `version`. Each command's arguments and its work live in its own module,
+imported only when that command runs (or when its help is built)."""
 
 from __future__ import annotations
 
+import argparse
+import difflib
+import importlib
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 
-USAGE = """usage: ttlstate [--version] {demo,inspect,jar,migrate} ...
-  demo                 run the churn demo (ttlstate vs Spark's RocksDB provider); needs matplotlib
-                       for its plot: pip install 'ttlstate[demo]' (or run it with --no-plot);
-                       --kafka BOOTSTRAP_SERVERS: through Kafka topics (needs the Kafka connector)
-  inspect CHECKPOINT   per operator (id and name) and store: versions, rows, expired rows, TTL, bytes;
-                       --ages: last-access ages and what a --ttl would remove now
-  jar                  print the path of the shim jar for spark.jars
-  migrate SOURCE TARGET  copy a stopped query's checkpoint into a new one on ttlstate
-                       (--to rocksdb: back to Spark's RocksDB provider)
-  --version            print ttlstate's version
-`ttlstate COMMAND --help` describes a command's options.
-"""
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Descriptions as written, and every option's default: appended as `(default: X)` unless
+    the help already says what it is (a default of None, such as "no plot", is said in words)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "default" in text.lower() or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return text + " (default: %(default)s)"
+
+
+@dataclass(frozen=True)
+class Command:
+    module: str  # defines add_arguments(parser) (optional) and the function `runner`
+    runner: str  # run(args, parser) -> exit status
+    summary: str
+    description: str | None = None  # the module's DESCRIPTION when None
+
+
+COMMANDS: dict[str, Command] = {
+    "demo": Command("ttlstate.demo.runner", "run_command",
+                    "run the churn demo: ttlstate with a short TTL against Spark's RocksDB provider "
+                    "(its plot needs pip install 'ttlstate[demo]', or run it with --no-plot)"),
+    "inspect": Command("ttlstate.cli.inspect_command", "run",
+                       "what a stopped query's checkpoint holds: per operator and store, versions, rows, "
+                       "expired rows, TTL, bytes; --ages: a TTL advisor"),
+    "jar": Command("ttlstate.cli.jar_command", "run",
+                   "print the path of the shim jar for this Spark (or --spark X.Y), for --jars"),
+    "migrate": Command("ttlstate.spark.migrate", "run_command",
+                       "copy a stopped query's checkpoint into a new one on ttlstate (or back, --to "
+                       "rocksdb)"),
+    "version": Command("ttlstate.cli.main", "_version", "print ttlstate's version",
+                       "Print ttlstate's version (as --version does)."),
+}
 
 
 def version() -> str:
@@ -25,34 +54,46 @@ def version() -> str:
     return f"ttlstate {__version__}"
 
 
+def _version(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    print(version())
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The whole command line: one subparser per command."""
+    top = argparse.ArgumentParser(
+        prog="ttlstate", formatter_class=HelpFormatter,
+        description="Flink-grade state TTL for Spark Structured Streaming: tools.",
+        epilog="`ttlstate COMMAND --help` describes a command and its options.")
+    top.add_argument("-V", "--version", action="version", version=version())
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for name, c in COMMANDS.items():
+        module = importlib.import_module(c.module)
+        p = sub.add_parser(name, help=c.summary, description=c.description or module.DESCRIPTION,
+                           formatter_class=HelpFormatter)
+        add: Callable[[argparse.ArgumentParser], None] | None = getattr(module, "add_arguments", None)
+        if add is not None:
+            add(p)
+        p.set_defaults(run=getattr(module, c.runner), parser=p)
+    return top
+
+
+def _unknown(command: str) -> str:
+    close = difflib.get_close_matches(command, list(COMMANDS), n=1, cutoff=0.5)
+    hint = f": did you mean '{close[0]}'?" if close else ""
+    return f"unknown command '{command}'{hint} (commands: {', '.join(COMMANDS)})"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
-        print(USAGE, end="", file=sys.stdout if args else sys.stderr)
-        return 0 if args else 2
-    command, rest = args[0], args[1:]
-    if command in ("--version", "-V", "version"):
-        print(version())
-        return 0
-    if command == "jar":
-        from ttlstate.spark.configure import jar_path
-
-        print(jar_path())
-        return 0
-    if command == "demo":
-        from ttlstate.demo.runner import main as demo_main
-
-        return demo_main(rest)
-    if command == "inspect":
-        from ttlstate.cli.inspect_checkpoint import main as inspect_main
-
-        return inspect_main(rest)
-    if command == "migrate":
-        from ttlstate.spark.migrate import main as migrate_main
-
-        return migrate_main(rest)
-    print(f"ttlstate: unknown command {command!r}\n{USAGE}", end="", file=sys.stderr)
-    return 2
+    top = parser()
+    if not args:
+        top.print_help(sys.stderr)
+        return 2
+    if not args[0].startswith("-") and args[0] not in COMMANDS:
+        top.error(_unknown(args[0]))
+    parsed = top.parse_args(args)
+    return int(parsed.run(parsed, parsed.parser))
 
 
 if __name__ == "__main__":

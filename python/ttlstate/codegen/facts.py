@@ -38,6 +38,6 @@ def metrics() -> list[tuple[str, metric_names.MetricName]]:
     return [(names[id(m)], m) for m in metric_names.ALL_METRICS]
 
 
-UNIT_MS = parse.UNIT_MS
+UNIT_US = parse.UNIT_US
 UNIT_BYTES = parse.UNIT_BYTES
 TIMESTAMP_SIZE = ttl_value.TIMESTAMP_SIZE

@@ -45,8 +45,8 @@ def conf_keys() -> str:
     out.append("\n")
     for name, value in facts.conf_minimums_ms().items():
         out.append(f"  val {name} = {value}L\n")
-    out.append("\n  /** Duration units to milliseconds, and size units to bytes (\"\": a bare number). */\n")
-    out.append(f"  val UNIT_MS: Map[String, Long] = {_scala_map(facts.UNIT_MS)}\n")
+    out.append("\n  /** Duration units to microseconds, and size units to bytes (\"\": a bare number). */\n")
+    out.append(f"  val UNIT_US: Map[String, Long] = {_scala_map(facts.UNIT_US)}\n")
     out.append(f"  val UNIT_BYTES: Map[String, Long] = {_scala_map(facts.UNIT_BYTES)}\n")
     out.append("}\n")
     return "".join(out)

@@ -62,8 +62,8 @@ def _enum_allowed(e: type[Enum]) -> str:
     return ", ".join(m.value for m in e)
 
 
-TTL = ConfKey("ttl", "off", "off, or a duration with its unit: 500ms, 10s, 30m, 1h, 2d (a bare number "
-              "is refused: it has no unit)",
+TTL = ConfKey("ttl", "off", "off, or a duration with its unit: 500ms, 10s, 30m, 1.5h, 2d, or in Spark's "
+              "interval syntax: '10 minutes', 'interval 1 hour' (a bare number is refused: it has no unit)",
               "Time to live of a state entry since its last access (per UpdateType). "
               "`off` disables TTL.",
               option="ttl")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+from fractions import Fraction
 from typing import TypeVar
 
 from ttlstate.errors import ConfigurationError
@@ -42,41 +43,79 @@ class UnknownConfKey(ConfError):
         self.key, self.value, self.allowed = key, value, "a known ttlstate key"
 
 
-# Duration units and size units; the shim parses the confs it reads with the same tables
-# (generated for Scala by ttlstate.codegen).
-UNIT_MS = {
-    "ms": 1,
-    "s": 1000,
-    "sec": 1000,
-    "m": 60_000,
-    "min": 60_000,
-    "h": 3_600_000,
-    "d": 86_400_000,
+# Duration units in microseconds: ttlstate's and Spark's conf suffixes (`500ms`, `30m`, `1h`) and the
+# unit words of Spark's interval strings (`withWatermark`, triggers: `10 seconds`, `1 hour`), in
+# the singular and the plural. The shim parses the durations it reads with the same table
+# (generated for Scala by ttlstate.codegen) and the same grammar (ConfValues.scala).
+UNIT_US = {
+    "us": 1, "micros": 1, "microsecond": 1, "microseconds": 1,
+    "ms": 1000, "millis": 1000, "millisecond": 1000, "milliseconds": 1000,
+    "s": 1_000_000, "sec": 1_000_000, "secs": 1_000_000, "second": 1_000_000, "seconds": 1_000_000,
+    "m": 60_000_000, "min": 60_000_000, "mins": 60_000_000, "minute": 60_000_000, "minutes": 60_000_000,
+    "h": 3_600_000_000, "hour": 3_600_000_000, "hours": 3_600_000_000,
+    "d": 86_400_000_000, "day": 86_400_000_000, "days": 86_400_000_000,
+    "w": 604_800_000_000, "week": 604_800_000_000, "weeks": 604_800_000_000,
 }
-_DURATION_RE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
+# Spark's interval words that are not a fixed length of time.
+CALENDAR_UNITS = ("month", "months", "year", "years")
+# One `<number> <unit>` term of a duration: ASCII only, so every language reads it alike.
+_SPACE = " \t\n\r\f\x0b"
+_TERM_RE = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)[ \t\n\r\f\x0b]*([a-z]*)")
 DURATION_ALLOWED = (
-    "a duration with its unit, such as 500ms, 10s, 30m, 1h, 2d (units ms, s, m/min, h, d); "
-    "a bare number is refused: it has no unit"
+    "a duration with its unit, such as 500ms, 10s, 30m, 1.5h, 2d, or as Spark writes intervals: "
+    "'10 seconds', '5 minutes', 'interval 1 hour 30 minutes' (units ms, s, m/min, h, d, w and "
+    "their names, singular or plural)"
 )
 
 
 def parse_duration_ms(key: str, value: str, *, allow_zero: bool = False,
                       allowed: str = DURATION_ALLOWED) -> int:
-    """Parse `30m` / `1h` / `500ms` into milliseconds, clamped to int64.
+    """Parse `30m`, `1.5h`, `500ms`, `10 seconds` or `interval 1 hour 30 minutes` into
+    milliseconds (rounded down, as Spark turns an interval into milliseconds), clamped to int64.
 
     A bare number is refused (only `0` where `allow_zero`): `5` would otherwise silently be
     5 ms for a TTL meant as 5 s or 5 min. The message names the key, the value and a fix."""
-    m = _DURATION_RE.match(str(value).lower())
-    if m is None:
+    if not str(value).isascii():
         raise ConfError(key, value, allowed)
-    n, unit = int(m.group(1)), m.group(2)
-    if not unit:
-        if allow_zero and n == 0:
+    text = str(value).strip(_SPACE).lower()
+    if text.startswith("interval") and text[8:9] in tuple(_SPACE):
+        text = text[8:].strip(_SPACE)
+    terms, pos = [], 0
+    while pos < len(text):
+        m = _TERM_RE.match(text, pos)
+        if m is None:
+            raise ConfError(key, value, allowed)
+        terms.append(m.groups())
+        pos = m.end()
+        while pos < len(text) and text[pos] in _SPACE:
+            pos += 1
+    if not terms:
+        raise ConfError(key, value, allowed)
+    if len(terms) == 1 and not terms[0][2]:
+        number = terms[0][1]
+        if allow_zero and Fraction(number) == 0 and terms[0][0] != "-":
             return 0
-        raise ConfError(key, value, f"{allowed}; write '{n}s', '{n}m' or '{n}ms'")
-    if unit not in UNIT_MS or (n == 0 and not allow_zero):
-        raise ConfError(key, value, allowed)
-    return min(n * UNIT_MS[unit], INT64_MAX)
+        whole = number.rstrip("0").rstrip(".") if "." in number else number
+        raise ConfError(key, value, f"{allowed}; a bare number has no unit: write '{whole}s', "
+                                    f"'{whole}m' or '{whole}ms'")
+    total = Fraction(0)
+    for sign, number, unit in terms:
+        if unit in CALENDAR_UNITS:
+            raise ConfError(key, value, f"{allowed}; a {unit.rstrip('s')} has no fixed length: write "
+                                        "days, such as '30 days'")
+        if unit not in UNIT_US:
+            import difflib
+
+            close = difflib.get_close_matches(unit, list(UNIT_US), n=1, cutoff=0.6)
+            hint = f"; unit {unit!r} is not one" + (f" (did you mean {close[0]!r}?)" if close else "")
+            raise ConfError(key, value, allowed + (hint if unit else ""))
+        if sign == "-":
+            raise ConfError(key, value, f"{allowed}; a duration is not negative")
+        total += Fraction(number) * UNIT_US[unit]
+    ms = int(total // 1000)
+    if ms == 0 and not allow_zero:
+        raise ConfError(key, value, f"{allowed}; at least 1ms")
+    return min(ms, INT64_MAX)
 
 
 def format_duration_ms(ms: int | None) -> str:
@@ -89,6 +128,7 @@ def format_duration_ms(ms: int | None) -> str:
     return f"{ms}ms"
 
 
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
 UNIT_BYTES = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
                "g": 1 << 30, "gb": 1 << 30}
 
@@ -97,7 +137,7 @@ def parse_bytes(key: str, value: str, *, minimum: int) -> int:
     """Parse `256m` / `1g` / `65536` (Spark's binary units) into bytes, at least `minimum`."""
     allowed = (f"a size such as 64m, 512m, 2g (units b, k, m, g; a bare number is bytes), "
                f"at least {minimum}")
-    m = _DURATION_RE.match(str(value).lower())
+    m = _SIZE_RE.match(str(value).lower())
     if not m or m.group(2) not in UNIT_BYTES:
         raise ConfError(key, value, allowed)
     n = int(m.group(1)) * UNIT_BYTES[m.group(2)]

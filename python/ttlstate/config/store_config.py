@@ -190,8 +190,12 @@ def _ttl_of_operator(confs: Mapping[str, str], global_ttl: int | None, operator_
         if op is None:
             continue
         if isinstance(op, str) and op not in K.OPERATOR_NAMES:
+            import difflib
+
+            close = difflib.get_close_matches(op, K.OPERATOR_NAMES, n=1, cutoff=0.6)
+            hint = f" (did you mean '{K.operator_ttl_key(close[0])}'?)" if close else ""
             raise ConfError(key, value, "a key operator.<id>.ttl, or operator.<name>.ttl with a name Spark "
-                                        f"reports in progress: {', '.join(K.OPERATOR_NAMES)}")
+                                        f"reports in progress: {', '.join(K.OPERATOR_NAMES)}{hint}")
         ttl = _parse_ttl(key, value)  # validate every override, not just ours
         if isinstance(op, int):
             by_id[op] = ttl

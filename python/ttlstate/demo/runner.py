@@ -297,24 +297,45 @@ def summary(stats: list[BatchStats], ttl: str, interval_s: float, workload: Chur
         f"{last.checkpoint_bytes['rocksdb']}.")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="ttlstate demo", description=__doc__)
-    ap.add_argument("--batches", type=int, default=24, help="micro-batches to run (default 24)")
+DESCRIPTION = """\
+The same churn stream (new sessions every batch, each active for a few batches) through two
+stateful queries on ttlstate with a short TTL and the same two on Spark's RocksDB provider
+(no TTL). Per batch it prints input rows, state rows, checkpoint bytes and TTL removals, then
+writes a PNG of state rows and bytes over batches (needs matplotlib: pip install
+'ttlstate[demo]', or run with --no-plot) and a one-paragraph summary."""
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--batches", type=int, default=24, help="micro-batches to run (at least 2)")
     ap.add_argument("--interval", type=float, default=1.0, help="seconds between batches")
-    ap.add_argument("--ttl", default="3s", help="TTL for the ttlstate queries (default 3s)")
+    ap.add_argument("--ttl", default="3s", help="TTL of the ttlstate queries, e.g. 3s or '5 seconds'")
     ap.add_argument("--sessions", type=int, default=200, help="new sessions per batch")
     ap.add_argument("--active", type=int, default=2, help="batches a session stays active")
-    ap.add_argument("--out", default="demo-output", help="where demo.png and demo.json go")
-    ap.add_argument("--keep", action="store_true", help="keep the working dir (checkpoints)")
+    ap.add_argument("--out", default="demo-output", help="directory for demo.png and demo.json")
+    ap.add_argument("--keep", action="store_true", help="keep the working directory (checkpoints)")
     ap.add_argument("--no-plot", action="store_true", help="no PNG (no matplotlib needed)")
     ap.add_argument("--kafka", metavar="BOOTSTRAP_SERVERS",
-                    help="run the stream through Kafka: events into a topic, each query's output into one "
-                         "(needs Spark's Kafka connector: --packages or --jars)")
-    ap.add_argument("--topic-prefix", help="with --kafka: the topics' prefix (default ttlstate-demo-<time>)")
+                    help="run the stream through Kafka: events into a topic, each query's output into "
+                         "one (needs Spark's Kafka connector: --packages or --jars) (default: files, "
+                         "no Kafka)")
+    ap.add_argument("--topic-prefix", help="with --kafka: the topics' prefix (default: "
+                                           "ttlstate-demo-<epoch seconds>)")
     ap.add_argument("--packages", help="Maven coordinates for spark.jars.packages, e.g. "
-                                       "org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>")
-    ap.add_argument("--jars", help="comma-separated jars for spark.jars (e.g. the Kafka connector's)")
-    args = ap.parse_args(argv)
+                                       "org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version> "
+                                       "(default: none)")
+    ap.add_argument("--jars", help="comma-separated jars for spark.jars, e.g. the Kafka connector's "
+                                   "(default: none)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`ttlstate demo ARGS...`."""
+    from ttlstate.cli.main import main as cli
+
+    return cli(["demo", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run_command(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
+    """The demo, as `ttlstate demo` parsed its arguments."""
     if args.batches < 2:
         ap.error("--batches must be at least 2")
     missing = None if args.no_plot else plot_available()

@@ -42,7 +42,7 @@ key, e.g. `Unknown ttlstate conf '...ttlstate.tll' (set to '5s'): did you mean
 data. `ttlstate.configure()` checks the same rules before any query starts.
 
 **`ttlstate.configure(builder, **options)`** sets these keys from the keyword arguments of the
-table's `configure()` column. Durations are strings with a unit (`"30m"`, `"500ms"`) or a
+table's `configure()` column. Durations are strings with a unit (`"30m"`, `"5 seconds"`) or a
 `datetime.timedelta`; a bare number (`ttl=5`, or `"5"` in a conf) is refused, as it has no
 unit. Sizes are strings such as `"64m"` or `"1g"`. `operator_ttl` maps operator
 ids (ints) or names (as progress shows them) to a TTL or `"off"`:
@@ -62,9 +62,12 @@ ttlstate installed.
 
 _CONFIGURATION_TAIL = """
 
-Durations: `500ms`, `10s`, `30m`, `1h`, `2d` (a bare number is refused: it has no unit; a
-bare `0` still means off where off is allowed). Sizes: `64m`, `512m`, `2g` (units b, k, m, g;
-a bare number is bytes).
+Durations: `500ms`, `10s`, `30m`, `1.5h`, `2d`, `1w`, or Spark's interval syntax as
+`withWatermark` and triggers take it: `10 seconds`, `1 hour`, `interval 1 hour 30 minutes`
+(unit names singular or plural, any case; several terms add up; a result below a millisecond
+is rounded down, as Spark does). Months and years are refused (no fixed length), and so is a
+bare number (it has no unit); a bare `0` still means off where off is allowed.
+Sizes: `64m`, `512m`, `2g` (units b, k, m, g; a bare number is bytes).
 """
 
 

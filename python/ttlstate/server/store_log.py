@@ -6,10 +6,11 @@ Nothing per row or per batch: one line when a server starts and one per store a 
 Where the lines go: the server's stderr is the executor's (Spark's own executor log). They are
 logged at INFO through the `ttlstate.lifecycle` logger, which `TTLSTATE_LOG_LEVEL` controls
 when it is set. When it is not (the default): the start line is shown, and each store's line is
-shown when the executor's log level shows INFO, which the shim tells the server at OPEN
-(`logInfo`): so on a cluster, whose executors log at INFO, every store's TTL is in its
-executor's log, and a local PySpark session (WARN by default; the driver's console is the
-executor's stderr there) does not print one line per shuffle partition.
+shown when the executor's log shows INFO, which the shim tells the server at OPEN (`logInfo`):
+so on a cluster, whose executors log at INFO, every store's TTL is in its executor's log, and a
+local PySpark session or shell (whose console Spark filters to WARN, though its log level is
+INFO; the driver's console is the executor's stderr there) does not print one line per shuffle
+partition.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ The keyword arguments are the `configure()` option column of the configuration r
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -34,8 +35,26 @@ EXTENSIONS_KEY = "spark.sql.extensions"
 EXTENSIONS_CLASS = "ttlstate.spark.TtlStateExtensions"
 PLUGINS_KEY = "spark.plugins"
 PLUGIN_CLASS = "ttlstate.spark.StateServerPlugin"  # starts each executor's state server early
-MIN_PYTHON = (3, 10)
+
+
+def _requires_python() -> tuple[int, int] | None:
+    """The lowest Python ttlstate supports: pyproject's `requires-python` (`>=3.11`, pyspark
+    4.3's), as the installed package's metadata carries it, so it is stated once. None when
+    ttlstate runs from a source tree without being installed (nothing then checked it either)."""
+    import importlib.metadata
+    import re
+
+    try:
+        spec = importlib.metadata.metadata("ttlstate").get("Requires-Python") or ""
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    m = re.fullmatch(r"\s*>=\s*(\d+)\.(\d+)\s*", spec)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+MIN_PYTHON = _requires_python()
 OPERATOR_TTL_OPTION = K.OPERATOR_TTL.option
+log = logging.getLogger("ttlstate.configure")
 _OPTION_KEYS: dict[str, K.ConfKey] = {k.option: k for k in K.ALL_KEYS if k.option and "<" not in k.suffix}
 # Options that are durations: a bare number has no unit, so it is refused (5 is not "5s").
 _DURATION_OPTIONS = {K.TTL.option, K.FILTER_PERIODIC_COMPACTION.option, K.REQUEST_TIMEOUT.option,
@@ -113,7 +132,7 @@ def check_environment() -> None:
         spark_line()
     except UnsupportedSpark as e:
         raise UnsupportedEnvironment(str(e)) from None
-    if sys.version_info < MIN_PYTHON:
+    if MIN_PYTHON is not None and sys.version_info < MIN_PYTHON:
         raise UnsupportedEnvironment(
             f"ttlstate needs Python >= {'.'.join(map(str, MIN_PYTHON))}; this is {sys.version.split()[0]}")
 
@@ -138,8 +157,9 @@ def duration_value(option: str, value: object, *, allow_off: bool = True) -> str
         n = float(value)  # type: ignore[arg-type]
         example = (f'{option}="{int(n)}s" or "{int(n)}m"' if n.is_integer()
                    else f'{option}="{round(n * 1000)}ms"')
-        raise ValueError(f"{option}={value!r} has no unit: write it with one, e.g. {example} (units "
-                         "ms, s, m, h, d), or pass a datetime.timedelta")
+        raise ValueError(f"{option}={value!r} has no unit: write it with one, e.g. {example} or "
+                         "\"5 seconds\" (units ms, s, m, h, d, w, or Spark's interval words), or pass "
+                         "a datetime.timedelta")
     if not isinstance(value, str) and not number:
         raise TypeError(f"{option} must be a duration string such as \"30m\" or a datetime.timedelta, "
                         f"not {type(value).__name__}")
@@ -193,6 +213,18 @@ def settings(**options: Any) -> dict[str, str]:
     return confs
 
 
+def ttl_off_note(confs: Mapping[str, str]) -> str | None:
+    """The one line saying TTL is off, for confs whose global `ttl` is (None when it is on)."""
+    if confs.get(K.TTL.key, "off").strip().lower() not in ("off", "none", ""):
+        return None
+    own = sorted(k for k, v in confs.items()
+                 if k.startswith(K.PREFIX + "operator.") and v.strip().lower() not in ("off", "none", ""))
+    scope = f"operators without an operator_ttl entry (with one: {', '.join(own)})" if own else "every query"
+    return (f"ttlstate: TTL is off for {scope} of this session (no ttl= given, or ttl=\"off\"): their state "
+            "is kept as Spark's own providers keep it. Pass ttl=\"30m\" (or any duration) to expire keys "
+            "untouched that long.")
+
+
 def configure(builder: Any, **options: Any) -> Any:
     """Configure a `SparkSession.Builder` for ttlstate; returns the builder.
 
@@ -213,6 +245,9 @@ def configure(builder: Any, **options: Any) -> Any:
     """
     check_environment()
     confs = settings(**options)
+    note = ttl_off_note(confs)
+    if note:
+        log.info(note)
     pending = getattr(builder, "_options", {})
     jvm = _running_jvm()
     if jvm is None:  # this process launches the JVM: spark.jars reaches the driver and executors

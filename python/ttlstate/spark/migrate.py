@@ -100,21 +100,31 @@ def migrate(spark: Any, source: str, target: str, to: str = "ttlstate",
     return json.loads(report)
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="ttlstate migrate",
-        description="Copy a stopped streaming query's checkpoint into a NEW checkpoint whose state "
-                    "is held by ttlstate (or, with --to rocksdb, by Spark's RocksDB provider). The "
-                    "source is only read; restart the query on TARGET.")
+DESCRIPTION = ("Copy a stopped streaming query's checkpoint into a NEW checkpoint whose state is "
+               "held by ttlstate (or, with --to rocksdb, by Spark's RocksDB provider). The source is "
+               "only read; restart the query on TARGET.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", help="checkpoint location of the stopped query")
     parser.add_argument("target", help="new checkpoint location (must not exist, or be empty)")
     parser.add_argument("--to", default="ttlstate",
-                        help="target provider: ttlstate (default), rocksdb, hdfs, or a provider class")
+                        help="target provider: ttlstate, rocksdb, hdfs, or a provider class")
     parser.add_argument("--master", default=None,
-                        help="Spark master when no session is active (default: Spark's, local[*])")
+                        help="Spark master when no session is active (default: Spark's own, local[*])")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="an extra Spark conf for the migration job (repeatable)")
-    args = parser.parse_args(argv)
+                        help="an extra Spark conf for the migration job, repeatable (default: none)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`ttlstate migrate ARGS...`."""
+    from ttlstate.cli.main import main as cli
+
+    return cli(["migrate", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """The migration, as `ttlstate migrate` parsed its arguments."""
     from pyspark.sql import SparkSession
 
     import ttlstate

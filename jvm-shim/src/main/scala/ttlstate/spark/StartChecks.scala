@@ -12,7 +12,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Deduplicate, Dedu
 import org.apache.spark.sql.catalyst.streaming.WriteToStream
 import org.slf4j.LoggerFactory
 import ttlstate.client.Json
-import ttlstate.conf.ConfKeys
+import ttlstate.conf.{ConfKeys, KeySpelling}
 import ttlstate.metadata.SparkMetadata
 
 /** `spark.sql.extensions=ttlstate.spark.TtlStateExtensions` (set by `ttlstate.configure`, or in
@@ -49,7 +49,20 @@ object StartChecks {
     while (warnings.size > 20) warnings.pollFirst()
   }
 
-  private val OperatorKey = ("^" + java.util.regex.Pattern.quote(ConfKeys.PREFIX) + "operator\\.\\d+\\.ttl$").r
+  private val notes = new java.util.concurrent.ConcurrentLinkedDeque[String]()
+
+  /** The last INFO lines these checks logged (newest last), for tests and notebooks. */
+  def recentNotes(): java.util.List[String] = new java.util.ArrayList[String](notes)
+
+  private def note(message: String): Unit = {
+    log.info(message)
+    notes.addLast(message)
+    while (notes.size > 20) notes.pollFirst()
+  }
+
+  // operator.<id>.ttl or operator.<name>.ttl (the validator checks the name is one Spark reports)
+  private val OperatorKey = ("^" + java.util.regex.Pattern.quote(ConfKeys.PREFIX) +
+    "operator\\.(\\d+|[A-Za-z_][A-Za-z0-9_]*)\\.ttl$").r
   private def knownKeys: Seq[String] =
     ConfKeys.SUFFIXES.filterNot(_.contains("<")).map(ConfKeys.PREFIX + _) :+ (ConfKeys.PREFIX + "operator.0.ttl")
 
@@ -68,7 +81,8 @@ object StartChecks {
     else {
       val (closest, d) = knownKeys.map(k => k -> distance(key, k)).minBy(_._2)
       val suffix = key.stripPrefix(ConfKeys.PREFIX)
-      val hint = if (d <= math.max(2, suffix.length / 3)) s"did you mean '$closest'?" else "see the configuration reference, docs/configuration.md"
+      val hint = KeySpelling.inOtherCase(key).map(k => s"did you mean '$k'? (keys are case-sensitive)")
+        .getOrElse(if (d <= math.max(2, suffix.length / 3)) s"did you mean '$closest'?" else "see the configuration reference, docs/configuration.md")
       Some(s"Unknown ttlstate conf '$key' (set to '$value'): $hint")
     }
 
@@ -111,10 +125,12 @@ object StartChecks {
         "restart it on the new checkpoint. To run it on its pinned provider knowingly, set " +
         s"spark.sql.streaming.stateStore.providerClass=${pinned.get} for this query.")
     }
+    conf.getAll.foreach { case (k, v) => KeySpelling.lookalikeMessage(k, v).foreach(warn) }
     if (onTtlstate) {
       ours.foreach { case (k, v) => unknownKeyMessage(k, v).foreach(m => throw new IllegalArgumentException(m)) }
       validateValues(ours, conf.getOption(ConfKeys.PYTHON).filter(_.nonEmpty))
       plan.flatMap(watermarkMessage(ours.get(TimeSourceKey), _)).foreach(m => throw new IllegalArgumentException(m))
+      KeySpelling.ttlOffNote(ours, checkpoint).foreach(note)
     } else if (ours.exists { case (k, _) => k != ConfKeys.PYTHON }) {
       val shown = if (provider.isEmpty) "Spark's default provider" else provider
       warn(s"ttlstate: this query (checkpoint $checkpoint) sets ttlstate confs " +

@@ -83,8 +83,9 @@ final class ProviderCore(val spec: StoreSpec) {
       "keySchema" -> Json.str(spec.keySchema.json),
       "valueSchema" -> Json.str(spec.valueSchema.json),
       "operatorNames" -> OperatorNames.json(operatorNames),
-      // The server logs each store it opens at INFO when the executor's log level shows INFO.
-      "logInfo" -> log.isInfoEnabled.toString,
+      // The server logs each store it opens at INFO when the executor's log shows INFO (not the
+      // console of a local session, which Spark filters to WARN).
+      "logInfo" -> org.apache.spark.ttlstate.SparkConsole.showsInfo(log.isInfoEnabled).toString,
       "checkpointIds" -> spec.checkpointIds.toString,
       // No streaming query: the state data source (or an offline tool) reads this store.
       "stateReader" -> (!inQuery).toString) ++

@@ -24,7 +24,19 @@ class ConfValuesSuite extends AnyFunSuite {
     assert(ConfValues.durationMs("5min").contains(300000L))
     assert(ConfValues.durationMs(" 2D ").contains(2L * 86400000L))
     assert(ConfValues.durationMs("500ms").contains(500L))
-    Seq("5", "", "s", "1.5s", "5 weeks", "-1s", "999999999999s").foreach(v => assert(ConfValues.durationMs(v).isEmpty, v))
+    Seq("5", "", "s", "-1s", "0s", "1 month", "5 parsecs", "interval").foreach(v => assert(ConfValues.durationMs(v).isEmpty, v))
+  }
+
+  test("durations as Spark writes intervals, fractions and several terms") {
+    assert(ConfValues.durationMs("5 seconds").contains(5000L))
+    assert(ConfValues.durationMs("10 Minutes").contains(600000L))
+    assert(ConfValues.durationMs("1 hour").contains(3600000L))
+    assert(ConfValues.durationMs("1.5h").contains(5400000L))
+    assert(ConfValues.durationMs("INTERVAL 1 hour 30 minutes").contains(5400000L))
+    assert(ConfValues.durationMs("1h30m").contains(5400000L))
+    assert(ConfValues.durationMs("2 weeks").contains(14L * 86400000L))
+    assert(ConfValues.durationMs("1.0005 seconds").contains(1000L)) // rounded down, as Spark does
+    assert(ConfValues.durationMs("99999999999999999999 days").contains(Long.MaxValue))
   }
 
   test("the defaults are the Python definitions' strings, parsed") {

@@ -1,0 +1,31 @@
+"""`ttlstate jar`: the path of the shim jar for a Spark line, to give Spark as --jars or spark.jars."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+DESCRIPTION = (
+    "Print the path of the shim jar inside the installed package: give it to Spark with\n"
+    "--jars $(ttlstate jar), or as spark.jars. Each Spark line (3.5, 4.0, 4.1, 4.2, 4.3) has its own\n"
+    "jar; by default the one of the installed pyspark, else of $SPARK_HOME's Spark.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--spark", metavar="VERSION", default=None,
+                        help="the Spark to pick the jar for, e.g. 3.5 or 4.2.1 (default: the installed "
+                             "pyspark's, else $SPARK_HOME's)")
+    parser.add_argument("--tools", action="store_true",
+                        help="the tools jar instead (ttlstate migrate's and the tests' hooks)")
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from ttlstate.spark.configure import jar_path, tools_jar_path
+    from ttlstate.spark.lines import UnsupportedSpark
+
+    try:
+        print((tools_jar_path if args.tools else jar_path)(args.spark))
+    except (UnsupportedSpark, FileNotFoundError) as e:
+        print(f"ttlstate jar: {e}", file=sys.stderr)
+        return 2
+    return 0
