@@ -61,7 +61,7 @@ run: setup
 
 test: setup test-scala
 	$(PY) -m ruff check python tests benchmarks integration
-	$(PY) -m pytest -m "not long and not integration" tests
+	$(PY) -m pytest -m "not long and not integration and not spark_versions" tests
 
 # The shim's Scala unit tests (ScalaTest, fetched with Maven from jvm-shim/test-deps/pom.xml on
 # first use; the compiled tests are reused until a test source or the shim jar changes).
@@ -86,7 +86,7 @@ test-integration: setup
 
 # The long cases `make test` leaves out (e.g. 100 versions of a churning workload).
 test-long: setup
-	$(PY) -m pytest -m "long and not integration" tests
+	$(PY) -m pytest -m "long and not integration and not spark_versions" tests
 
 # BASELINE=<ref> also runs ttlstate as of that commit in the Spark benchmarks, in the same run
 # (benchmarks/harness/baseline.py checks it out and builds it under ~/.cache/ttlstate-bench).

@@ -29,7 +29,7 @@ from tests.spark.harness import (
 from ttlstate.config import keys as K
 from ttlstate.spark.lines import minor_of
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark_versions]
 
 LINE = minor_of(pyspark.__version__)
 SCHEMAS = {"events": EVENTS_SCHEMA}

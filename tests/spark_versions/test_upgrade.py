@@ -14,7 +14,7 @@ import pytest
 
 from ttlstate.spark.lines import LINES
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark_versions]
 
 ROOT = Path(__file__).resolve().parents[2]
 # Which steps of upgrade_phase.STEPS each line runs.
