@@ -175,6 +175,7 @@ def test_checkpoint_format_2(spark: SparkSession) -> None:
     spark.conf.set("spark.sql.streaming.stateStore.checkpointFormatVersion", "2")
     try:
         run = _same(spark, lambda s: s["events"].groupBy("k").count(), mode="update")
-        assert _read_state(spark, run.checkpoint) == FINAL_COUNTS
+        if at_least("4.1"):  # Spark 4.0's state data source reads no checkpoint ids
+            assert _read_state(spark, run.checkpoint) == FINAL_COUNTS
     finally:
         spark.conf.unset("spark.sql.streaming.stateStore.checkpointFormatVersion")

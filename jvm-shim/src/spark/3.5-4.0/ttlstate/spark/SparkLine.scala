@@ -13,6 +13,10 @@ object SparkLine {
   type FileManager = CheckpointFileManager
   def fileManager(dir: Path, conf: Configuration): FileManager = CheckpointFileManager.create(dir, conf)
 
+  /** Whether a task's read and write store of one version are one (`TaskStores`): where Spark
+   *  cannot upgrade a read store itself. */
+  val sharesTaskStores: Boolean = true
+
   def commitValidation(conf: StateStoreConf): Boolean = false
   def reportCommit(version: Long, id: StateStoreId, conf: Configuration): Unit = ()
 

@@ -19,9 +19,8 @@ final class TtlStateStore(val session: StoreVersion) extends StateStore {
   override def hasCommitted: Boolean = session.hasCommitted
 }
 
-/** The read store Spark 3.5's aggregation restore asks for while the same task already holds the
- *  write store of that version (its save step loads first): reads through the write store, as
- *  Spark's RocksDB provider shares one instance. The write store's owner commits or aborts it. */
+/** A read store of a version whose write store the same task holds (see `TaskStores`): reads
+ *  through it; the write store's owner commits or aborts it. */
 final class SharedReadStore(store: TtlStateStore) extends ReadStateStore {
   override def id: StateStoreId = store.id
   override def version: Long = store.version

@@ -15,6 +15,7 @@ import ttlstate.store.{ChangeFeed, KeyCodec, LoadRequest, ProviderCore, StoreSpe
  *  `supportedCustomMetrics`, so no process may start before `init`/`getStore`. */
 class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedReplay with ProviderApi {
   private var core: ProviderCore = _
+  private[spark] val tasks = new TaskStores[TtlStateStore](_.session)
 
   override def init(
       stateStoreId: StateStoreId,
@@ -42,19 +43,17 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
 
   override def stateStoreId: StateStoreId = core.id
 
-  /** Loads a version; the store is registered for the read-ahead of its task. */
+  /** Loads a version; the store is registered for the read-ahead of its task (and, on Spark 4.0,
+   *  as the task's store: `TaskStores`). */
   private[spark] def open(req: LoadRequest): TtlStateStore = {
     val store = new TtlStateStore(core.load(req), this)
     ReadAhead.opened(store.session)
-    store
+    if (SparkLine.sharesTaskStores) tasks.opened(store) else store
   }
 
   /** After a store of this provider committed `version`. */
   private[spark] def committed(version: Long): Unit =
     if (core.spec.commitValidation) SparkLine.reportCommit(version, core.id, core.spec.hadoopConf)
-
-  override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
-    open(LoadRequest(version, readOnly = true, uniqueId))
 
   /** The read store itself when it is still open at `version`, else a new write store. */
   private[spark] def upgrade(readStore: ReadStateStore, version: Long, uniqueId: Option[String]): StateStore = readStore match {

@@ -15,6 +15,10 @@ object SparkLine {
   type FileManager = CheckpointFileManager
   def fileManager(dir: Path, conf: Configuration): FileManager = CheckpointFileManager.create(dir, conf)
 
+  /** Whether a task's read and write store of one version are one (`TaskStores`): where Spark
+   *  cannot upgrade a read store itself. */
+  val sharesTaskStores: Boolean = false
+
   def commitValidation(conf: StateStoreConf): Boolean = conf.commitValidationEnabled
   def reportCommit(version: Long, id: StateStoreId, conf: Configuration): Unit =
     StateStore.reportCommitToCoordinator(version, id, conf)

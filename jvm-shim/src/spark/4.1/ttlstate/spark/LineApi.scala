@@ -14,6 +14,9 @@ trait ProviderApi extends StateStoreProvider with SupportsFineGrainedReplay { se
   override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long,
       uniqueId: Option[String]): StateStore = upgrade(readStore, version, uniqueId)
 
+  override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
+    open(LoadRequest(version, readOnly = true, uniqueId))
+
   override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
       snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): StateStore =
     replay(snapshotVersion, endVersion, readOnly, snapshotVersionStateStoreCkptId, endVersionStateStoreCkptId)

@@ -22,6 +22,9 @@ trait ProviderApi extends StateStoreProvider with SupportsFineGrainedReplay with
   override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String],
       forceSnapshotOnCommit: Boolean): StateStore = upgrade(readStore, version, uniqueId)
 
+  override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
+    open(LoadRequest(version, readOnly = true, uniqueId))
+
   override def replayStateFromSnapshot(snapshotVersion: Long, endVersion: Long, readOnly: Boolean,
       snapshotVersionStateStoreCkptId: Option[String], endVersionStateStoreCkptId: Option[String]): StateStore =
     replay(snapshotVersion, endVersion, readOnly, snapshotVersionStateStoreCkptId, endVersionStateStoreCkptId)

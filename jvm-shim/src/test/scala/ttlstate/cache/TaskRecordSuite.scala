@@ -35,7 +35,7 @@ class TaskRecordSuite extends AnyFunSuite {
     val rnd = new Random(seed)
     val r = new TaskRecord(limit)
     var model = Map.empty[Seq[Byte], Model]
-    val pool = Seq.fill(ops / 3 + 1)(bytes(rnd, 24)).distinctBy(_.toSeq)
+    val pool = Seq.fill(ops / 3 + 1)(bytes(rnd, 24)).map(_.toSeq).distinct.map(_.toArray)
     var refused, dropped = 0
     (1 to ops).foreach { n =>
       val key = pool(rnd.nextInt(pool.size))
