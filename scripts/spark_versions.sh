@@ -2,20 +2,33 @@
 # The Spark-version tier (`make test-spark-versions`): for every Spark line ttlstate serves
 # (python/ttlstate/spark/lines.py), in that line's own venv (scripts/spark_venv.sh, cached), its
 # shim jar, its Scala unit tests and tests/spark_versions/test_line.py against that Spark's own
-# RocksDB provider; then, once, a checkpoint taken from the oldest line to the newest
-# (tests/spark_versions/test_upgrade.py). Prints the time of each line. LINES="4.2 4.3" limits it.
+# RocksDB provider, and on the lines other than the dev venv's (which `make test` covers whole)
+# one case of each feature only some lines offer (FEATURES); then, once, a checkpoint taken from
+# the oldest line to the newest (tests/spark_versions/test_upgrade.py). Prints the time of each
+# line. LINES="4.2 4.3" limits it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lines=${LINES:-$(PYTHONPATH=python python3 -m ttlstate.spark.lines | cut -d' ' -f1)}
+dev_line=$(sed -n 's/^pyspark==\([0-9]*\.[0-9]*\).*/\1/p' constraints.txt)
+# first line offering it | a test of tests/spark (one case each)
+FEATURES=(
+  "4.2|tests/spark/test_real_time.py::test_real_time_outputs_match_rocksdb_across_a_restart"
+  "4.2|tests/spark/test_migrate.py::test_aggregation_from_rocksdb"
+)
+offered() { [[ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -1)" == "$1" ]]; }
 times=()
 status=0
+make -s jars  # every line's: a line's tests also try another line's jar on it
 for minor in $lines; do
   started=$(date +%s)
   echo "== Spark $minor" >&2
   venv=$(scripts/spark_venv.sh "$minor")
-  make -s "python/ttlstate/jars/ttlstate-shim-spark$minor.jar"
+  features=()
+  if [[ "$minor" != "$dev_line" ]]; then
+    for f in "${FEATURES[@]}"; do offered "${f%%|*}" "$minor" && features+=("${f#*|}"); done
+  fi
   if scripts/scala_test.sh "$venv/bin/python" "python/ttlstate/jars/ttlstate-shim-spark$minor.jar" >/dev/null &&
-     "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/spark_versions/test_line.py; then
+     "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/spark_versions/test_line.py "${features[@]}"; then
     result=ok
   else
     result=FAILED
@@ -25,7 +38,6 @@ for minor in $lines; do
 done
 started=$(date +%s)
 if [[ -z "${LINES:-}" ]]; then
-  make -s jars
   if .venv/bin/python -m pytest -q -p no:cacheprovider tests/spark_versions/test_upgrade.py; then result=ok
   else result=FAILED; status=1; fi
   times+=("upgrade 3.5 -> 4.3: $result in $(( $(date +%s) - started )) s")

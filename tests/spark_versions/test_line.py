@@ -179,3 +179,37 @@ def test_checkpoint_format_2(spark: SparkSession) -> None:
             assert _read_state(spark, run.checkpoint) == FINAL_COUNTS
     finally:
         spark.conf.unset("spark.sql.streaming.stateStore.checkpointFormatVersion")
+
+
+WRONG_JAR_JOB = """
+import sys
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[1]").config("spark.jars", sys.argv[1])
+         .config("spark.sql.extensions", "ttlstate.spark.TtlStateExtensions")
+         .config("spark.plugins", "ttlstate.spark.StateServerPlugin")
+         .config("spark.sql.streaming.stateStore.providerClass", "ttlstate.spark.TtlStateStoreProvider")
+         .config("spark.ui.enabled", "false").getOrCreate())
+spark.range(3).collect()
+print("STARTED")
+"""
+
+
+def test_another_lines_jar_fails_at_start_naming_this_lines(tmp_path) -> None:  # noqa: ANN001
+    """A jar built for another Spark line is refused when the session starts, naming the jar to
+    use, instead of failing later with a bare NoSuchMethodError."""
+    import subprocess
+    import sys
+
+    from ttlstate.spark.configure import jar_path
+
+    other = "4.3" if LINE != "4.3" else "4.2"
+    job = tmp_path / "job.py"
+    job.write_text(WRONG_JAR_JOB)
+    done = subprocess.run([sys.executable, str(job), jar_path(other)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0 and "STARTED" not in out, out[-3000:]
+    if LINE == "3.5":  # a Scala 2.13 jar cannot load on Spark 3.5's Scala 2.12
+        assert "NoClassDefFoundError" in out or "ClassNotFoundException" in out, out[-3000:]
+    else:
+        assert "[TTLSTATE_WRONG_SPARK]" in out and f"ttlstate-shim-spark{LINE}.jar" in out, out[-3000:]
