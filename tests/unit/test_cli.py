@@ -7,7 +7,7 @@ import importlib.metadata
 import os
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -41,8 +41,8 @@ def test_python_dash_m_ttlstate_and_version() -> None:
     ("1795459200000", 1_795_459_200_000),  # epoch ms, as Spark's batchTimestampMs
     ("10m", NOW - 600_000), ("-10m", NOW - 600_000), ("10m ago", NOW - 600_000), ("2h ago", NOW - 7_200_000),
     ("+1h", NOW + 3_600_000), ("in 30s", NOW + 30_000),
-    ("2026-11-23T18:40:00Z", int(datetime(2026, 11, 23, 18, 40, tzinfo=timezone.utc).timestamp() * 1000)),
-    ("2026-11-23T19:40:00+01:00", int(datetime(2026, 11, 23, 18, 40, tzinfo=timezone.utc).timestamp() * 1e3)),
+    ("2026-11-23T18:40:00Z", int(datetime(2026, 11, 23, 18, 40, tzinfo=UTC).timestamp() * 1000)),
+    ("2026-11-23T19:40:00+01:00", int(datetime(2026, 11, 23, 18, 40, tzinfo=UTC).timestamp() * 1e3)),
     ("2026-11-23 18:40", int(datetime(2026, 11, 23, 18, 40).astimezone().timestamp() * 1000)),  # local time
 ])
 def test_at_takes_iso_times_durations_ago_and_epoch_ms(text: str, expected: int) -> None:

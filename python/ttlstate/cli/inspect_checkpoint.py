@@ -24,7 +24,7 @@ import tempfile
 import time
 from array import array
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import unquote, urlparse
 
 from ttlstate.checkpoint import names
@@ -355,7 +355,7 @@ def parse_at(text: str, now_ms: int) -> int:
 
 
 def iso_utc(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace(
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace(
         "+00:00", "Z")
 
 
