@@ -13,9 +13,10 @@ import logging
 import threading
 from dataclasses import replace
 
+from ttlstate.checkpoint.record_file import RecordFileHeader
 from ttlstate.config.keys import StateVisibility, UpdateType
 from ttlstate.config.parse import format_duration_ms
-from ttlstate.config.store_config import TtlConfig
+from ttlstate.config.store_config import StoreConfig, TtlConfig
 
 log = logging.getLogger(__name__)
 
@@ -92,3 +93,26 @@ def warn_if_changed(store_id: str, query_id: str | None, recorded: dict[str, obj
     log.warning("ttlstate %s%s: the TTL settings differ from those the checkpoint was written "
                 "with: %s", operator, f" (query {query_id})" if query_id else "", "; ".join(changes))
     return changes
+
+
+class WrittenWith:
+    """The TTL settings of the newest file the last load read: a query is warned when its own
+    differ, and a state reader reads the version with them (as the query saw it)."""
+
+    def __init__(self, store_id: str, query_id: str | None, reader: bool) -> None:
+        self._store_id = store_id
+        self._query_id = query_id
+        self._reader = reader
+        self._ttl: TtlConfig | None = None
+
+    def check(self, newest: RecordFileHeader, current: TtlConfig) -> None:
+        self._ttl = recorded_ttl(newest.settings, newest.ttl_ms, current)
+        if not self._reader:
+            warn_if_changed(self._store_id, self._query_id, newest.settings, current)
+
+    def reader_config(self, config: StoreConfig) -> StoreConfig:
+        """A state reader's config: the TTL the files recorded (off with reader.includeExpired)."""
+        ttl = self._ttl or config.ttl
+        if config.reader_include_expired:
+            ttl = ttl.disabled()
+        return replace(config, ttl=ttl)

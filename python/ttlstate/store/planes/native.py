@@ -14,19 +14,22 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 from ttlstate import _native
 from ttlstate.checkpoint.record_file import KIND_SNAPSHOT, RecordFileError, RecordFileHeader
+from ttlstate.config.store_config import TtlConfig
 from ttlstate.engine.base import Engine
 from ttlstate.engine.native_engine import NativeEngine
 from ttlstate.errors import StoreStateError
 from ttlstate.store.planes import free_memory
-from ttlstate.store.planes.base import Built, DataPlane, Fetched, StoreMetrics, prefix_upper_bound
-
-if TYPE_CHECKING:
-    from ttlstate.config.store_config import TtlConfig
-    from ttlstate.store.provider import StoreProvider
+from ttlstate.store.planes.base import (
+    Built,
+    DataPlane,
+    Fetched,
+    StoreMetrics,
+    VersionContext,
+    prefix_upper_bound,
+)
 
 _SCAN_CHUNK = 1 << 16
 # A restore from nothing gathers the changelogs after the snapshot in memory while they take
@@ -35,7 +38,7 @@ _RESTORE_GATHER_BYTES = 128 << 20
 
 
 def _native_engine(engine: Engine) -> NativeEngine:
-    if not isinstance(engine, NativeEngine):  # the provider pairs each plane with its engine
+    if not isinstance(engine, NativeEngine):  # planes/select.py pairs each plane with its engine
         raise TypeError(f"the native data plane needs the native engine, not {engine.kind}")
     return engine
 
@@ -45,13 +48,13 @@ class NativePlane(DataPlane):
         self._cursor = _native.CleanupCursor()  # incremental cleanup's, across versions and reloads
         self._current: NativeVersion | None = None
 
-    def begin(self, provider: StoreProvider, engine: Engine, version: int, now_ms: int,
+    def begin(self, ctx: VersionContext, engine: Engine, version: int, now_ms: int,
               writable: bool, stamp: int) -> NativeVersion:
         if self._current is not None:
             self._current.supersede()
-        txn = _native_engine(engine).begin(provider.store_id, version, now_ms, writable,
-                                           provider.config.ttl, self._cursor)
-        self._current = NativeVersion(provider, txn)
+        txn = _native_engine(engine).begin(ctx.store_id, version, now_ms, writable, ctx.ttl,
+                                           self._cursor)
+        self._current = NativeVersion(ctx, txn)
         return self._current
 
     def key_hashes(self) -> _native.KeyHashes:
@@ -129,7 +132,7 @@ class _PinnedView:
 class _BackgroundApply:
     """The batch goes into the local DB on its own thread (the call releases the GIL) while
     the changelog is written and uploaded: the two are independent. When the change in keys
-    is `known` without it, the commit returns before the apply ends (the provider waits for it
+    is `known` without it, the commit returns before the apply ends (the store waits for it
     before the local DB is used again). `done` ends the transaction, which frees the batch's
     writes: once the apply succeeded and the committing thread is finished with them (`result`,
     or `detach` for a commit that returns first: then as soon as the apply ends, on its own
@@ -181,8 +184,8 @@ class _BackgroundApply:
 
 
 class NativeVersion:
-    def __init__(self, provider: StoreProvider, txn: _native.Txn) -> None:
-        self._p = provider
+    def __init__(self, ctx: VersionContext, txn: _native.Txn) -> None:
+        self._ctx = ctx
         self.txn = txn
         self.version: int = txn.version
         self.now_ms: int = txn.now
@@ -204,7 +207,7 @@ class NativeVersion:
     def commit(self) -> int:
         with _state_errors():
             self.txn.check_writable()
-        version = self._p.commit_store(self)
+        version = self._ctx.commit(self)
         self._committed = True
         return version
 
@@ -220,7 +223,7 @@ class NativeVersion:
 
     def _end(self, state: str) -> None:
         # Once committed, the batch's writes may still be going into the local DB on another
-        # thread: the provider ends the transaction when that is done, never anyone else.
+        # thread: `start_apply`'s `end` ends the transaction when that is done, no one else.
         if not self._committed:
             self.txn.end(state)
 
@@ -272,7 +275,7 @@ class NativeVersion:
         with _state_errors():
             return _entries(self.txn.scan(prefix, prefix_upper_bound(prefix)))
 
-    # -- commit (the data-plane half; the provider holds the store's lock) ------------------
+    # -- commit (the data-plane half; the committer holds the store's lock) -----------------
     def incremental_step(self) -> None:
         self.txn.incremental_step()
 
@@ -296,8 +299,8 @@ class NativeVersion:
         return int(self.txn.removed_incremental)
 
     def metrics(self) -> StoreMetrics:
-        return self._p.store_metrics(self.expired_on_read, self.removed_incremental,
-                                     int(self.txn.pending_bytes))
+        return self._ctx.metrics(self.expired_on_read, self.removed_incremental,
+                                 int(self.txn.pending_bytes))
 
 
 @contextmanager
