@@ -11,7 +11,7 @@ NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
 CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/protocol.py \
                python/ttlstate/config/keys.py python/ttlstate/config/parse.py \
                python/ttlstate/config/store_config.py python/ttlstate/store/metric_names.py \
-               python/ttlstate/ttl/ttl_value.py
+               python/ttlstate/ttl/ttl_value.py python/ttlstate/_native_abi.py
 DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib protobuf \
             mkdocs pybind11  # pybind11: only to build commits before the C ABI (benchmarks/harness/baseline.py)
 
