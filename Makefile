@@ -12,7 +12,7 @@ CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/p
                python/ttlstate/config/keys.py python/ttlstate/config/parse.py \
                python/ttlstate/config/store_config.py python/ttlstate/store/metric_names.py \
                python/ttlstate/ttl/ttl_value.py python/ttlstate/_native_abi.py
-DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib protobuf \
+DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff mypy psutil pandas pyarrow matplotlib protobuf \
             mkdocs pybind11  # pybind11: only to build commits before the C ABI (benchmarks/harness/baseline.py)
 
 .PHONY: setup run test test-scala test-long test-integration bench bench-quick lint jar native wheel docs docs-gen clean
@@ -47,8 +47,7 @@ $(JAR) $(TOOLS_JAR) &: $(SCALA_SRC) $(CODEGEN_SRC) scripts/build_shim.sh $(STAMP
 run: setup
 	$(PY) -m ttlstate.cli.main demo
 
-test: setup test-scala
-	$(PY) -m ruff check python tests benchmarks integration
+test: setup test-scala lint
 	$(PY) -m pytest -m "not long and not integration" tests
 
 # The shim's Scala unit tests (ScalaTest, fetched with Maven from jvm-shim/test-deps/pom.xml on
@@ -112,8 +111,10 @@ docs-gen: $(STAMPS)/deps
 docs: docs-gen
 	$(PY) -m mkdocs build --strict -d site
 
+# ruff, and mypy on python/ (its settings: pyproject.toml's [tool.mypy]).
 lint: $(STAMPS)/deps
 	$(PY) -m ruff check python tests benchmarks integration
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(STAMPS) build dist site python/ttlstate/_native*.so python/ttlstate/libttlstate_native.so \

@@ -114,35 +114,33 @@ FORWARD = fn("int ttl_forward_fn(void* ctx, uint8_t code, const char* payload, s
                      "raised; serve then fails with TTL_ERR_CALLBACK unless the native loop turns "
                      "the failure into an error frame).")
 
-_KEEP = {"keep_gil": True}
-
 FUNCTIONS: tuple[Function, ...] = (
-    fn("const char* ttl_last_error(void)", **_KEEP),
-    fn("int ttl_last_status(void)", **_KEEP,
+    fn("const char* ttl_last_error(void)", keep_gil=True),
+    fn("int ttl_last_status(void)", keep_gil=True,
        comment="the ttl_status of the thread's last failed call"),
-    fn("void ttl_take(char* buf, size_t cap)", **_KEEP, comment="the value a ttl_*_get_into kept"),
-    fn("ttl_status ttl_constants(const char** data, size_t* size)", **_KEEP,
+    fn("void ttl_take(char* buf, size_t cap)", keep_gil=True, comment="the value a ttl_*_get_into kept"),
+    fn("ttl_status ttl_constants(const char** data, size_t* size)", keep_gil=True,
        group="Module level. ttl_constants: \"NAME=integer\" lines (the filter's, the formats', "
                "the protocol's)."),
     fn("ttl_status ttl_encode_ttl_value(int64_t ts, const char* user, size_t user_size, "
-       "const char** data, size_t* size)", **_KEEP),
-    fn("int ttl_is_expired(int64_t ts, int64_t ttl, int64_t now)", **_KEEP),
-    fn("void ttl_key_hashes_of(const char* key, size_t key_size, uint32_t* h1, uint32_t* h2)", **_KEEP),
+       "const char** data, size_t* size)", keep_gil=True),
+    fn("int ttl_is_expired(int64_t ts, int64_t ttl, int64_t now)", keep_gil=True),
+    fn("void ttl_key_hashes_of(const char* key, size_t key_size, uint32_t* h1, uint32_t* h2)", keep_gil=True),
     fn("ttl_status ttl_configure_memory(size_t total_bytes, double write_buffer_ratio)"),
     fn("void ttl_memory_usage(uint64_t* budget_bytes, double* write_buffer_ratio, "
-       "uint64_t* block_cache_bytes, uint64_t* write_buffer_bytes)", **_KEEP),
+       "uint64_t* block_cache_bytes, uint64_t* write_buffer_bytes)", keep_gil=True),
     fn("int ttl_release_free_memory(void)",
        comment="Hands memory the process's allocator holds free back to the OS (glibc's "
                "malloc_trim; elsewhere nothing); returns 1 if it released any."),
-    fn("ttl_key_hashes* ttl_key_hashes_new(void)", **_KEEP, group="KeyHashes"),
+    fn("ttl_key_hashes* ttl_key_hashes_new(void)", keep_gil=True, group="KeyHashes"),
     fn("void ttl_key_hashes_free(ttl_key_hashes* h)"),
-    fn("ttl_status ttl_key_hashes_add(ttl_key_hashes* h, const char* key, size_t key_size)", **_KEEP),
-    fn("uint64_t ttl_key_hashes_len(const ttl_key_hashes* h)", **_KEEP),
+    fn("ttl_status ttl_key_hashes_add(ttl_key_hashes* h, const char* key, size_t key_size)", keep_gil=True),
+    fn("uint64_t ttl_key_hashes_len(const ttl_key_hashes* h)", keep_gil=True),
     fn("ttl_status ttl_key_hashes_bloom_words(const ttl_key_hashes* h, int bits_log2, int probes, "
        "const char** data, size_t* size)"),
-    fn("ttl_cursor* ttl_cursor_new(void)", **_KEEP, group="CleanupCursor"),
+    fn("ttl_cursor* ttl_cursor_new(void)", keep_gil=True, group="CleanupCursor"),
     fn("void ttl_cursor_free(ttl_cursor* c)"),
-    fn("int ttl_cursor_next(const ttl_cursor* c, const char** data, size_t* size)", **_KEEP,
+    fn("int ttl_cursor_next(const ttl_cursor* c, const char** data, size_t* size)", keep_gil=True,
        comment="0: None"),
     fn("void ttl_scan_free(ttl_scan* s)", group="Scan: a list of (key, value or None) pairs per chunk."),
     fn("ttl_status ttl_scan_next_chunk(ttl_scan* s, size_t max_bytes, int* done, const char** data, "
@@ -156,14 +154,15 @@ FUNCTIONS: tuple[Function, ...] = (
     fn("ttl_status ttl_txn_multi_get(ttl_txn* t, const char* keys, size_t keys_size, const char** data, "
        "size_t* size)"),
     fn("ttl_status ttl_txn_put(ttl_txn* t, const char* key, size_t key_size, const char* value, "
-       "size_t value_size, int committed)", **_KEEP, checked=False),
-    fn("ttl_status ttl_txn_remove(ttl_txn* t, const char* key, size_t key_size)", **_KEEP, checked=False),
+       "size_t value_size, int committed)", keep_gil=True, checked=False),
+    fn("ttl_status ttl_txn_remove(ttl_txn* t, const char* key, size_t key_size)", keep_gil=True,
+       checked=False),
     fn("ttl_status ttl_txn_scan(ttl_txn* t, const char* lower, size_t lower_size, const char* upper, "
        "size_t upper_size, ttl_scan** out)"),
     fn("ttl_status ttl_txn_key_scan(ttl_txn* t, ttl_scan** out)"),
-    fn("ttl_status ttl_txn_advance_now(ttl_txn* t, int64_t now, int64_t* out)", **_KEEP),
-    fn("ttl_status ttl_txn_make_writable(ttl_txn* t)", **_KEEP),
-    fn("ttl_status ttl_txn_check_writable(ttl_txn* t)", **_KEEP),
+    fn("ttl_status ttl_txn_advance_now(ttl_txn* t, int64_t now, int64_t* out)", keep_gil=True),
+    fn("ttl_status ttl_txn_make_writable(ttl_txn* t)", keep_gil=True),
+    fn("ttl_status ttl_txn_check_writable(ttl_txn* t)", keep_gil=True),
     fn("ttl_status ttl_txn_incremental_step(ttl_txn* t)"),
     fn("ttl_status ttl_txn_write_changelog(ttl_txn* t, const char* path, const char* header_json, "
        "uint64_t* records)"),
@@ -173,41 +172,41 @@ FUNCTIONS: tuple[Function, ...] = (
     fn("ttl_status ttl_txn_known_delta(ttl_txn* t, int* known, int64_t* key_change)",
        comment="*known = 1 and *key_change set when the change in keys is known without the "
                "apply's lookups."),
-    fn("ttl_status ttl_txn_end(ttl_txn* t, const char* state)", **_KEEP),
-    fn("ttl_status ttl_txn_state(ttl_txn* t, const char** data, size_t* size)", **_KEEP),
-    fn("int64_t ttl_txn_field_of(const ttl_txn* t, ttl_txn_field field)", **_KEEP),
+    fn("ttl_status ttl_txn_end(ttl_txn* t, const char* state)", keep_gil=True),
+    fn("ttl_status ttl_txn_state(ttl_txn* t, const char** data, size_t* size)", keep_gil=True),
+    fn("int64_t ttl_txn_field_of(const ttl_txn* t, ttl_txn_field field)", keep_gil=True),
     fn("void ttl_snapshot_free(ttl_snapshot* s)", group="Snapshot"),
     fn("ttl_status ttl_snapshot_write_record_file(ttl_snapshot* s, const char* path, "
        "const char* header_json, int drop_expired, int64_t ttl, int64_t now, uint64_t* written, "
        "uint64_t* dropped)"),
     fn("void ttl_restore_free(ttl_restore* b)", group="RestoreBuilder"),
     fn("ttl_status ttl_restore_add_changelog(ttl_restore* b, const char* path, uint64_t* records)"),
-    fn("uint64_t ttl_restore_gathered_bytes(const ttl_restore* b)", **_KEEP),
+    fn("uint64_t ttl_restore_gathered_bytes(const ttl_restore* b)", keep_gil=True),
     fn("ttl_status ttl_restore_finish(ttl_restore* b, const char* snapshot_path, const char* sst_path, "
        "ttl_key_hashes* hashes, uint64_t* snapshot_records, uint64_t* keys)"),
     fn("ttl_connection* ttl_connection_new(int fd)", group="Connection (see ttl_forward_fn)."),
     fn("void ttl_connection_free(ttl_connection* c)"),
     fn("ttl_status ttl_connection_serve(ttl_connection* c, ttl_forward_fn forward, void* ctx)"),
     fn("void ttl_reply_set(ttl_reply* reply, uint8_t code, const char* payload, size_t payload_size)",
-       **_KEEP),
-    fn("void ttl_reply_fail(ttl_reply* reply, const char* message)", **_KEEP),
+       keep_gil=True),
+    fn("void ttl_reply_fail(ttl_reply* reply, const char* message)", keep_gil=True),
     fn("ttl_status ttl_connection_read_frame(ttl_connection* c, int* got, uint8_t* code, "
        "const char** data, size_t* size)"),
     fn("ttl_status ttl_connection_send(ttl_connection* c, uint8_t code, const char* payload, "
        "size_t payload_size)"),
-    fn("ttl_status ttl_connection_bind(ttl_connection* c, uint32_t handle, ttl_txn* txn)", **_KEEP),
-    fn("void ttl_connection_unbind(ttl_connection* c, uint32_t handle)", **_KEEP),
-    fn("uint64_t ttl_connection_native_requests(const ttl_connection* c)", **_KEEP),
+    fn("ttl_status ttl_connection_bind(ttl_connection* c, uint32_t handle, ttl_txn* txn)", keep_gil=True),
+    fn("void ttl_connection_unbind(ttl_connection* c, uint32_t handle)", keep_gil=True),
+    fn("uint64_t ttl_connection_native_requests(const ttl_connection* c)", keep_gil=True),
     fn("ttl_harness* ttl_harness_new(void)", group="FilterHarness"),
     fn("void ttl_harness_free(ttl_harness* h)"),
     fn("ttl_status ttl_harness_configure(ttl_harness* h, int state_type, size_t timestamp_offset, "
        "int64_t ttl, int64_t query_time_after_num_entries, int64_t fixed_element_length, "
-       "int variable_length_list, int* configured)", **_KEEP),
-    fn("ttl_status ttl_harness_new_run(ttl_harness* h)", **_KEEP),
-    fn("void ttl_harness_set_time(ttl_harness* h, int64_t now)", **_KEEP),
+       "int variable_length_list, int* configured)", keep_gil=True),
+    fn("ttl_status ttl_harness_new_run(ttl_harness* h)", keep_gil=True),
+    fn("void ttl_harness_set_time(ttl_harness* h, int64_t now)", keep_gil=True),
     fn("ttl_status ttl_harness_decide(ttl_harness* h, int value_type, const char* value, "
-       "size_t value_size, int* decision, int* changed, const char** data, size_t* size)", **_KEEP),
-    fn("int64_t ttl_harness_time_queries(const ttl_harness* h)", **_KEEP),
+       "size_t value_size, int* decision, int* changed, const char** data, size_t* size)", keep_gil=True),
+    fn("int64_t ttl_harness_time_queries(const ttl_harness* h)", keep_gil=True),
     fn("void ttl_iterator_free(ttl_iterator* it)", group="Iterator: a list of (key, value) pairs per chunk."),
     fn("ttl_status ttl_iterator_next_chunk(ttl_iterator* it, size_t max_bytes, const char** data, "
        "size_t* size)"),
@@ -230,7 +229,7 @@ FUNCTIONS: tuple[Function, ...] = (
     fn("ttl_status ttl_db_add_key_hashes(ttl_db* db, ttl_key_hashes* hashes, uint64_t* keys)"),
     fn("ttl_status ttl_db_int_property(ttl_db* db, const char* name, uint64_t* out)"),
     fn("ttl_status ttl_db_count_keys(ttl_db* db, uint64_t* out)"),
-    fn("void ttl_db_set_time(ttl_db* db, int64_t now)", **_KEEP),
+    fn("void ttl_db_set_time(ttl_db* db, int64_t now)", keep_gil=True),
     fn("ttl_status ttl_db_begin(ttl_db* db, const char* label, int64_t version, int64_t now, int writable, "
        "int ttl_enabled, int64_t ttl, int update_on_read, int return_expired, int64_t incremental_size, "
        "int incremental_per_record, const ttl_cursor* cursor, ttl_txn** out)"),
@@ -238,8 +237,8 @@ FUNCTIONS: tuple[Function, ...] = (
     fn("ttl_status ttl_db_restore_builder(ttl_db* db, ttl_restore** out)"),
     fn("ttl_status ttl_db_apply_changelog_file(ttl_db* db, const char* path, ttl_key_hashes* hashes, "
        "int count_keys, size_t ingest_min_keys, uint64_t* records, int64_t* key_change)"),
-    fn("int ttl_db_has_filter(const ttl_db* db)", **_KEEP),
+    fn("int ttl_db_has_filter(const ttl_db* db)", keep_gil=True),
     fn("void ttl_db_filter_metrics(const ttl_db* db, int64_t* entries_seen, int64_t* removed, "
-       "int64_t* rewritten, int64_t* time_queries)", **_KEEP),
+       "int64_t* rewritten, int64_t* time_queries)", keep_gil=True),
     fn("ttl_status ttl_db_close(ttl_db* db)"),
 )

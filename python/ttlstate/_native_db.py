@@ -50,7 +50,7 @@ class Snapshot(Handle):
     __slots__ = ()
     _free = lib.ttl_snapshot_free
 
-    def write_record_file(self, path: str, header_json: str, drop_expired: bool, ttl: int,
+    def write_record_file(self, path: str, header_json: str | bytes, drop_expired: bool, ttl: int,
                           now: int) -> tuple[int, int]:
         """Write the pinned view as a snapshot record file; (records written, expired ones dropped)."""
         written, dropped = c_uint64(), c_uint64()

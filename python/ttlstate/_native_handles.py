@@ -18,7 +18,7 @@ class Handle:
     def __init__(self, handle: int | None) -> None:
         if not handle:
             raise MemoryError("the native engine returned no object")
-        self._h = handle
+        self._h: int | None = handle
 
     @classmethod
     def own(cls, handle: c_void_p) -> Any:

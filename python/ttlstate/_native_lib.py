@@ -152,7 +152,7 @@ def _constants() -> tuple[dict[str, int], dict[str, int]]:
     lib.ttl_constants(ctypes.byref(data), ctypes.byref(size))
     module: dict[str, int] = {}
     protocol: dict[str, int] = {}
-    for line in ctypes.string_at(data.value, size.value).decode().splitlines():
+    for line in ctypes.string_at(data.value or 0, size.value).decode().splitlines():
         name, value = line.split("=")
         if name.startswith("protocol."):
             protocol[name.removeprefix("protocol.")] = int(value)
@@ -182,7 +182,7 @@ class Out:
         return ctypes.byref(self.data), ctypes.byref(self.size)
 
     def bytes(self) -> bytes:
-        return ctypes.string_at(self.data.value, self.size.value) if self.size.value else b""
+        return ctypes.string_at(self.data.value or 0, self.size.value) if self.size.value else b""
 
 
 class Scratch(threading.local):
@@ -196,7 +196,9 @@ class Scratch(threading.local):
 
     def grow(self, size: int) -> None:
         self.cap = size
-        self.buf = ctypes.create_string_buffer(size)
+        # Any: a slice of a char array is bytes (typeshed says list); the per-entry reads slice
+        # it directly, with nothing in between.
+        self.buf: Any = ctypes.create_string_buffer(size)
 
 
 scratch = Scratch()

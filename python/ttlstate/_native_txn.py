@@ -115,7 +115,7 @@ class Txn(Handle):
     def incremental_step(self) -> None:
         lib.ttl_txn_incremental_step(self._h)
 
-    def write_changelog(self, path: str, header_json: str) -> int:
+    def write_changelog(self, path: str, header_json: str | bytes) -> int:
         out = c_uint64()
         lib.ttl_txn_write_changelog(self._h, text(path), text(header_json), byref(out))
         return out.value

@@ -104,7 +104,8 @@ def test_the_store_package_imports_nothing_of_the_server() -> None:
     ({"a": {"b"}, "b": {"c"}, "c": set()}, None),
     ({"a": {"a.x"}, "a.x": {"a"}}, ["a", "a.x", "a"]),
 ])
-def test_the_cycle_finder_finds_a_circle_and_only_one(graph: dict[str, set[str]], cycle: list[str] | None) -> None:
+def test_the_cycle_finder_finds_a_circle_where_there_is_one(graph: dict[str, set[str]],
+                                                            cycle: list[str] | None) -> None:
     assert find_cycle(graph) == cycle
 
 

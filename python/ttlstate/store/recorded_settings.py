@@ -37,12 +37,14 @@ def recorded_ttl(recorded: dict[str, object] | None, ttl_ms: int | None, current
     if recorded is None:
         return replace(current, ttl_ms=ttl_ms)
     out = replace(current, ttl_ms=recorded.get("ttlMs"))  # type: ignore[arg-type]
-    for key, field_name, enum_type in (("updateType", "update_type", UpdateType),
-                                       ("stateVisibility", "visibility", StateVisibility)):
-        try:
-            out = replace(out, **{field_name: enum_type(recorded[key])})
-        except (KeyError, ValueError):
-            pass
+    try:
+        out = replace(out, update_type=UpdateType(recorded["updateType"]))
+    except (KeyError, ValueError):
+        pass
+    try:
+        out = replace(out, visibility=StateVisibility(recorded["stateVisibility"]))
+    except (KeyError, ValueError):
+        pass
     return out
 
 

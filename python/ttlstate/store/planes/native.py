@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
+from typing import cast
 
 from ttlstate import _native
 from ttlstate.checkpoint.record_file import KIND_SNAPSHOT, RecordFileError, RecordFileHeader
@@ -26,6 +27,7 @@ from ttlstate.store.planes.base import (
     Built,
     DataPlane,
     Fetched,
+    KeyHashes,
     StoreMetrics,
     VersionContext,
     prefix_upper_bound,
@@ -41,6 +43,12 @@ def _native_engine(engine: Engine) -> NativeEngine:
     if not isinstance(engine, NativeEngine):  # planes/select.py pairs each plane with its engine
         raise TypeError(f"the native data plane needs the native engine, not {engine.kind}")
     return engine
+
+
+def _own_hashes(hashes: KeyHashes | None) -> _native.KeyHashes | None:
+    if hashes is not None and not isinstance(hashes, _native.KeyHashes):  # key_hashes() made them
+        raise TypeError(f"the native data plane collects key hashes itself, not {type(hashes).__name__}")
+    return hashes
 
 
 class NativePlane(DataPlane):
@@ -61,7 +69,7 @@ class NativePlane(DataPlane):
         return _native.KeyHashes()
 
     def build(self, engine: Engine, fetched: list[Fetched], staging_sst: str,
-              collecting: _native.KeyHashes | None, fail: Callable[[str, str], Exception]) -> Built:
+              collecting: KeyHashes | None, fail: Callable[[str, str], Exception]) -> Built:
         """The snapshot (if any) and the changelogs after it that fit `_RESTORE_GATHER_BYTES`
         in memory, as one SST file."""
         builder = _native_engine(engine).restore_builder()
@@ -82,7 +90,7 @@ class NativePlane(DataPlane):
         blamed = used[0][0] if snapshot else used[-1][0]  # what a failure to build is about
         try:
             snapshot_records, keys = builder.finish(snapshot[1] if snapshot else "", staging_sst,
-                                                    collecting)
+                                                    _own_hashes(collecting))
         except RuntimeError as e:
             raise fail(blamed, str(e)) from None
         finally:
@@ -96,10 +104,10 @@ class NativePlane(DataPlane):
         return Built(used, changelogs[gathered:], keys)
 
     def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
-                         collecting: _native.KeyHashes | None, count_keys: bool = True) -> int:
+                         collecting: KeyHashes | None, count_keys: bool = True) -> int:
         try:
-            _count, delta = _native_engine(engine).apply_changelog_file(local_path, collecting,
-                                                                        count_keys=count_keys)
+            _count, delta = _native_engine(engine).apply_changelog_file(
+                local_path, _own_hashes(collecting), count_keys=count_keys)
         except RuntimeError as e:
             raise RecordFileError(str(e)) from None
         finally:
@@ -315,6 +323,6 @@ def _state_errors() -> Iterator[None]:
 def _entries(scan: _native.Scan) -> Iterator[tuple[bytes, bytes]]:
     while True:
         done, chunk = scan.next_chunk(_SCAN_CHUNK)
-        yield from chunk
+        yield from cast("list[tuple[bytes, bytes]]", chunk)  # a scan's values are never None
         if done:
             return
