@@ -12,13 +12,13 @@ from datetime import UTC, datetime
 import pytest
 
 import ttlstate
+from ttlstate.cli.at_time import parse_at
 from ttlstate.cli.inspect_checkpoint import (
     NotATtlstateCheckpoint,
     StoreReport,
     local_path,
     main,
     operator_reports,
-    parse_at,
     render,
 )
 from ttlstate.cli.operator_metadata import operator_names, parse_operator_metadata
