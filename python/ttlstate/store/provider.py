@@ -221,10 +221,10 @@ class StoreProvider:
             if lineage != self._db.lineage:
                 return None
             restored = self._db.kept.take(lineage, version)
-            if restored is None:
+            if restored is False:
                 return None
-            if not restored.done:
-                return b""
+            if restored is True:
+                return b""  # the scan still runs
         return self._db.kept.bits(restored, bits_log2, probes)
 
     # -- maintenance --------------------------------------------------------------------------

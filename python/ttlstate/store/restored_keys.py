@@ -137,14 +137,15 @@ class KeptHashes:
         r.start()
         return r.state
 
-    def take(self, lineage: int, version: int) -> RestoredKeys | None:
-        """The kept hashes of `version` of local DB `lineage` (None: not kept); taken (asked for
-        no more) once they are `done`, left while their scan still runs."""
+    def take(self, lineage: int, version: int) -> RestoredKeys | bool:
+        """The kept hashes of `version` of local DB `lineage` once they are done (taken: asked
+        for no more); True while their scan still runs; False if they are not kept."""
         r = self.current
         if r is None or not r.describes(lineage, version):
-            return None
-        if r.done:
-            self.current = None
+            return False
+        if not r.done:
+            return True
+        self.current = None
         return r
 
     def bits(self, r: RestoredKeys, bits_log2: int, probes: int) -> bytes | None:
