@@ -17,8 +17,8 @@ NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
 CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/protocol.py \
                python/ttlstate/config/keys.py python/ttlstate/config/parse.py \
                python/ttlstate/config/store_config.py python/ttlstate/store/metric_names.py \
-               python/ttlstate/ttl/ttl_value.py
-DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff psutil pandas pyarrow matplotlib protobuf \
+               python/ttlstate/ttl/ttl_value.py python/ttlstate/_native_abi.py
+DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff mypy psutil pandas pyarrow matplotlib protobuf \
             mkdocs pybind11  # pybind11: only to build commits before the C ABI (benchmarks/harness/baseline.py)
 
 .PHONY: setup run test test-scala test-long test-integration test-spark-versions bench bench-quick lint jar jars native wheel docs docs-gen clean
@@ -59,8 +59,7 @@ $(JAR_DIR)/ttlstate-shim-spark%.jar $(JAR_DIR)/ttlstate-tools-spark%.jar: $(SCAL
 run: setup
 	$(PY) -m ttlstate.cli.main demo
 
-test: setup test-scala
-	$(PY) -m ruff check python tests benchmarks integration
+test: setup test-scala lint
 	$(PY) -m pytest -m "not long and not integration and not spark_versions" tests
 
 # The shim's Scala unit tests (ScalaTest, fetched with Maven from jvm-shim/test-deps/pom.xml on
@@ -127,8 +126,10 @@ docs-gen: $(STAMPS)/deps
 docs: docs-gen
 	$(PY) -m mkdocs build --strict -d site
 
+# ruff, and mypy on python/ (its settings: pyproject.toml's [tool.mypy]).
 lint: $(STAMPS)/deps
 	$(PY) -m ruff check python tests benchmarks integration
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(STAMPS) build dist site python/ttlstate/_native*.so python/ttlstate/libttlstate_native.so \

@@ -71,7 +71,7 @@ def join(root: str, *parts: str) -> str:
 def progress_start_ms(progress: dict[str, Any]) -> int:
     """A progress's trigger start (its `timestamp`, e.g. 2026-11-24T18:00:00.123Z) in epoch ms."""
     when = dt.datetime.strptime(progress["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ")
-    return int(when.replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
+    return int(when.replace(tzinfo=dt.UTC).timestamp() * 1000)
 
 
 class CheckpointFiles:

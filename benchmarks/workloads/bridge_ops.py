@@ -23,7 +23,8 @@ def run(n: int) -> dict[str, object]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "ttlstate.server", "--root", f"{root}/srv", "--workers", "1"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    sock = proc.stdout.readline().split()[1]  # type: ignore[union-attr]
+    # "READY <worker pid>@<socket path>" (server/__main__.py)
+    sock = proc.stdout.readline().split()[1].split("@", 1)[-1]  # type: ignore[union-attr]
     try:
         c = Client(sock)
         c.hello()

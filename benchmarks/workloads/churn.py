@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         jar = build()
     work = tempfile.mkdtemp(prefix="ttlstate-churn-")
     runs: list[dict[str, Any]] = []
-    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     try:
         input_dir = os.path.join(work, "input")
         counts = write_inputs(input_dir, args.batches, args.rows)

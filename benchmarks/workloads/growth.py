@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     baseline = prepare(args.baseline) if args.baseline else None
     variants = with_baseline(pick(VARIANTS, args.providers), baseline, args.baseline_variants)
-    started = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     work = tempfile.mkdtemp(prefix="ttlstate-growth-")
     try:
         runs = run_all(args, variants, work)

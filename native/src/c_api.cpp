@@ -271,32 +271,10 @@ ttl_status ttl_constants(const char** data, size_t* size) {
         {"INVALID_OFFSET", static_cast<long long>(ttlstate::kInvalidOffset)},
         {"RECORD_FORMAT_VERSION", ttlstate::kRecordFormatVersion},
         {"INGEST_MIN_KEYS", static_cast<long long>(ttlstate::DbCore::kIngestMinKeys)},
-        {"protocol.MAX_FRAME", p::kMaxFrame},
-        {"protocol.OP_LOAD", p::kOpLoad},
-        {"protocol.OP_GET", p::kOpGet},
-        {"protocol.OP_MULTI_GET", p::kOpMultiGet},
-        {"protocol.OP_GET_ENTRIES", p::kOpGetEntries},
-        {"protocol.OP_WRITES", p::kOpWrites},
-        {"protocol.OP_ITER", p::kOpIter},
-        {"protocol.OP_ITER_NEXT", p::kOpIterNext},
-        {"protocol.OP_ITER_CLOSE", p::kOpIterClose},
-        {"protocol.OP_CLOSE", p::kOpClose},
-        {"protocol.OP_KEYS", p::kOpKeys},
-        {"protocol.RESP_OK", p::kRespOk},
-        {"protocol.RESP_ERROR", p::kRespError},
-        {"protocol.WRITE_PUT", p::kWritePut},
-        {"protocol.WRITE_REMOVE", p::kWriteRemove},
-        {"protocol.WRITE_PUT_NEW", p::kWritePutNew},
-        {"protocol.WRITE_PUT_PRESENT", p::kWritePutPresent},
-        {"protocol.WRITE_REMOVE_EXPIRED", p::kWriteRemoveExpired},
-        {"protocol.ITER_CHUNK_BYTES", p::kIterChunkBytes},
-        {"protocol.ERR_INTERNAL", p::kErrInternal},
-        {"protocol.ERR_BAD_REQUEST", p::kErrBadRequest},
-        {"protocol.ERR_STATE", p::kErrState},
-        {"protocol.ERR_ENGINE", p::kErrEngine},
     };
     std::string text;
     for (const auto& [name, value] : constants) text += std::string(name) + "=" + std::to_string(value) + "\n";
+    for (const auto& c : p::kAll) text += "protocol." + std::string(c.name) + "=" + std::to_string(c.value) + "\n";
     Out(std::move(text), data, size);
   });
 }

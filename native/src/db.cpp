@@ -1,30 +1,19 @@
+// A RocksDB instance with the TTL compaction filter: how it is opened and closed, and its plain
+// reads, writes and maintenance. Its views, shared core, changelog replay and key hashes are
+// in db_views.cpp, db_core.cpp, db_changelog.cpp and db_key_hashes.cpp.
 #include "ttlstate/db.h"
 
-#include <algorithm>
-#include <cstdio>
-#include <functional>
 #include <stdexcept>
-#include <unordered_map>
 
-#include "rocksdb/cache.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/options.h"
-#include "rocksdb/sst_file_reader.h"
-#include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
-#include "rocksdb/write_buffer_manager.h"
-#include "ttlstate/key_order.h"
-#include "ttlstate/record_file.h"
-#include "ttlstate/ttl_value.h"
+#include "ttlstate/memory.h"
 
 namespace ttlstate {
-
-void CheckStatus(const rocksdb::Status& s, const char* what) {
-  if (!s.ok()) throw std::runtime_error(std::string("rocksdb ") + what + ": " + s.ToString());
-}
 
 namespace {
 
@@ -58,62 +47,7 @@ class NullLogger : public rocksdb::Logger {
   void Logv(const char* /*format*/, va_list /*ap*/) override {}
 };
 
-struct SharedMemory {
-  std::mutex mu;
-  MemoryBudget budget{256ull << 20, 0.5};
-  std::shared_ptr<rocksdb::Cache> cache;
-  std::shared_ptr<rocksdb::WriteBufferManager> write_buffers;
-
-  void EnsureCreated() {  // requires mu
-    if (cache) return;
-    cache = rocksdb::NewLRUCache(budget.total_bytes, -1, false, 0.1);
-    write_buffers = std::make_shared<rocksdb::WriteBufferManager>(
-        static_cast<size_t>(budget.total_bytes * budget.write_buffer_ratio), cache);
-  }
-};
-
-SharedMemory& Memory() {
-  static SharedMemory memory;
-  return memory;
-}
-
-constexpr size_t kApplyChunkBytes = 32u << 20;
-
-void RemoveIfPresent(const std::string& path) { std::remove(path.c_str()); }
-
 }  // namespace
-
-void ConfigureMemory(const MemoryBudget& budget) {
-  if (budget.total_bytes < (16u << 20)) throw std::invalid_argument("memory budget below 16 MiB");
-  if (!(budget.write_buffer_ratio > 0.0 && budget.write_buffer_ratio < 1.0)) {
-    throw std::invalid_argument("write buffer ratio must be in (0, 1)");
-  }
-  auto& m = Memory();
-  std::lock_guard<std::mutex> lock(m.mu);
-  m.budget = budget;
-  if (m.cache) {
-    m.cache->SetCapacity(budget.total_bytes);
-    m.write_buffers->SetBufferSize(static_cast<size_t>(budget.total_bytes * budget.write_buffer_ratio));
-  }
-}
-
-MemoryBudget CurrentMemory() {
-  auto& m = Memory();
-  std::lock_guard<std::mutex> lock(m.mu);
-  return m.budget;
-}
-
-uint64_t SharedBlockCacheUsage() {
-  auto& m = Memory();
-  std::lock_guard<std::mutex> lock(m.mu);
-  return m.cache ? m.cache->GetUsage() : 0;
-}
-
-uint64_t SharedWriteBufferUsage() {
-  auto& m = Memory();
-  std::lock_guard<std::mutex> lock(m.mu);
-  return m.write_buffers ? m.write_buffers->memory_usage() : 0;
-}
 
 std::unique_ptr<FilterConfig> MakeFilterConfig(StateType state_type, size_t timestamp_offset, int64_t ttl,
                                                int64_t query_time_after_num_entries,
@@ -132,199 +66,14 @@ std::unique_ptr<FilterConfig> MakeFilterConfig(StateType state_type, size_t time
   return config;
 }
 
-rocksdb::DB* DbCore::Handle() const {
-  if (!db) throw std::runtime_error("rocksdb: database is closed");
-  return db.get();
-}
-
-std::vector<char> DbCore::Contains(const std::vector<std::string_view>& sorted_keys) {
-  std::vector<char> found(sorted_keys.size(), 0);
-  constexpr size_t kLookupChunk = 4096;  // bounds the values pinned at once
-  for (size_t start = 0; start < sorted_keys.size(); start += kLookupChunk) {
-    const size_t end = std::min(sorted_keys.size(), start + kLookupChunk);
-    std::vector<rocksdb::Slice> slices;
-    slices.reserve(end - start);
-    for (size_t i = start; i < end; ++i) slices.emplace_back(sorted_keys[i].data(), sorted_keys[i].size());
-    std::vector<rocksdb::PinnableSlice> values(slices.size());
-    std::vector<rocksdb::Status> statuses(slices.size());
-    {
-      std::shared_lock<std::shared_mutex> lock(mu);
-      rocksdb::DB* h = Handle();
-      h->MultiGet(rocksdb::ReadOptions(), h->DefaultColumnFamily(), slices.size(), slices.data(), values.data(),
-                  statuses.data(), /*sorted_input=*/true);
-    }
-    for (size_t i = 0; i < slices.size(); ++i) {
-      if (!statuses[i].IsNotFound()) CheckStatus(statuses[i], "multi_get");
-      found[start + i] = statuses[i].ok() ? 1 : 0;
-    }
-  }
-  return found;
-}
-
-void DbCore::WriteSorted(const std::vector<SortedWrite>& writes, const std::string& sst_path,
-                         size_t ingest_min_keys) {
-  WriteSorted(writes.size(), [&](size_t i) { return writes[i]; }, sst_path, ingest_min_keys);
-}
-
-void DbCore::WriteSorted(size_t count, const WriteAt& at, const std::string& sst_path, size_t ingest_min_keys) {
-  if (count == 0) return;
-  auto write_all = [&](auto& sink) {  // a WriteBatch or an SstFileWriter: the same calls
-    // The keys and values lie in the order they were written, not in key order: fetch the
-    // next ones' bytes ahead (each would otherwise be a cache miss, most of this loop's time).
-    constexpr size_t kAhead = 8;
-    for (size_t i = 0; i < count; ++i) {
-      if (i + kAhead < count) {
-        const SortedWrite ahead = at(i + kAhead);
-        __builtin_prefetch(ahead.key.data());
-        __builtin_prefetch(ahead.value.data());
-      }
-      const SortedWrite w = at(i);
-      const rocksdb::Slice k(w.key.data(), w.key.size());
-      CheckStatus(w.put ? sink.Put(k, rocksdb::Slice(w.value.data(), w.value.size())) : sink.Delete(k),
-                  w.put ? "put" : "delete");
-    }
-    return static_cast<uint64_t>(count);
-  };
-  if (count < ingest_min_keys || sst_path.empty()) {
-    rocksdb::WriteBatch batch;
-    write_all(batch);
-    rocksdb::WriteOptions wo;
-    wo.disableWAL = true;  // the local DB is a cache; durability comes from the checkpoint
-    std::shared_lock<std::shared_mutex> lock(mu);
-    CheckStatus(Handle()->Write(wo, &batch), "write");
-    return;
-  }
-  IngestSst(sst_path, write_all);
-}
-
-uint64_t DbCore::IngestSst(const std::string& sst_path, const std::function<uint64_t(rocksdb::SstFileWriter&)>& fill) {
-  uint64_t count = 0;
-  try {
-    rocksdb::SstFileWriter sst(rocksdb::EnvOptions(), options);
-    CheckStatus(sst.Open(sst_path), "sst open");
-    count = fill(sst);
-    if (count > 0) {  // an empty SST cannot be finished; nothing to ingest
-      CheckStatus(sst.Finish(), "sst finish");
-      rocksdb::IngestExternalFileOptions ingest;
-      ingest.move_files = true;
-      std::shared_lock<std::shared_mutex> lock(mu);
-      CheckStatus(Handle()->IngestExternalFile({sst_path}, ingest), "ingest");
-    }
-  } catch (...) {
-    RemoveIfPresent(sst_path);
-    throw;
-  }
-  RemoveIfPresent(sst_path);  // moved into the DB as a hard link (or never finished): left over
-  return count;
-}
-
-void DbCore::Register(DbResource* r) {
-  std::lock_guard<std::mutex> lock(resources_mu);
-  resources.insert(r);
-}
-
-void DbCore::Unregister(DbResource* r) {
-  std::lock_guard<std::mutex> lock(resources_mu);
-  resources.erase(r);
-}
-
-DbSnapshot::DbSnapshot(std::shared_ptr<DbCore> core) : core_(std::move(core)) {
-  std::shared_lock<std::shared_mutex> lock(core_->mu);
-  snapshot_ = core_->Handle()->GetSnapshot();
-  core_->Register(this);
-}
-
-DbSnapshot::~DbSnapshot() {
-  std::shared_lock<std::shared_mutex> lock(core_->mu);
-  core_->Unregister(this);
-  if (snapshot_ != nullptr && core_->db) core_->db->ReleaseSnapshot(snapshot_);
-}
-
-void DbSnapshot::Invalidate() {
-  if (snapshot_ != nullptr && core_->db) core_->db->ReleaseSnapshot(snapshot_);
-  snapshot_ = nullptr;
-}
-
-std::pair<uint64_t, uint64_t> DbSnapshot::WriteRecordFile(const std::string& path, const std::string& header_json,
-                                                          bool drop_expired, int64_t ttl, int64_t now) {
-  const rocksdb::Snapshot* snap = nullptr;
-  {
-    std::shared_lock<std::shared_mutex> lock(core_->mu);
-    if (snapshot_ == nullptr) throw std::runtime_error("rocksdb: snapshot used after its database was closed");
-    snap = snapshot_;
-  }
-  Iterator it(core_, std::nullopt, std::nullopt, snap);
-  RecordFileWriter out(path, kKindSnapshot, header_json);
-  uint64_t dropped = 0;
-  size_t chunk = 0;
-  bool more = true;
-  while (more) {
-    chunk = 0;
-    more = it.Visit([&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
-      const std::string_view v(value.data(), value.size());
-      if (drop_expired && IsExpired(TtlTimestamp(v), ttl, now)) {
-        ++dropped;
-      } else {
-        out.Put(std::string_view(key.data(), key.size()), v);
-      }
-      chunk += key.size() + value.size();
-      return chunk < (1u << 20);  // release the lock between chunks: a close may go first
-    });
-  }
-  return {out.Finish(), dropped};
-}
-
-Iterator::Iterator(std::shared_ptr<DbCore> core, std::optional<std::string> lower,
-                   std::optional<std::string> upper, const rocksdb::Snapshot* snapshot)
-    : core_(std::move(core)), lower_(std::move(lower)), upper_(std::move(upper)) {
-  rocksdb::ReadOptions ro;
-  if (lower_) {
-    lower_slice_ = rocksdb::Slice(*lower_);
-    ro.iterate_lower_bound = &lower_slice_;
-  }
-  if (upper_) {
-    upper_slice_ = rocksdb::Slice(*upper_);
-    ro.iterate_upper_bound = &upper_slice_;
-  }
-  ro.snapshot = snapshot;
-  std::shared_lock<std::shared_mutex> lock(core_->mu);
-  it_.reset(core_->Handle()->NewIterator(ro));  // pins an implicit snapshot: a point-in-time view
-  if (lower_) it_->Seek(lower_slice_); else it_->SeekToFirst();
-  core_->Register(this);
-}
-
-Iterator::~Iterator() {
-  std::shared_lock<std::shared_mutex> lock(core_->mu);
-  core_->Unregister(this);
-  it_.reset();
-}
-
-void Iterator::ThrowClosed() { throw std::runtime_error("rocksdb: iterator used after its database was closed"); }
-
-std::vector<Entry> Iterator::NextChunk(size_t max_bytes) {
-  std::vector<Entry> out;
-  size_t bytes = 0;
-  Visit([&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
-    out.emplace_back(key.ToString(), value.ToString());
-    bytes += key.size() + value.size();
-    return bytes < max_bytes;
-  });
-  return out;
-}
-
 Db::Db(const std::string& path, const DbOptions& o) {
   // Options, explicitly: leveled compaction on block-based tables (so periodic compaction
   // and the filter behave as documented for Flink), lz4 for blocks, Bloom filters so a read
   // of an absent key rarely touches a data block, the process-wide block cache and
   // write-buffer budget, a bounded number of open files per DB.
-  auto& memory = Memory();
-  std::shared_ptr<rocksdb::Cache> cache;
-  {
-    std::lock_guard<std::mutex> lock(memory.mu);
-    memory.EnsureCreated();
-    cache = memory.cache;
-    options_.write_buffer_manager = memory.write_buffers;
-  }
+  const SharedMemory memory = AttachSharedMemory();
+  const std::shared_ptr<rocksdb::Cache>& cache = memory.cache;
+  options_.write_buffer_manager = memory.write_buffers;
   options_.create_if_missing = true;
   options_.compaction_style = rocksdb::kCompactionStyleLevel;
   options_.compression = rocksdb::kLZ4Compression;
@@ -421,58 +170,6 @@ std::unique_ptr<Iterator> Db::NewIterator(std::optional<std::string> lower, std:
 
 std::unique_ptr<DbSnapshot> Db::NewSnapshot() { return std::make_unique<DbSnapshot>(core_); }
 
-std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, KeyHashes* hashes,
-                                                    size_t ingest_min_keys, bool count_keys) {
-  // Records are gathered in chunks and applied in key order (a later record of a key wins):
-  // one sorted MultiGet keeps the key count exact, one sorted WriteBatch writes them. RocksDB's
-  // memtable inserts keys in order several times faster than in file order.
-  RecordFileReader in(path);
-  std::vector<ChangelogRecord> records;
-  size_t bytes = 0;
-  uint64_t count = 0;
-  int64_t delta = 0;
-  uint8_t op = 0;
-  std::string_view key;
-  std::string_view value;
-  while (in.Next(&op, &key, &value)) {
-    if (hashes != nullptr && op == kRecordPut) hashes->Add(key);
-    records.push_back({std::string(key), op == kRecordPut ? std::string(value) : std::string(), op == kRecordPut});
-    bytes += key.size() + value.size() + sizeof(ChangelogRecord);
-    ++count;
-    if (bytes >= kApplyChunkBytes) {
-      delta += ApplyInKeyOrder(&records, path + ".replay.sst", ingest_min_keys, count_keys);
-      bytes = 0;
-    }
-  }
-  if (!records.empty()) delta += ApplyInKeyOrder(&records, path + ".replay.sst", ingest_min_keys, count_keys);
-  return {count, delta};
-}
-
-int64_t Db::ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::string& sst_path,
-                            size_t ingest_min_keys, bool count_keys) {
-  auto& recs = *records;
-  const std::vector<uint32_t> newest = LastOfEachKey(recs.size(), [&](size_t i) { return std::string_view(recs[i].key); });
-  std::vector<const ChangelogRecord*> last;  // the last record of each key, in key order
-  last.reserve(newest.size());
-  for (const uint32_t i : newest) last.push_back(&recs[i]);
-  std::vector<std::string_view> keys;
-  keys.reserve(last.size());
-  for (const ChangelogRecord* r : last) keys.emplace_back(r->key);
-  const std::vector<char> existed = count_keys ? core_->Contains(keys) : std::vector<char>(keys.size(), 0);
-  int64_t delta = 0;
-  std::vector<SortedWrite> writes;
-  writes.reserve(last.size());
-  for (size_t i = 0; i < last.size(); ++i) {
-    const ChangelogRecord& r = *last[i];
-    if (count_keys && r.put && !existed[i]) ++delta;
-    if (count_keys && !r.put && existed[i]) --delta;
-    writes.push_back({r.key, r.value, r.put});
-  }
-  core_->WriteSorted(writes, sst_path, ingest_min_keys);
-  recs.clear();
-  return delta;
-}
-
 void Db::Checkpoint(const std::string& dir) {
   std::shared_lock<std::shared_mutex> lock(core_->mu);
   rocksdb::Checkpoint* raw = nullptr;
@@ -480,70 +177,6 @@ void Db::Checkpoint(const std::string& dir) {
   const std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
   // log_size_for_flush 0: always flush; the WAL is off, so the memtables exist nowhere else.
   CheckStatus(checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0), "checkpoint");
-}
-
-namespace {
-
-// Keeps the DB from deleting obsolete files while it lives: a compaction meanwhile (a commit's
-// ingestion can start one) must not remove a file a scan of the live files is about to open.
-// Counted by RocksDB, so it nests with a checkpoint's own.
-class FileDeletionsOff {
- public:
-  explicit FileDeletionsOff(DbCore* core) : core_(core) {  // requires core->mu held
-    CheckStatus(core_->Handle()->DisableFileDeletions(), "disable file deletions");
-  }
-  ~FileDeletionsOff() {
-    std::shared_lock<std::shared_mutex> lock(core_->mu);
-    if (core_->db) core_->db->EnableFileDeletions(/*force=*/false);  // a closed DB has none to keep
-  }
-  FileDeletionsOff(const FileDeletionsOff&) = delete;
-  FileDeletionsOff& operator=(const FileDeletionsOff&) = delete;
-
- private:
-  DbCore* core_;
-};
-
-}  // namespace
-
-uint64_t Db::AddKeyHashes(KeyHashes* hashes) {
-  // File by file, not through the DB's merging iterator (several times slower over the L0 files
-  // a restore opens): a key of an older file that a newer one deletes or rewrites is hashed too,
-  // which a Bloom filter of the keys that may be present takes as it is. It may run while a
-  // commit's batch goes into the DB (restored_keys.py): the files listed stay until it ends. It
-  // stops when the DB begins to close, so a close never waits for more than 4096 keys of it.
-  std::vector<rocksdb::LiveFileMetaData> files;
-  std::optional<FileDeletionsOff> keep;
-  {
-    std::shared_lock<std::shared_mutex> lock(core_->mu);
-    keep.emplace(core_.get());
-    // The memtable's keys (changelogs replayed after the files were opened) into a file first.
-    CheckStatus(core_->Handle()->Flush(rocksdb::FlushOptions()), "flush");
-    core_->Handle()->GetLiveFilesMetaData(&files);
-  }
-  uint64_t n = 0;
-  uint64_t entries = 0;
-  for (const auto& f : files) entries += f.num_entries;
-  hashes->Reserve(static_cast<size_t>(entries));
-  rocksdb::ReadOptions ro;
-  ro.fill_cache = false;
-  ro.verify_checksums = false;  // a restore checked each file whole (CRC32) before opening it
-  ro.readahead_size = 2u << 20;
-  for (const auto& f : files) {
-    std::shared_lock<std::shared_mutex> lock(core_->mu);  // the file stays while the DB is open
-    core_->Handle();  // throws if closed
-    rocksdb::SstFileReader reader(core_->options);
-    CheckStatus(reader.Open(f.db_path + "/" + f.name), "key hashes");
-    std::unique_ptr<rocksdb::Iterator> it(reader.NewIterator(ro));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      const rocksdb::Slice key = it->key();
-      hashes->Add(std::string_view(key.data(), key.size()));
-      if ((++n & 4095) == 0 && core_->closing.load(std::memory_order_relaxed)) {
-        throw std::runtime_error("rocksdb: database is closed");
-      }
-    }
-    CheckStatus(it->status(), "key hashes");
-  }
-  return n;
 }
 
 void Db::CompactAll() {

@@ -1,4 +1,5 @@
-"""Loads the native engine's shared library and declares its C ABI (native/include/ttlstate/c_api.h).
+"""Loads the native engine's shared library and declares its C ABI from the table in
+`ttlstate._native_abi` (from which native/include/ttlstate/c_api.h's declarations are generated).
 
 The library is plain C ABI, loaded with ctypes, so one binary serves every CPython version.
 `ctypes.CDLL` releases the GIL for each call (blocking engine work runs without it) and a
@@ -28,6 +29,8 @@ from ctypes import (
 )
 from typing import Any
 
+from ttlstate import _native_abi as abi
+
 LIBRARY_NAME = "libttlstate_native.so"
 LIBRARY_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)
 
@@ -40,12 +43,20 @@ class PeerGone(ConnectionError):
     """The shim closed the connection (or it broke)."""
 
 
-# ttl_status -> the exception raised (TTL_ERR_CALLBACK is handled by Connection.serve).
-_ERRORS: dict[int, type[Exception]] = {
-    1: RuntimeError, 2: StateError, 3: PeerGone, 4: ValueError, 5: MemoryError, 6: IndexError,
-    7: OverflowError,
+class NativeFailure(Exception):
+    """Raised by `check` for TTL_ERR_CALLBACK: the caller re-raises the callback's exception."""
+
+
+CALLBACK_FAILED = next(s.value for s in abi.STATUSES if s.name == "TTL_ERR_CALLBACK")
+_RAISES: dict[str, type[Exception]] = {
+    "StateError": StateError, "PeerGone": PeerGone, "RuntimeError": RuntimeError,
+    "ValueError": ValueError, "MemoryError": MemoryError, "IndexError": IndexError,
+    "OverflowError": OverflowError,
 }
-CALLBACK_FAILED = 8
+# ttl_status -> the exception raised (TTL_ERR_CALLBACK: `check` raises NativeFailure, which
+# Connection.serve turns back into the callback's exception).
+ERRORS: dict[int, type[Exception]] = {s.value: _RAISES[s.raises] for s in abi.STATUSES
+                                      if s.value and s.value != CALLBACK_FAILED}
 
 
 def _load() -> ctypes.CDLL:
@@ -62,11 +73,7 @@ lib = _load()
 
 def raise_last() -> None:
     """Raises the exception of the thread's last failed call."""
-    raise _ERRORS.get(lib.ttl_last_status(), RuntimeError)(lib.ttl_last_error().decode("utf-8", "replace"))
-
-
-class NativeFailure(Exception):
-    """Raised by `check` for TTL_ERR_CALLBACK: the caller re-raises the callback's exception."""
+    raise ERRORS.get(lib.ttl_last_status(), RuntimeError)(lib.ttl_last_error().decode("utf-8", "replace"))
 
 
 def check(status: int, func: Any = None, args: Any = None) -> int:
@@ -75,145 +82,86 @@ def check(status: int, func: Any = None, args: Any = None) -> int:
         message = lib.ttl_last_error().decode("utf-8", "replace")
         if status == CALLBACK_FAILED:
             raise NativeFailure(message)
-        raise _ERRORS.get(status, RuntimeError)(message)
+        raise ERRORS.get(status, RuntimeError)(message)
     return status
 
 
 P = c_void_p  # an opaque handle
 BUF = POINTER(c_void_p)  # const char** data
-SIZE = POINTER(c_size_t)
-INT = POINTER(c_int)
-FORWARD = ctypes.CFUNCTYPE(c_int, c_void_p, c_uint8, c_void_p, c_size_t, c_void_p)
-
-# name: (restype, argtypes); a restype of None with "status" means ttl_status, checked.
-_SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
-    "ttl_last_error": (c_char_p, []),
-    "ttl_last_status": (c_int, []),
-    "ttl_take": (None, [c_void_p, c_size_t]),
-    "ttl_constants": ("status", [BUF, SIZE]),
-    "ttl_encode_ttl_value": ("status", [c_int64, c_char_p, c_size_t, BUF, SIZE]),
-    "ttl_is_expired": (c_int, [c_int64, c_int64, c_int64]),
-    "ttl_key_hashes_of": (None, [c_char_p, c_size_t, POINTER(c_uint32), POINTER(c_uint32)]),
-    "ttl_configure_memory": ("status", [c_size_t, c_double]),
-    "ttl_memory_usage": (None, [POINTER(c_uint64), POINTER(c_double), POINTER(c_uint64), POINTER(c_uint64)]),
-    "ttl_release_free_memory": (c_int, []),
-    "ttl_key_hashes_new": (P, []),
-    "ttl_key_hashes_free": (None, [P]),
-    "ttl_key_hashes_add": ("status", [P, c_char_p, c_size_t]),
-    "ttl_key_hashes_len": (c_uint64, [P]),
-    "ttl_key_hashes_bloom_words": ("status", [P, c_int, c_int, BUF, SIZE]),
-    "ttl_cursor_new": (P, []),
-    "ttl_cursor_free": (None, [P]),
-    "ttl_cursor_next": (c_int, [P, BUF, SIZE]),
-    "ttl_scan_free": (None, [P]),
-    "ttl_scan_next_chunk": ("status", [P, c_size_t, INT, BUF, SIZE]),
-    "ttl_txn_free": (None, [P]),
-    "ttl_txn_get_into": (c_int64, [P, c_char_p, c_size_t, c_void_p, c_size_t]),
-    "ttl_txn_get_entry_into": (c_int64, [P, c_char_p, c_size_t, c_void_p, c_void_p, c_size_t]),
-    "ttl_txn_remove_if_expired": ("status", [P, c_char_p, c_size_t]),
-    "ttl_txn_multi_get": ("status", [P, c_char_p, c_size_t, BUF, SIZE]),
-    "ttl_txn_put": ("status", [P, c_char_p, c_size_t, c_char_p, c_size_t, c_int]),
-    "ttl_txn_remove": ("status", [P, c_char_p, c_size_t]),
-    "ttl_txn_scan": ("status", [P, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(P)]),
-    "ttl_txn_key_scan": ("status", [P, POINTER(P)]),
-    "ttl_txn_advance_now": ("status", [P, c_int64, POINTER(c_int64)]),
-    "ttl_txn_make_writable": ("status", [P]),
-    "ttl_txn_check_writable": ("status", [P]),
-    "ttl_txn_incremental_step": ("status", [P]),
-    "ttl_txn_write_changelog": ("status", [P, c_char_p, c_char_p, POINTER(c_uint64)]),
-    "ttl_txn_apply": ("status", [P, c_char_p, c_int, POINTER(c_int64)]),
-    "ttl_txn_known_delta": ("status", [P, POINTER(c_int), POINTER(c_int64)]),
-    "ttl_txn_end": ("status", [P, c_char_p]),
-    "ttl_txn_state": ("status", [P, BUF, SIZE]),
-    "ttl_txn_field_of": (c_int64, [P, c_int]),
-    "ttl_snapshot_free": (None, [P]),
-    "ttl_snapshot_write_record_file": ("status", [P, c_char_p, c_char_p, c_int, c_int64, c_int64,
-                                                  POINTER(c_uint64), POINTER(c_uint64)]),
-    "ttl_restore_free": (None, [P]),
-    "ttl_restore_add_changelog": ("status", [P, c_char_p, POINTER(c_uint64)]),
-    "ttl_restore_gathered_bytes": (c_uint64, [P]),
-    "ttl_restore_finish": ("status", [P, c_char_p, c_char_p, P, POINTER(c_uint64), POINTER(c_uint64)]),
-    "ttl_connection_new": (P, [c_int]),
-    "ttl_connection_free": (None, [P]),
-    "ttl_connection_serve": ("status", [P, FORWARD, c_void_p]),
-    "ttl_reply_set": (None, [c_void_p, c_uint8, c_char_p, c_size_t]),
-    "ttl_reply_fail": (None, [c_void_p, c_char_p]),
-    "ttl_connection_read_frame": ("status", [P, INT, POINTER(c_uint8), BUF, SIZE]),
-    "ttl_connection_send": ("status", [P, c_uint8, c_char_p, c_size_t]),
-    "ttl_connection_bind": ("status", [P, c_uint32, P]),
-    "ttl_connection_unbind": (None, [P, c_uint32]),
-    "ttl_connection_native_requests": (c_uint64, [P]),
-    "ttl_harness_new": (P, []),
-    "ttl_harness_free": (None, [P]),
-    "ttl_harness_configure": ("status", [P, c_int, c_size_t, c_int64, c_int64, c_int64, c_int, INT]),
-    "ttl_harness_new_run": ("status", [P]),
-    "ttl_harness_set_time": (None, [P, c_int64]),
-    "ttl_harness_decide": ("status", [P, c_int, c_char_p, c_size_t, INT, INT, BUF, SIZE]),
-    "ttl_harness_time_queries": (c_int64, [P]),
-    "ttl_iterator_free": (None, [P]),
-    "ttl_iterator_next_chunk": ("status", [P, c_size_t, BUF, SIZE]),
-    "ttl_db_open": ("status", [c_char_p, c_int64, c_int, c_size_t, c_int64, c_uint64, c_int64, c_int, c_int,
-                               POINTER(P)]),
-    "ttl_db_free": (None, [P]),
-    "ttl_db_get_into": (c_int64, [P, c_char_p, c_size_t, c_void_p, c_size_t]),
-    "ttl_db_multi_get": ("status", [P, c_char_p, c_size_t, BUF, SIZE]),
-    "ttl_db_write": ("status", [P, c_char_p, c_size_t]),
-    "ttl_db_merge": ("status", [P, c_char_p, c_size_t, c_char_p, c_size_t]),
-    "ttl_db_iterator": ("status", [P, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(P)]),
-    "ttl_db_compact": ("status", [P]),
-    "ttl_db_flush": ("status", [P]),
-    "ttl_db_checkpoint": ("status", [P, c_char_p]),
-    "ttl_db_add_key_hashes": ("status", [P, P, POINTER(c_uint64)]),
-    "ttl_db_int_property": ("status", [P, c_char_p, POINTER(c_uint64)]),
-    "ttl_db_count_keys": ("status", [P, POINTER(c_uint64)]),
-    "ttl_db_set_time": (None, [P, c_int64]),
-    "ttl_db_begin": ("status", [P, c_char_p, c_int64, c_int64, c_int, c_int, c_int64, c_int, c_int, c_int64,
-                                c_int, P, POINTER(P)]),
-    "ttl_db_snapshot": ("status", [P, POINTER(P)]),
-    "ttl_db_restore_builder": ("status", [P, POINTER(P)]),
-    "ttl_db_apply_changelog_file": ("status", [P, c_char_p, P, c_int, c_size_t, POINTER(c_uint64),
-                                               POINTER(c_int64)]),
-    "ttl_db_has_filter": (c_int, [P]),
-    "ttl_db_filter_metrics": (None, [P, POINTER(c_int64), POINTER(c_int64), POINTER(c_int64),
-                                     POINTER(c_int64)]),
-    "ttl_db_close": ("status", [P]),
+_SCALARS: dict[str, Any] = {
+    "int": c_int, "int64_t": c_int64, "uint64_t": c_uint64, "uint32_t": c_uint32, "uint8_t": c_uint8,
+    "size_t": c_size_t, "double": c_double,
 }
+_ENUMS = frozenset({"ttl_status", "ttl_txn_field"})
+_HANDLES = frozenset(abi.HANDLES)
 
 
-# Per-entry calls that return a ttl_status the caller checks itself (`if status: raise_last()`):
-# an errcheck costs a Python call per call.
-UNCHECKED = frozenset({"ttl_txn_put", "ttl_txn_remove"})
+def ctype_of(c_type: str, by_address: bool = False) -> Any:
+    """The ctypes type a parameter (or result) of C type `c_type` is declared with: bytes in for
+    `const char*`, a caller's buffer or a plain address for other pointers to bytes (and for
+    `by_address` ones), an opaque handle for a handle."""
+    if c_type == "void":
+        return None
+    if c_type == "const char*":
+        return c_char_p
+    if c_type in ("char*", "void*") or (by_address and c_type.endswith("*")):
+        return c_void_p
+    if c_type == "const char**":
+        return BUF
+    if c_type == abi.FORWARD.name:
+        return FORWARD
+    base = c_type.removeprefix("const ")
+    if base in _SCALARS:
+        return _SCALARS[base]
+    if base in _ENUMS:
+        return c_int
+    if base.rstrip("*") in _HANDLES:
+        return P if base.count("*") == 1 else POINTER(P)
+    if base.endswith("*") and base[:-1] in _SCALARS:
+        return POINTER(_SCALARS[base[:-1]])
+    raise TypeError(f"no ctypes type for the C type {c_type!r}: extend _native_lib.ctype_of")
 
 
-# Calls that never block (in-memory work): they keep the GIL, as they did under pybind11, which
-# saves releasing and taking it back. Every other call releases it (ctypes.CDLL).
-KEEP_GIL = frozenset({
-    "ttl_last_error", "ttl_last_status", "ttl_take", "ttl_constants", "ttl_encode_ttl_value",
-    "ttl_is_expired", "ttl_key_hashes_of", "ttl_memory_usage", "ttl_key_hashes_new", "ttl_key_hashes_add",
-    "ttl_key_hashes_len",
-    "ttl_cursor_new", "ttl_cursor_next", "ttl_txn_put", "ttl_txn_remove", "ttl_txn_advance_now",
-    "ttl_txn_make_writable", "ttl_txn_check_writable", "ttl_txn_end", "ttl_txn_state", "ttl_txn_field_of",
-    "ttl_restore_gathered_bytes", "ttl_reply_set", "ttl_reply_fail", "ttl_connection_bind",
-    "ttl_connection_unbind", "ttl_connection_native_requests", "ttl_harness_configure", "ttl_harness_new_run",
-    "ttl_harness_set_time", "ttl_harness_decide", "ttl_harness_time_queries", "ttl_db_set_time",
-    "ttl_db_has_filter", "ttl_db_filter_metrics",
-})
+# The callback type: every pointer reaches Python as an address.
+FORWARD = ctypes.CFUNCTYPE(ctype_of(abi.FORWARD.result),
+                           *(c_void_p if p.c_type.endswith("*") else ctype_of(p.c_type)
+                             for p in abi.FORWARD.params))
+
+
+def signature(f: abi.Function) -> tuple[Any, list[Any]]:
+    """(restype, argtypes) of a function of the table."""
+    return ctype_of(f.result), [ctype_of(p.c_type, p.name in f.by_address) for p in f.params]
 
 
 def _declare() -> None:
     keep_gil = ctypes.PyDLL(LIBRARY_PATH)  # the same loaded library, called without releasing the GIL
-    for name, (restype, argtypes) in _SIGNATURES.items():
-        fn = getattr(keep_gil if name in KEEP_GIL else lib, name)
-        setattr(lib, name, fn)  # `lib.<name>` is the one declared here
-        fn.argtypes = argtypes
-        if restype == "status" and name not in UNCHECKED:
-            fn.restype = c_int
+    for f in abi.FUNCTIONS:
+        fn = getattr(keep_gil if f.keep_gil else lib, f.name)
+        setattr(lib, f.name, fn)  # `lib.<name>` is the one declared here
+        fn.restype, fn.argtypes = signature(f)
+        if f.result == "ttl_status" and f.checked:
             fn.errcheck = check
-        else:
-            fn.restype = c_int if restype == "status" else restype
 
 
 _declare()
+
+
+def _constants() -> tuple[dict[str, int], dict[str, int]]:
+    """The library's constants (ttl_constants): its own, and the protocol's it was compiled with."""
+    data, size = c_void_p(), c_size_t()
+    lib.ttl_constants(ctypes.byref(data), ctypes.byref(size))
+    module: dict[str, int] = {}
+    protocol: dict[str, int] = {}
+    for line in ctypes.string_at(data.value or 0, size.value).decode().splitlines():
+        name, value = line.split("=")
+        if name.startswith("protocol."):
+            protocol[name.removeprefix("protocol.")] = int(value)
+        else:
+            module[name] = int(value)
+    return module, protocol
+
+
+MODULE_CONSTANTS, PROTOCOL_CONSTANTS = _constants()
 
 
 def text(value: str | bytes) -> bytes:
@@ -234,7 +182,7 @@ class Out:
         return ctypes.byref(self.data), ctypes.byref(self.size)
 
     def bytes(self) -> bytes:
-        return ctypes.string_at(self.data.value, self.size.value) if self.size.value else b""
+        return ctypes.string_at(self.data.value or 0, self.size.value) if self.size.value else b""
 
 
 class Scratch(threading.local):
@@ -248,7 +196,9 @@ class Scratch(threading.local):
 
     def grow(self, size: int) -> None:
         self.cap = size
-        self.buf = ctypes.create_string_buffer(size)
+        # Any: a slice of a char array is bytes (typeshed says list); the per-entry reads slice
+        # it directly, with nothing in between.
+        self.buf: Any = ctypes.create_string_buffer(size)
 
 
 scratch = Scratch()

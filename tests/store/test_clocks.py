@@ -111,7 +111,7 @@ def test_watermark_source_without_a_watermark_warns_once(make_provider, caplog) 
     """Without the start checks (no SQL extension), a query without withWatermark reaches the
     store: it says so in the executor's log instead of silently counting processing time."""
     p = make_provider(TtlConfig(ttl_ms=HOUR, time_source=TimeSource.WATERMARK))
-    with caplog.at_level("WARNING", logger="ttlstate.store.provider"):
+    with caplog.at_level("WARNING", logger="ttlstate.store.batch_times"):
         for v in range(4):
             s = p.get_store(v, now_ms=T0 + v, watermark_ms=0)
             assert s.now_ms == T0 + v

@@ -149,16 +149,16 @@ def test_a_commit_returns_before_its_apply_only_when_every_key_count_is_known(ma
         assert s.get(k) is None
         s.put(k, b"1")
     assert s.commit() == 1 and s.has_committed
-    assert p._applying is not None and p.num_keys == 2
+    assert p.applying is not None and p.num_keys == 2
     deadline = time.monotonic() + 10
     while s.txn.state != "committed" and time.monotonic() < deadline:  # the apply frees the batch
         time.sleep(0.01)
-    assert s.txn.state == "committed" and p._applying is not None
+    assert s.txn.state == "committed" and p.applying is not None
     s = p.get_store(1)  # waits for it
-    assert p._applying is None
+    assert p.applying is None
     s.put(b"c", b"1")  # never read: the commit waits for the lookup
     assert s.commit() == 2
-    assert p._applying is None and p.num_keys == 3
+    assert p.applying is None and p.num_keys == 3
 
 
 @_native_plane_only
@@ -228,7 +228,7 @@ def test_snapshot_and_close_wait_for_the_apply(make_provider, monkeypatch) -> No
     assert s.commit() == 2
     threading.Timer(0.2, gate.set).start()
     p.close()
-    assert gate.is_set() and p._applying is None
+    assert gate.is_set() and p.applying is None
 
 
 @_native_plane_only
@@ -273,7 +273,7 @@ def test_the_key_count_of_commits_that_skip_the_apply_matches_the_model(make_pro
                 s.put(k, v)
                 model[k] = v
         assert s.commit() == version + 1
-        assert p._applying is not None and p.num_keys == len(model)
+        assert p.applying is not None and p.num_keys == len(model)
     restored = make_provider()
     s = restored.get_store(6)
     assert dict(s.iterator()) == model and restored.num_keys == len(model)

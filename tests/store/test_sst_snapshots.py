@@ -27,6 +27,7 @@ from ttlstate.cli.inspect_checkpoint import inspect_store
 from ttlstate.config.keys import EngineKind, SnapshotLayout
 from ttlstate.config.store_config import StoreConfig, TtlConfig
 from ttlstate.store.provider import StoreProvider
+from ttlstate.store.restored_keys import Kept
 from ttlstate.ttl.clock import ManualClock
 
 STORE = "op0/p0"
@@ -117,7 +118,7 @@ def test_the_key_filter_bits_after_an_sst_restore_hold_every_key(make) -> None: 
         _batch(p, 1, range(3000, 3500))
         fresh = make(ck=layout.value)
         fresh.get_store(2)
-        assert fresh.keep_restored_key_hashes(True)
+        assert fresh.keep_restored_key_hashes(True) is not Kept.NONE
         bits.append(_scanned_bits(fresh, 2))
     assert bits[0] is not None and bits[0] == bits[1]
 
@@ -316,7 +317,9 @@ def test_a_replay_counts_keys_from_the_next_changelog_and_exactly(make, layout, 
         s.commit()
     want = p.num_keys
     counted: list[bool] = []
-    plane_type = type(make(layout).get_store(0)._p.plane)  # noqa: SLF001
+    probe = make(layout)
+    probe.get_store(0)
+    plane_type = type(probe.plane)
     real = plane_type.replay_changelog
 
     def spy(self, engine, local_path, header, collecting, count_keys=True):  # noqa: ANN001, ANN202
@@ -356,8 +359,8 @@ def test_a_close_stops_a_running_key_scan(make) -> None:  # noqa: ANN001
     p.write_snapshot()
     fresh = make(ck="closing-scan")
     fresh.get_store(1)
-    assert fresh.keep_restored_key_hashes(True) == 2
-    scan = fresh._restored
+    assert fresh.keep_restored_key_hashes(True) is Kept.SCANNING
+    scan = fresh.restored_keys
     assert scan is not None
     fresh.close()
     assert scan.wait(timeout=10)  # ended, not left running on a closed DB
@@ -376,6 +379,6 @@ def test_a_failed_key_scan_gives_no_bits_and_the_store_serves_on(make, monkeypat
         raise RuntimeError("key hashes: IO error: no such file")
 
     monkeypatch.setattr(fresh.engine, "add_key_hashes", broken)
-    assert fresh.keep_restored_key_hashes(True) == 2  # scanning, from now on
+    assert fresh.keep_restored_key_hashes(True) is Kept.SCANNING  # from now on
     assert _scanned_bits(fresh, 1) is None
     assert _state(fresh, 1) == {b"key-%08d" % k: b"v" for k in range(2000)}

@@ -168,7 +168,7 @@ def test_vanished_local_directory_is_restored_from_checkpoint(make_provider) -> 
     s = p.get_store(0)
     s.put(b"a", b"1")
     s.commit()
-    shutil.rmtree(p._db_dir)
+    shutil.rmtree(p.db_dir)
     assert p.get_store(1).get(b"a") == b"1"
 
 

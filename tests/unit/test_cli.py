@@ -9,7 +9,7 @@ import os
 import re
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -93,8 +93,8 @@ LAST = 1_795_000_000_000  # a store's last batch time
     ("10m", LAST - 600_000), ("-10m", LAST - 600_000), ("10m ago", LAST - 600_000),
     ("2h ago", LAST - 7_200_000), ("10 minutes", LAST - 600_000),
     ("+1h", LAST + 3_600_000), ("in 30s", LAST + 30_000), ("in 1.5 hours", LAST + 5_400_000),
-    ("2026-11-23T18:40:00Z", int(datetime(2026, 11, 23, 18, 40, tzinfo=timezone.utc).timestamp() * 1000)),
-    ("2026-11-23T19:40:00+01:00", int(datetime(2026, 11, 23, 18, 40, tzinfo=timezone.utc).timestamp() * 1e3)),
+    ("2026-11-23T18:40:00Z", int(datetime(2026, 11, 23, 18, 40, tzinfo=UTC).timestamp() * 1000)),
+    ("2026-11-23T19:40:00+01:00", int(datetime(2026, 11, 23, 18, 40, tzinfo=UTC).timestamp() * 1e3)),
     ("2026-11-23 18:40", int(datetime(2026, 11, 23, 18, 40).astimezone().timestamp() * 1000)),  # local time
 ])
 def test_at_takes_the_last_batch_durations_from_it_iso_times_and_epoch_ms(text: str, expected: int) -> None:

@@ -37,6 +37,17 @@ def test_cpp_protocol_types_follow_the_wire_widths() -> None:
     assert f"constexpr uint16_t kErrEngine = {P.ERR_ENGINE};" in text
     assert f"constexpr uint32_t kMaxFrame = {P.MAX_FRAME};" in text
     assert len(re.findall(r"^constexpr ", text, re.M)) == len(P.constants())
+    # ...and all of them by name, for ttl_constants (the cross-language test reads them back)
+    assert dict(re.findall(r'^    \{"(\w+)", (\w+)\},$', text, re.M)) == {
+        n: "k" + "".join(part.capitalize() for part in n.lower().split("_")) for n in P.constants()}
+
+
+def test_cpp_c_api_declares_every_function_of_the_table() -> None:
+    from ttlstate import _native_abi as abi
+
+    text = cpp.c_api_functions()
+    assert all(f"TTL_API {f.declaration};" in text for f in abi.FUNCTIONS)
+    assert "typedef int (*ttl_forward_fn)(" in text and text.count("TTL_API ") == len(abi.FUNCTIONS) + 1
 
 
 def test_a_rerun_leaves_unchanged_files_untouched(tmp_path: Path) -> None:

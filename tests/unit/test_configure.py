@@ -157,7 +157,6 @@ def test_the_jar_is_the_running_sparks_line(monkeypatch: pytest.MonkeyPatch) -> 
 def test_the_minimum_python_is_pyprojects_requires_python() -> None:
     """One fact: what configure() refuses is what pip refuses (pyproject's requires-python)."""
     import os
-
     import tomllib
 
     with open(os.path.join(os.path.dirname(__file__), "..", "..", "pyproject.toml"), "rb") as f:

@@ -20,6 +20,7 @@
 #include "rocksdb/sst_file_writer.h"
 #include "ttlstate/compaction_filter.h"
 #include "ttlstate/key_hash.h"
+#include "ttlstate/memory.h"
 
 namespace ttlstate {
 
@@ -35,19 +36,6 @@ struct DbOptions {
   bool variable_length_list = false;     // List state: ttlstate's length-prefixed layout
   bool wall_clock = false;
 };
-
-// One block cache and one write-buffer budget for every DB of the process (a state server
-// worker), as Spark's RocksDB provider bounds memory per executor: memtables are charged to
-// the cache, so their sum plus cached blocks stays under `total_bytes`.
-struct MemoryBudget {
-  size_t total_bytes;
-  double write_buffer_ratio;
-};
-// Applies to DBs opened afterwards; the first call (or the default) fixes the shared objects.
-void ConfigureMemory(const MemoryBudget& budget);
-MemoryBudget CurrentMemory();
-uint64_t SharedBlockCacheUsage();
-uint64_t SharedWriteBufferUsage();
 
 using Entry = std::pair<std::string, std::string>;
 

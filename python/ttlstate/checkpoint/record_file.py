@@ -45,7 +45,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import zstandard
 
@@ -130,7 +130,7 @@ class _CrcWriter:
 def write_record_file(path: str, kind: bytes, store_id: str, version: int,
                       batch_time_ms: int | None,
                       records: Iterable[tuple[bytes, bytes | None]], ttl_ms: int | None = None,
-                      query_id: str | None = None, **lineage: object) -> int:
+                      query_id: str | None = None, **lineage: Any) -> int:
     """Write records ((key, value) puts, (key, None) deletes); returns the record count.
     `lineage`: the optional header keys of `header_json` (parent, state, settings)."""
     return write_records(path, kind, header_json(store_id, version, batch_time_ms, ttl_ms, query_id,

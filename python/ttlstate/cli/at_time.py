@@ -10,7 +10,7 @@ milliseconds name an instant instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from ttlstate.config.parse import ConfError, format_duration_ms, parse_duration_ms
 
@@ -81,5 +81,5 @@ def parse_at(text: str, now_ms: int) -> AtTime:
 
 
 def iso_utc(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace(
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace(
         "+00:00", "Z")

@@ -13,7 +13,8 @@ def _ranges(vs: list[int]) -> str:
     if not vs:
         return "-"
     out, start, prev = [], vs[0], vs[0]
-    for v in vs[1:] + [None]:  # type: ignore[list-item]
+    ends: list[int | None] = [*vs[1:], None]
+    for v in ends:
         if v is not None and v == prev + 1:
             prev = v
             continue

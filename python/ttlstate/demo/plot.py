@@ -38,7 +38,8 @@ def row_series(ttl: str) -> list[Series]:
             ("rocksdb/dropDuplicates", "tab:red", "s", "--", 4.0, 9, True),
             ("ttlstate/aggregation", "tab:blue", "^", "-", 2.2, 6, False),
             ("ttlstate/dropDuplicates", "black", "x", ":", 1.0, 5, False))
-    return [Series(key, label(key), *rest) for key, *rest in spec]
+    return [Series(key, label(key), color, marker, style, width, size, hollow)
+            for key, color, marker, style, width, size, hollow in spec]
 
 
 def legend_labels(stats: list[BatchStats], series: list[Series]) -> dict[str, str]:

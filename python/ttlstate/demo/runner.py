@@ -19,11 +19,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ttlstate.config import keys as K
 from ttlstate.demo.kafka import DemoKafka, KafkaConnectorMissing
 from ttlstate.demo.workload import EVENT_SCHEMA, ChurnWorkload
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDERS = {"ttlstate": K.PROVIDER_CLASS, "rocksdb": ROCKSDB_PROVIDER}
@@ -127,7 +130,8 @@ def _dir_bytes(path: str) -> int:
 QUERY_KEYS = [f"{provider}/{name}" for provider in PROVIDERS for name in QUERIES]
 
 
-def _start_queries(spark, input_dir: str, work: str, kafka: DemoKafka | None) -> dict[str, object]:  # noqa: ANN001
+def _start_queries(spark: SparkSession, input_dir: str, work: str, kafka: DemoKafka | None
+                   ) -> dict[str, object]:
     from pyspark.sql import functions as F
 
     queries = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
-from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
+from rocksdict import Options, Rdict, RdictIter, ReadOptions, WriteBatch, WriteOptions
 
 from ttlstate.engine.base import Engine
 
@@ -32,14 +32,15 @@ class RocksdictEngine(Engine):
         self._db = Rdict(path, options=_options())
         # The local DB is a cache rebuilt from the checkpoint, so the WAL buys nothing.
         wo = WriteOptions()
-        wo.disable_wal = True
+        wo.disable_wal = True  # type: ignore[method-assign, assignment]  # a property; the stub says method
         self._db.set_write_options(wo)
 
     def get(self, key: bytes) -> bytes | None:
         return self._db.get(key)
 
     def multi_get(self, keys: list[bytes]) -> list[bytes | None]:
-        return self._db.get(keys) if keys else []
+        # rocksdict's stub: a key list of any key type (a list is invariant), any value type
+        return self._db.get(keys) if keys else []  # type: ignore[arg-type, return-value]
 
     def write(self, batch: Iterable[tuple[bytes, bytes | None]]) -> None:
         wb = WriteBatch(raw_mode=True)
@@ -79,7 +80,7 @@ class RocksdictEngine(Engine):
             self._db = None  # type: ignore[assignment]
 
 
-def _entries(it, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]:  # noqa: ANN001 (RdictIter)
+def _entries(it: RdictIter, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]:
     while it.valid():
         key = it.key()
         if upper is not None and key >= upper:

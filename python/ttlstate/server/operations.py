@@ -19,11 +19,16 @@ from ttlstate.server import protocol as P
 from ttlstate.server.registry import OpenStore
 from ttlstate.store import real_time_clock
 from ttlstate.store.planes.base import StoreMetrics
+from ttlstate.store.restored_keys import Kept
 
 if TYPE_CHECKING:
     from ttlstate.server.worker import Connection
 
 Handler = Callable[["Connection", OpenStore, int, P.Reader], bytes]
+
+# What OP_LOAD's reply says of the key hashes a load kept (store/restored_keys.py).
+_KEY_HASHES = {Kept.NONE: P.KEY_HASHES_NONE, Kept.READY: P.KEY_HASHES_READY,
+               Kept.SCANNING: P.KEY_HASHES_SCANNING}
 
 
 def metrics_payload(w: P.Writer, m: StoreMetrics) -> P.Writer:
@@ -71,7 +76,7 @@ def load(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes
         store.serve_on(conn.native, handle)
     hashes = opened.provider.keep_restored_key_hashes(bool(flags & P.LOAD_KEY_HASHES))
     return (P.Writer().i64(opened.provider.lineage).i64(opened.provider.num_keys)
-            .i64(store.now_ms).u8(hashes).payload())
+            .i64(store.now_ms).u8(_KEY_HASHES[hashes]).payload())
 
 
 def key_filter_bits(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:
@@ -192,7 +197,7 @@ def close(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> byte
 
 
 def set_time(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:
-    now = real_time_clock.advance(opened.provider, conn.version(handle), r.i64())
+    now = real_time_clock.advance(opened.provider.engine, conn.version(handle), r.i64())
     return P.Writer().i64(now).payload()
 
 

@@ -15,7 +15,9 @@ module's constants against these.
 
 from __future__ import annotations
 
+import builtins
 import struct
+from typing import Protocol
 
 from ttlstate.errors import (  # noqa: F401  (re-exported: part of the wire protocol)
     ERR_BAD_REQUEST,
@@ -257,7 +259,7 @@ class Writer:
     def str(self, v: str) -> Writer:
         return self.bytes(v.encode("utf-8"))
 
-    def payload(self) -> bytes:
+    def payload(self) -> builtins.bytes:  # `bytes` is this class's method here
         return b"".join(self.parts)
 
 
@@ -265,7 +267,11 @@ def frame(code: int, payload: bytes = b"") -> bytes:
     return _HEAD.pack(len(payload) + 1, code) + payload
 
 
-def read_frame(sock_file) -> tuple[int, bytes] | None:  # noqa: ANN001 (a buffered binary reader)
+class _Reads(Protocol):
+    def read(self, size: int = ..., /) -> builtins.bytes: ...
+
+
+def read_frame(sock_file: _Reads) -> tuple[int, bytes] | None:
     """One frame from a buffered reader; None on a clean EOF between frames."""
     head = sock_file.read(_HEAD.size)
     if not head:

@@ -8,6 +8,7 @@ import re
 import shutil
 import threading
 from dataclasses import dataclass, replace
+from typing import cast
 
 from ttlstate.checkpoint.identity import store_label
 from ttlstate.config import keys as K
@@ -50,7 +51,7 @@ class Registry:
             handle = self._by_key.get(key)
             if handle is not None:
                 return handle
-            operator_id = int(info.get("operatorId", -1))  # type: ignore[arg-type]
+            operator_id = int(cast("int | str", info.get("operatorId", -1)))
             config = store_config_from_confs(confs, operator_id, store_log.operator_names(info))
             self._apply_memory(config.memory)
             if not ttl_applies(str(info.get("storeName", "default")), str(info.get("keySchema", "")),

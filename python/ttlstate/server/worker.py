@@ -156,8 +156,8 @@ class Connection(socketserver.StreamRequestHandler):
                         self.send(P.RESP_ERROR, P.Writer().u16(error_code(e)).str(str(e)).payload())
                     continue
                 if self.pending_error is not None:
-                    e, self.pending_error = self.pending_error, None
-                    self.send(P.RESP_ERROR, _error_payload(e))
+                    failed, self.pending_error = self.pending_error, None
+                    self.send(P.RESP_ERROR, _error_payload(failed))
                     continue
                 self.send(*self._answer(code, payload))
             except (BrokenPipeError, ConnectionResetError):

@@ -39,13 +39,13 @@ PLUGIN_CLASS = "ttlstate.spark.StateServerPlugin"  # starts each executor's stat
 
 def _requires_python() -> tuple[int, int] | None:
     """The lowest Python ttlstate supports: pyproject's `requires-python` (`>=3.11`, pyspark
-    4.3's), as the installed package's metadata carries it, so it is stated once. None when
+    4.3's floor), as the installed package's metadata carries it, so it is stated once. None when
     ttlstate runs from a source tree without being installed (nothing then checked it either)."""
     import importlib.metadata
     import re
 
     try:
-        spec = importlib.metadata.metadata("ttlstate").get("Requires-Python") or ""
+        spec = importlib.metadata.metadata("ttlstate")["Requires-Python"] or ""
     except importlib.metadata.PackageNotFoundError:
         return None
     m = re.fullmatch(r"\s*>=\s*(\d+)\.(\d+)\s*", spec)

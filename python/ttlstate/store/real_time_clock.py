@@ -9,18 +9,15 @@ back: a request below the current now changes nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ttlstate.store.planes.base import StoreVersion
-    from ttlstate.store.provider import StoreProvider
+from ttlstate.engine.base import Engine
+from ttlstate.store.planes.base import StoreVersion
 
 
-def advance(provider: StoreProvider, store: StoreVersion, now_ms: int) -> int:
+def advance(engine: Engine, store: StoreVersion, now_ms: int) -> int:
     """Moves `store`'s now to `now_ms` if that is later; returns the now TTL uses from here on.
 
     Entries written before keep their timestamps; reads, refreshes, incremental cleanup and the
     commit's changelog header use the new now, and so does the compaction filter's clock."""
     now = store.advance_now(now_ms)
-    provider.engine.set_time(now)
+    engine.set_time(now)
     return now

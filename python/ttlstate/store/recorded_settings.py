@@ -13,9 +13,10 @@ import logging
 import threading
 from dataclasses import replace
 
+from ttlstate.checkpoint.record_file import RecordFileHeader
 from ttlstate.config.keys import StateVisibility, UpdateType
 from ttlstate.config.parse import format_duration_ms
-from ttlstate.config.store_config import TtlConfig
+from ttlstate.config.store_config import StoreConfig, TtlConfig
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +37,14 @@ def recorded_ttl(recorded: dict[str, object] | None, ttl_ms: int | None, current
     if recorded is None:
         return replace(current, ttl_ms=ttl_ms)
     out = replace(current, ttl_ms=recorded.get("ttlMs"))  # type: ignore[arg-type]
-    for key, field_name, enum_type in (("updateType", "update_type", UpdateType),
-                                       ("stateVisibility", "visibility", StateVisibility)):
-        try:
-            out = replace(out, **{field_name: enum_type(recorded[key])})
-        except (KeyError, ValueError):
-            pass
+    try:
+        out = replace(out, update_type=UpdateType(recorded["updateType"]))
+    except (KeyError, ValueError):
+        pass
+    try:
+        out = replace(out, visibility=StateVisibility(recorded["stateVisibility"]))
+    except (KeyError, ValueError):
+        pass
     return out
 
 
@@ -92,3 +95,26 @@ def warn_if_changed(store_id: str, query_id: str | None, recorded: dict[str, obj
     log.warning("ttlstate %s%s: the TTL settings differ from those the checkpoint was written "
                 "with: %s", operator, f" (query {query_id})" if query_id else "", "; ".join(changes))
     return changes
+
+
+class WrittenWith:
+    """The TTL settings of the newest file the last load read: a query is warned when its own
+    differ, and a state reader reads the version with them (as the query saw it)."""
+
+    def __init__(self, store_id: str, query_id: str | None, reader: bool) -> None:
+        self._store_id = store_id
+        self._query_id = query_id
+        self._reader = reader
+        self._ttl: TtlConfig | None = None
+
+    def check(self, newest: RecordFileHeader, current: TtlConfig) -> None:
+        self._ttl = recorded_ttl(newest.settings, newest.ttl_ms, current)
+        if not self._reader:
+            warn_if_changed(self._store_id, self._query_id, newest.settings, current)
+
+    def reader_config(self, config: StoreConfig) -> StoreConfig:
+        """A state reader's config: the TTL the files recorded (off with reader.includeExpired)."""
+        ttl = self._ttl or config.ttl
+        if config.reader_include_expired:
+            ttl = ttl.disabled()
+        return replace(config, ttl=ttl)

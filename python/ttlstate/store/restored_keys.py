@@ -17,18 +17,25 @@ versions only add keys or remove them); the shim's filter adds the keys written 
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
 from collections.abc import Callable
+from enum import Enum
 
 from ttlstate.engine.base import Engine
-from ttlstate.server.protocol import KEY_HASHES_NONE as NONE
-from ttlstate.server.protocol import KEY_HASHES_READY as READY
-from ttlstate.server.protocol import KEY_HASHES_SCANNING as SCANNING
 from ttlstate.store.planes.base import KeyHashes
 
-__all__ = ["NONE", "READY", "SCANNING", "RestoredKeys"]
+log = logging.getLogger(__name__)
+
+
+class Kept(Enum):
+    """What a load says of the key hashes of the version it loaded (the wire's KEY_HASHES_*)."""
+
+    NONE = "none"  # not kept: the shim builds its filter itself
+    READY = "ready"  # collected while the DB was built: ask for the bits at once
+    SCANNING = "scanning"  # being scanned: ask at the next loads
 
 
 def _lowest_priority() -> None:
@@ -57,8 +64,8 @@ class RestoredKeys:
         self._mu = threading.Lock()
 
     @property
-    def state(self) -> int:
-        return READY if self._engine is None else SCANNING
+    def state(self) -> Kept:
+        return Kept.READY if self._engine is None else Kept.SCANNING
 
     def describes(self, lineage: int, version: int) -> bool:
         return self.lineage == lineage and self.version == version
@@ -104,3 +111,51 @@ class RestoredKeys:
             raise self._error
         assert self._hashes is not None
         return self._hashes.bloom_words(bits_log2, probes)
+
+
+class KeptHashes:
+    """The restored key hashes of one store's local DB, if any, until the shim takes them."""
+
+    def __init__(self, store_id: str) -> None:
+        self._store_id = store_id
+        self.current: RestoredKeys | None = None
+
+    def forget(self) -> None:
+        """Drops the kept hashes. A scan still running stops when its DB closes, or ends on its
+        own and is ignored: nothing waits for it."""
+        self.current = None
+
+    def keep(self, wanted: bool, lineage: int, version: int | None) -> Kept:
+        """After a load of `version` of local DB `lineage`: whether its hashes are kept (starting
+        their scan), or dropped when not `wanted`."""
+        r = self.current
+        if r is None or version is None or not r.describes(lineage, version):
+            return Kept.NONE
+        if not wanted:
+            self.forget()
+            return Kept.NONE
+        r.start()
+        return r.state
+
+    def take(self, lineage: int, version: int) -> RestoredKeys | bool:
+        """The kept hashes of `version` of local DB `lineage` once they are done (taken: asked
+        for no more); True while their scan still runs; False if they are not kept."""
+        r = self.current
+        if r is None or not r.describes(lineage, version):
+            return False
+        if not r.done:
+            return True
+        self.current = None
+        return r
+
+    def bits(self, r: RestoredKeys, bits_log2: int, probes: int) -> bytes | None:
+        """The filter layer's bits from hashes `take` gave, outside the store's lock; None if
+        their scan failed (the shim scans the keys itself then)."""
+        if r.state != Kept.SCANNING:
+            return r.bloom_words(bits_log2, probes)
+        try:
+            return r.bloom_words(bits_log2, probes)
+        except (OSError, RuntimeError) as e:
+            log.warning("ttlstate store %s: scanning the keys of restored version %d for the key "
+                        "filter failed (%s); the shim scans them itself", self._store_id, r.version, e)
+            return None

@@ -1,9 +1,11 @@
-"""What the control plane (store/provider.py) asks of a data plane, and the types both share.
+"""What the control plane (store/) asks of a data plane, and the types both share.
 
 A data plane does a store's per-entry work: one version's reads and buffered writes (a
 `StoreVersion`), its changelog and its application to the local DB at commit, rebuilding a
 DB from checkpoint files, and writing a snapshot file. Both planes implement all of it, so
-the provider never asks which one it has.
+the control plane never asks which one it has. A version gets what it needs of its store in a
+`VersionContext` (its TTL, the store's stamp, the way to commit and to report metrics), never
+the store itself.
 """
 
 from __future__ import annotations
@@ -11,14 +13,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ttlstate.checkpoint.record_file import RecordFileHeader
+from ttlstate.config.store_config import TtlConfig
 from ttlstate.engine.base import Engine
-
-if TYPE_CHECKING:
-    from ttlstate.config.store_config import TtlConfig
-    from ttlstate.store.provider import StoreProvider
 
 # (checkpoint file name, local path, verified header) of a file a load fetched
 Fetched = tuple[str, str, RecordFileHeader]
@@ -106,7 +105,7 @@ class StoreVersion(Protocol):
         """Lets the native connection loop answer this version's per-entry requests itself
         (a no-op where the plane has no native loop)."""
 
-    # The commit's data-plane half, called by the provider under the store's lock.
+    # The commit's data-plane half, called by the committer under the store's lock.
     def incremental_step(self) -> None:
         """Incremental cleanup's next step, run once per commit (`incremental.perRecord=false`)."""
 
@@ -115,6 +114,24 @@ class StoreVersion(Protocol):
 
     def start_apply(self, sst_path: str) -> PendingApply:
         """Starts applying the batch to the local DB (`sst_path`: where a bulk load may stage)."""
+
+
+@dataclass(frozen=True)
+class VersionContext:
+    """What a store version needs of its store, fixed when the version is loaded."""
+
+    store_id: str
+    ttl: TtlConfig  # the TTL this version reads and writes with
+    # The local DB now (raises when none is loaded: a failed commit dropped it).
+    engine: Callable[[], Engine]
+    # The store's stamp now: it moves on when a later load or the store's close supersedes
+    # every version loaded before.
+    stamp: Callable[[], int]
+    # The control plane's half of the commit (committer.py): returns the new version.
+    commit: Callable[[StoreVersion], int]
+    # The version's metrics from its own counts (expired on read, removed incrementally,
+    # pending bytes) and the store's.
+    metrics: Callable[[int, int, int], StoreMetrics]
 
 
 class SnapshotView(Protocol):
@@ -138,12 +155,12 @@ class Built:
 
 
 class DataPlane(ABC):
-    """One provider's data plane; it lives as long as the provider, across reloads of the DB."""
+    """One store's data plane; it lives as long as the store, across reloads of the DB."""
 
     @abstractmethod
-    def begin(self, provider: StoreProvider, engine: Engine, version: int, now_ms: int,
+    def begin(self, ctx: VersionContext, engine: Engine, version: int, now_ms: int,
               writable: bool, stamp: int) -> StoreVersion:
-        """The version the provider just loaded, for a task (`stamp`: see the provider)."""
+        """The version the store just loaded, for a task (`stamp`: the store's stamp now)."""
 
     @abstractmethod
     def key_hashes(self) -> KeyHashes | None:
@@ -169,4 +186,4 @@ class DataPlane(ABC):
 
     @abstractmethod
     def close(self) -> None:
-        """The provider closes: ends its current version."""
+        """The store closes: ends its current version."""

@@ -14,19 +14,24 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import cast
 
 from ttlstate import _native
 from ttlstate.checkpoint.record_file import KIND_SNAPSHOT, RecordFileError, RecordFileHeader
+from ttlstate.config.store_config import TtlConfig
 from ttlstate.engine.base import Engine
 from ttlstate.engine.native_engine import NativeEngine
 from ttlstate.errors import StoreStateError
 from ttlstate.store.planes import free_memory
-from ttlstate.store.planes.base import Built, DataPlane, Fetched, StoreMetrics, prefix_upper_bound
-
-if TYPE_CHECKING:
-    from ttlstate.config.store_config import TtlConfig
-    from ttlstate.store.provider import StoreProvider
+from ttlstate.store.planes.base import (
+    Built,
+    DataPlane,
+    Fetched,
+    KeyHashes,
+    StoreMetrics,
+    VersionContext,
+    prefix_upper_bound,
+)
 
 _SCAN_CHUNK = 1 << 16
 # A restore from nothing gathers the changelogs after the snapshot in memory while they take
@@ -35,9 +40,15 @@ _RESTORE_GATHER_BYTES = 128 << 20
 
 
 def _native_engine(engine: Engine) -> NativeEngine:
-    if not isinstance(engine, NativeEngine):  # the provider pairs each plane with its engine
+    if not isinstance(engine, NativeEngine):  # planes/select.py pairs each plane with its engine
         raise TypeError(f"the native data plane needs the native engine, not {engine.kind}")
     return engine
+
+
+def _own_hashes(hashes: KeyHashes | None) -> _native.KeyHashes | None:
+    if hashes is not None and not isinstance(hashes, _native.KeyHashes):  # key_hashes() made them
+        raise TypeError(f"the native data plane collects key hashes itself, not {type(hashes).__name__}")
+    return hashes
 
 
 class NativePlane(DataPlane):
@@ -45,20 +56,20 @@ class NativePlane(DataPlane):
         self._cursor = _native.CleanupCursor()  # incremental cleanup's, across versions and reloads
         self._current: NativeVersion | None = None
 
-    def begin(self, provider: StoreProvider, engine: Engine, version: int, now_ms: int,
+    def begin(self, ctx: VersionContext, engine: Engine, version: int, now_ms: int,
               writable: bool, stamp: int) -> NativeVersion:
         if self._current is not None:
             self._current.supersede()
-        txn = _native_engine(engine).begin(provider.store_id, version, now_ms, writable,
-                                           provider.config.ttl, self._cursor)
-        self._current = NativeVersion(provider, txn)
+        txn = _native_engine(engine).begin(ctx.store_id, version, now_ms, writable, ctx.ttl,
+                                           self._cursor)
+        self._current = NativeVersion(ctx, txn)
         return self._current
 
     def key_hashes(self) -> _native.KeyHashes:
         return _native.KeyHashes()
 
     def build(self, engine: Engine, fetched: list[Fetched], staging_sst: str,
-              collecting: _native.KeyHashes | None, fail: Callable[[str, str], Exception]) -> Built:
+              collecting: KeyHashes | None, fail: Callable[[str, str], Exception]) -> Built:
         """The snapshot (if any) and the changelogs after it that fit `_RESTORE_GATHER_BYTES`
         in memory, as one SST file."""
         builder = _native_engine(engine).restore_builder()
@@ -79,7 +90,7 @@ class NativePlane(DataPlane):
         blamed = used[0][0] if snapshot else used[-1][0]  # what a failure to build is about
         try:
             snapshot_records, keys = builder.finish(snapshot[1] if snapshot else "", staging_sst,
-                                                    collecting)
+                                                    _own_hashes(collecting))
         except RuntimeError as e:
             raise fail(blamed, str(e)) from None
         finally:
@@ -93,10 +104,10 @@ class NativePlane(DataPlane):
         return Built(used, changelogs[gathered:], keys)
 
     def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
-                         collecting: _native.KeyHashes | None, count_keys: bool = True) -> int:
+                         collecting: KeyHashes | None, count_keys: bool = True) -> int:
         try:
-            _count, delta = _native_engine(engine).apply_changelog_file(local_path, collecting,
-                                                                        count_keys=count_keys)
+            _count, delta = _native_engine(engine).apply_changelog_file(
+                local_path, _own_hashes(collecting), count_keys=count_keys)
         except RuntimeError as e:
             raise RecordFileError(str(e)) from None
         finally:
@@ -129,7 +140,7 @@ class _PinnedView:
 class _BackgroundApply:
     """The batch goes into the local DB on its own thread (the call releases the GIL) while
     the changelog is written and uploaded: the two are independent. When the change in keys
-    is `known` without it, the commit returns before the apply ends (the provider waits for it
+    is `known` without it, the commit returns before the apply ends (the store waits for it
     before the local DB is used again). `done` ends the transaction, which frees the batch's
     writes: once the apply succeeded and the committing thread is finished with them (`result`,
     or `detach` for a commit that returns first: then as soon as the apply ends, on its own
@@ -181,8 +192,8 @@ class _BackgroundApply:
 
 
 class NativeVersion:
-    def __init__(self, provider: StoreProvider, txn: _native.Txn) -> None:
-        self._p = provider
+    def __init__(self, ctx: VersionContext, txn: _native.Txn) -> None:
+        self._ctx = ctx
         self.txn = txn
         self.version: int = txn.version
         self.now_ms: int = txn.now
@@ -204,7 +215,7 @@ class NativeVersion:
     def commit(self) -> int:
         with _state_errors():
             self.txn.check_writable()
-        version = self._p.commit_store(self)
+        version = self._ctx.commit(self)
         self._committed = True
         return version
 
@@ -220,7 +231,7 @@ class NativeVersion:
 
     def _end(self, state: str) -> None:
         # Once committed, the batch's writes may still be going into the local DB on another
-        # thread: the provider ends the transaction when that is done, never anyone else.
+        # thread: `start_apply`'s `end` ends the transaction when that is done, no one else.
         if not self._committed:
             self.txn.end(state)
 
@@ -272,7 +283,7 @@ class NativeVersion:
         with _state_errors():
             return _entries(self.txn.scan(prefix, prefix_upper_bound(prefix)))
 
-    # -- commit (the data-plane half; the provider holds the store's lock) ------------------
+    # -- commit (the data-plane half; the committer holds the store's lock) -----------------
     def incremental_step(self) -> None:
         self.txn.incremental_step()
 
@@ -296,8 +307,8 @@ class NativeVersion:
         return int(self.txn.removed_incremental)
 
     def metrics(self) -> StoreMetrics:
-        return self._p.store_metrics(self.expired_on_read, self.removed_incremental,
-                                     int(self.txn.pending_bytes))
+        return self._ctx.metrics(self.expired_on_read, self.removed_incremental,
+                                 int(self.txn.pending_bytes))
 
 
 @contextmanager
@@ -312,6 +323,6 @@ def _state_errors() -> Iterator[None]:
 def _entries(scan: _native.Scan) -> Iterator[tuple[bytes, bytes]]:
     while True:
         done, chunk = scan.next_chunk(_SCAN_CHUNK)
-        yield from chunk
+        yield from cast("list[tuple[bytes, bytes]]", chunk)  # a scan's values are never None
         if done:
             return

@@ -17,7 +17,6 @@ from __future__ import annotations
 import heapq
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from ttlstate.checkpoint.record_file import (
     KIND_CHANGELOG,
@@ -27,6 +26,7 @@ from ttlstate.checkpoint.record_file import (
     read_records,
     write_records,
 )
+from ttlstate.config.store_config import TtlConfig
 from ttlstate.engine.base import Engine
 from ttlstate.errors import StoreStateError
 from ttlstate.store.planes.base import (
@@ -35,29 +35,26 @@ from ttlstate.store.planes.base import (
     Fetched,
     KeyHashes,
     StoreMetrics,
+    VersionContext,
     prefix_upper_bound,
 )
 from ttlstate.ttl import ttl_value
 from ttlstate.ttl.expiry import is_expired
-
-if TYPE_CHECKING:
-    from ttlstate.config.store_config import TtlConfig
-    from ttlstate.store.provider import StoreProvider
 
 _MISSING = object()
 _APPLY_CHUNK = 10_000
 
 
 class PortablePlane(DataPlane):
-    """`lock`: the provider's; a snapshot is written under it (the engine has no pinned views)."""
+    """`lock`: the store's; a snapshot is written under it (the engine has no pinned views)."""
 
     def __init__(self, lock: threading.RLock) -> None:
         self._lock = lock
         self.cursor: bytes | None = None  # incremental cleanup's, across versions and reloads
 
-    def begin(self, provider: StoreProvider, engine: Engine, version: int, now_ms: int,
+    def begin(self, ctx: VersionContext, engine: Engine, version: int, now_ms: int,
               writable: bool, stamp: int) -> PortableVersion:
-        return PortableVersion(provider, self, version, now_ms, writable, stamp)
+        return PortableVersion(ctx, self, version, now_ms, writable, stamp)
 
     def key_hashes(self) -> KeyHashes | None:
         return None
@@ -88,7 +85,7 @@ class PortablePlane(DataPlane):
         return _LockedView(engine, self._lock)
 
     def close(self) -> None:
-        return None  # versions check the provider's stamp, which closing moves on
+        return None  # versions check the store's stamp, which closing moves on
 
 
 def apply_counted(engine: Engine, records: list[tuple[bytes, bytes | None]]) -> int:
@@ -111,7 +108,7 @@ def apply_counted(engine: Engine, records: list[tuple[bytes, bytes | None]]) -> 
 
 class _LockedView:
     """The engine's entries as they are while it is open: the engine pins no views, so the view
-    holds the store's (re-entrant) lock from its creation, under the provider's lock, to its
+    holds the store's (re-entrant) lock from its creation, under the store's lock, to its
     close, and nothing changes the DB while the snapshot is written."""
 
     def __init__(self, engine: Engine, lock: threading.RLock) -> None:
@@ -162,9 +159,9 @@ class _DeferredApply:
 
 
 class PortableVersion:
-    def __init__(self, provider: StoreProvider, plane: PortablePlane, version: int, now_ms: int,
+    def __init__(self, ctx: VersionContext, plane: PortablePlane, version: int, now_ms: int,
                  writable: bool, stamp: int) -> None:
-        self._p = provider
+        self._ctx = ctx
         self._plane = plane
         self.version = version
         self.now_ms = now_ms
@@ -175,7 +172,7 @@ class PortableVersion:
         self._state = "open"
         self.expired_on_read = 0
         self.removed_incremental = 0
-        ttl = provider.config.ttl
+        ttl = ctx.ttl
         self._ttl_ms = ttl.ttl_ms
         self._return_expired = ttl.return_expired
         self._refresh_on_read = ttl.update_on_read
@@ -188,16 +185,16 @@ class PortableVersion:
 
     def _check_open(self) -> None:
         if self._state != "open":
-            raise StoreStateError(f"ttlstate store {self._p.store_id} version {self.version} is "
+            raise StoreStateError(f"ttlstate store {self._ctx.store_id} version {self.version} is "
                                   f"{self._state}; no further operations are allowed")
-        if self._stamp != self._p.current_stamp:
-            raise StoreStateError(f"ttlstate store {self._p.store_id} version {self.version}: this "
+        if self._stamp != self._ctx.stamp():
+            raise StoreStateError(f"ttlstate store {self._ctx.store_id} version {self.version}: this "
                                   "handle was superseded by a later get_store (or the provider closed)")
 
     def _check_writable(self) -> None:
         self._check_open()
         if not self.writable:
-            raise StoreStateError(f"ttlstate store {self._p.store_id} version {self.version} is read-only")
+            raise StoreStateError(f"ttlstate store {self._ctx.store_id} version {self.version} is read-only")
 
     def make_writable(self) -> None:
         self._check_open()
@@ -205,7 +202,7 @@ class PortableVersion:
 
     def commit(self) -> int:
         self._check_writable()
-        new_version = self._p.commit_store(self)
+        new_version = self._ctx.commit(self)
         self._state = "committed"
         return new_version
 
@@ -253,7 +250,7 @@ class PortableVersion:
     def _raw(self, key: bytes) -> bytes | None:
         raw = self._pending.get(key, _MISSING)
         if raw is _MISSING:
-            return self._p.engine.get(key)
+            return self._ctx.engine().get(key)
         return raw  # type: ignore[return-value]
 
     def _visible(self, key: bytes, raw: bytes, refresh: bool) -> bytes | None:
@@ -296,7 +293,7 @@ class PortableVersion:
         key = bytes(key)
         if key in self._pending or self._ttl_ms is None:
             return
-        raw = self._p.engine.get(key)
+        raw = self._ctx.engine().get(key)
         if raw is not None and is_expired(ttl_value.timestamp(raw), self._ttl_ms, self.now_ms):
             self.expired_on_read += 1
             self._write(key, None)
@@ -310,7 +307,7 @@ class PortableVersion:
             self.incremental_step()
         keys = [bytes(k) for k in keys]
         missing = [k for k in keys if k not in self._pending]
-        from_db = dict(zip(missing, self._p.engine.multi_get(missing), strict=True))
+        from_db = dict(zip(missing, self._ctx.engine().multi_get(missing), strict=True))
         out: list[bytes | None] = []
         for k in keys:
             raw = self._pending[k] if k in self._pending else from_db[k]
@@ -334,7 +331,7 @@ class PortableVersion:
         overlay = sorted(
             (k, v) for k, v in self._pending.items()
             if (lower is None or k >= lower) and (upper is None or k < upper))
-        db = self._p.engine.iterate(lower, upper)
+        db = self._ctx.engine().iterate(lower, upper)
         return self._visible_entries(_merge(overlay, db))
 
     def _visible_entries(self, entries: Iterator[tuple[bytes, bytes | None]]
@@ -347,7 +344,7 @@ class PortableVersion:
                 yield key, value
 
     def supersede(self) -> None:
-        return None  # the provider's stamp moved on: `_check_open` refuses from now on
+        return None  # the store's stamp moved on: `_check_open` refuses from now on
 
     def advance_now(self, now_ms: int) -> int:
         self.now_ms = max(int(self.now_ms), int(now_ms))
@@ -356,15 +353,15 @@ class PortableVersion:
     def serve_on(self, connection: object, handle: int) -> None:
         return None  # the Python loop serves this version's requests
 
-    # -- commit (the data-plane half; the provider holds the store's lock) ------------------
+    # -- commit (the data-plane half; the committer holds the store's lock) -----------------
     def incremental_step(self) -> None:
         """Check the next `size` committed entries after the cursor; delete the expired ones."""
-        ttl = self._p.config.ttl
+        ttl = self._ctx.ttl
         if ttl.ttl_ms is None or ttl.incremental is None or not self.writable:
             return
         checked = 0
         last: bytes | None = None
-        for key, raw in self._p.engine.iterate(self._plane.cursor, None):
+        for key, raw in self._ctx.engine().iterate(self._plane.cursor, None):
             checked += 1
             last = key
             if key not in self._pending and is_expired(ttl_value.timestamp(raw), ttl.ttl_ms,
@@ -382,11 +379,11 @@ class PortableVersion:
 
     def start_apply(self, sst_path: str) -> _DeferredApply:
         records = list(self._pending.items())
-        return _DeferredApply(lambda: apply_counted(self._p.engine, records))
+        return _DeferredApply(lambda: apply_counted(self._ctx.engine(), records))
 
     # -- metrics ---------------------------------------------------------------------------
     def metrics(self) -> StoreMetrics:
-        return self._p.store_metrics(self.expired_on_read, self.removed_incremental, self._pending_bytes)
+        return self._ctx.metrics(self.expired_on_read, self.removed_incremental, self._pending_bytes)
 
 
 def _merge(overlay: list[tuple[bytes, bytes | None]],

@@ -1,0 +1,137 @@
+"""Building a version in the local DB from checkpoint files a load fetched and verified.
+
+The plan (checkpoint/restore_plan.py, id_plan.py) names the base (the local DB as it is, a
+snapshot, or nothing) and the changelogs after it. An SST snapshot's files are opened as they
+are; a record snapshot and the changelogs after it are built into an empty DB by the data
+plane in one pass where it can; the rest are replayed one by one. A failure anywhere drops the
+local DB: a partially loaded version never serves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ttlstate.checkpoint.errors import CheckpointError
+from ttlstate.checkpoint.record_file import (
+    KIND_CHANGELOG,
+    SST_MANIFEST_FORMAT,
+    RecordFileError,
+    RecordFileHeader,
+)
+from ttlstate.checkpoint.restore_plan import RestorePlan
+from ttlstate.checkpoint.sst_manifest import read_manifest
+from ttlstate.store import metric_names as M
+from ttlstate.store.batch_times import BatchTimes
+from ttlstate.store.context import StoreContext
+from ttlstate.store.local_db import LocalDb
+from ttlstate.store.planes.base import Fetched, KeyHashes
+from ttlstate.store.recorded_settings import WrittenWith
+from ttlstate.store.restored_keys import RestoredKeys
+from ttlstate.store.timeline import Timeline
+
+
+@dataclass
+class Checked:
+    """What a load's checks of the files it fetched found (checkpoint/lineage.py)."""
+
+    state: str | None  # the state id of the version the files build
+    base_trusted: bool  # the plan's base snapshot holds this writer's timeline
+    chained: bool  # every changelog continues the state before it
+
+
+class Rebuilder:
+    def __init__(self, ctx: StoreContext, db: LocalDb, timeline: Timeline, times: BatchTimes,
+                 written: WrittenWith) -> None:
+        self._ctx = ctx
+        self._db = db
+        self._timeline = timeline
+        self._times = times
+        self._written = written
+
+    def apply(self, plan: RestorePlan, fetched: list[Fetched], version: int, checked: Checked) -> None:
+        """Makes the local DB hold `version`, from `plan`'s files among `fetched`."""
+        db = self._db
+        wanted = {plan.snapshot, *plan.changelogs}
+        rest = [f for f in fetched if f[0] in wanted]
+        collecting: KeyHashes | None = None
+        try:
+            scan_keys = False
+            db.kept.forget()
+            if not plan.from_local and rest and rest[0][2].format == SST_MANIFEST_FORMAT:
+                self._open_sst_snapshot(rest[0], version)
+                rest = rest[1:]
+                scan_keys = db.plane.key_hashes() is not None  # nothing was built: scan them
+            elif not plan.from_local:
+                db.open_empty()
+                collecting = db.plane.key_hashes()
+                if rest:
+                    rest = self._build(rest, version, collecting)
+            for i, (name, local_path, header) in enumerate(rest):
+                # The writer's counts hold for the state it wrote them on: not across a break
+                # in the chain (another writer's version below), whose keys are counted here.
+                after = rest[i + 1][2] if i + 1 < len(rest) else None
+                if not checked.chained:
+                    keys_after = None
+                elif after is not None and after.parent == header.state_id:
+                    keys_after = after.parent_keys
+                else:
+                    keys_after = header.keys
+                self._replay(name, local_path, header, version, collecting, keys_after)
+            if collecting is not None:
+                db.kept.current = RestoredKeys(db.lineage, version, ready=collecting)
+            elif scan_keys:
+                db.kept.current = RestoredKeys(db.lineage, version, engine=db.engine,
+                                               fresh=db.plane.key_hashes)
+        except BaseException:
+            db.drop()  # never serve a partially loaded version
+            raise
+        db.version = version
+        db.state_id = checked.state
+        self._timeline.loaded(version, plan.base_version, checked.base_trusted)
+        if fetched:
+            self._written.check(fetched[-1][2], self._ctx.config.ttl)  # the version's newest file
+
+    def _open_sst_snapshot(self, snapshot: Fetched, version: int) -> None:
+        """Opens the local DB on the SST files of `snapshot` (a manifest: sst_manifest.py)."""
+        name, local, header = snapshot
+        try:
+            manifest = read_manifest(local, header)
+        except RecordFileError as e:
+            raise CheckpointError(self._ctx.store_id, version, name, str(e)) from None
+        self._db.drop()
+        self._ctx.sst.place(manifest, self._db.directory, version, name)
+        self._db.open()
+        self._ctx.sst.new_lineage(manifest)
+        self._db.num_keys = manifest.keys
+        self._times.record(header.version, header.batch_time_ms)
+
+    def _build(self, fetched: list[Fetched], version: int, collecting: KeyHashes | None) -> list[Fetched]:
+        """Builds the empty DB from what the data plane takes in one pass (the snapshot, and
+        changelogs after it where it can); returns the files left to replay one by one."""
+        store_id = self._ctx.store_id
+        built = self._db.plane.build(
+            self._db.engine, fetched, self._ctx.files.staging_path(f"restore-{version}.sst"),
+            collecting, lambda name, reason: CheckpointError(store_id, version, name, reason))
+        if built.used:
+            self._db.num_keys = built.num_keys
+        for _name, _local, header in built.used:
+            self._times.record(header.version, header.batch_time_ms)
+            if header.kind == KIND_CHANGELOG:
+                self._ctx.counters[M.REPLAYED_CHANGELOGS.name] += 1
+        return built.rest
+
+    def _replay(self, name: str, local: str, header: RecordFileHeader, version: int,
+                collecting: KeyHashes | None, keys_after: int | None) -> None:
+        """`keys_after`: the number of keys once it is applied, when the next changelog (which
+        continues it) or its own header (`keys`) recorded it; then no lookups count them. (With
+        the compaction filter that is the writer's count: entries its filter had removed may
+        still be here, expired and never read, until this DB's filter removes them and the
+        store recounts.)"""
+        try:
+            delta = self._db.plane.replay_changelog(self._db.engine, local, header, collecting,
+                                                    count_keys=keys_after is None)
+        except RecordFileError as e:
+            raise CheckpointError(self._ctx.store_id, version, name, str(e)) from None
+        self._db.num_keys = keys_after if keys_after is not None else self._db.num_keys + delta
+        self._times.record(header.version, header.batch_time_ms)
+        self._ctx.counters[M.REPLAYED_CHANGELOGS.name] += 1
