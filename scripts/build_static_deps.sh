@@ -2,6 +2,15 @@
 # Builds the static libraries the portable native engine links (RocksDB, lz4, zstd, zlib) with
 # zig's clang for glibc 2.28 and its static libc++, and prints the prefix they are installed in.
 #
+# Cold, this is the longest step of CI, so it builds what the library links and nothing more:
+# - of RocksDB's 323 library sources, the 244 of scripts/rocksdb_sources.txt: those a static link
+#   of the native library pulls in (the rest, e.g. backup, transactions, blob DB, the C API and
+#   the tools' helpers, the linker would drop). A native change that needs another one fails the
+#   wheel's link (`-z defs`) naming the symbol: rebuild with TTLSTATE_ROCKSDB_SOURCES=all, then
+#   regenerate the list with scripts/rocksdb_sources.py (it says how).
+# - at -O2, RocksDB's own release level (CMake's Release would be -O3), and without debug
+#   information (zig's clang emits it by default: 10x the object size, and much of the time).
+#
 # Usage: scripts/build_static_deps.sh PYTHON   (a Python that has the `ziglang` package)
 #
 # Sources: the ones the crates.io crates librocksdb-sys, lz4-sys, zstd-sys and libz-sys bundle,
@@ -20,12 +29,14 @@ CRATES=(
   "libz-sys 1.1.31 ff20308ecabd635a2dc1dd5834a86c462cca20efba1d5d3ddab1f8aea3455cb2"
 )
 TARGET=x86_64-linux-gnu.2.28
-CFLAGS_COMMON="-O2 -fPIC -DNDEBUG"
+CFLAGS_COMMON="-O2 -g0 -fPIC -DNDEBUG"
+ROCKSDB_SOURCES=${TTLSTATE_ROCKSDB_SOURCES:-list}  # list: scripts/rocksdb_sources.txt; all: every one
 
 here=$(cd "$(dirname "$0")" && pwd)
 zig_dir=$("$PY" -c 'import os, ziglang; print(os.path.dirname(ziglang.__file__))')
 zig_version=$("$zig_dir/zig" version)
-key=$( (cat "$here/build_static_deps.sh"; echo "$zig_version") | sha256sum | cut -c1-16)
+key=$( (cat "$here/build_static_deps.sh" "$here/rocksdb_sources.txt"; echo "$zig_version $ROCKSDB_SOURCES") |
+  sha256sum | cut -c1-16)
 cache=${TTLSTATE_BUILD_CACHE:-$HOME/.cache/ttlstate-build}
 prefix=$cache/deps-$key
 if [ -f "$prefix/.done" ]; then
@@ -47,6 +58,14 @@ done
 chmod +x "$prefix"/bin/*
 ZCC=$prefix/bin/zcc
 ZAR=$prefix/bin/zar
+
+# CMake and Ninja build RocksDB (Debian's, installed when missing).
+if ! command -v cmake >/dev/null || ! command -v ninja >/dev/null; then
+  command -v apt-get >/dev/null || { log "cmake and ninja are needed: install them"; exit 1; }
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends cmake ninja-build >&2
+fi
 
 # Fetch the crates with cargo (it verifies them against the index), then check the pins.
 command -v cargo >/dev/null || { log "cargo is needed to fetch the native sources (crates.io)"; exit 1; }
@@ -105,20 +124,33 @@ l=$src/lz4-sys-1.11.1+lz4-1.10.0/liblz4/lib
 static_c lz4 "$prefix/build" "$l"/lz4.c "$l"/lz4hc.c "$l"/lz4frame.c "$l"/xxhash.c
 cp "$l"/lz4.h "$l"/lz4hc.h "$l"/lz4frame.h "$prefix/include/"
 
-log "rocksdb (the long part)"
 r=$src/librocksdb-sys-0.10.0+7.9.2/rocksdb
-cmake -S "$r" -B "$prefix/build/rocksdb" -G Ninja -Wno-dev \
+b=$prefix/build/rocksdb
+cmake -S "$r" -B "$b" -G Ninja -Wno-dev \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$prefix/bin/zcc" -DCMAKE_CXX_COMPILER="$prefix/bin/zc++" \
+  -DCMAKE_C_FLAGS_RELEASE="-O2 -g0 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELEASE="-O2 -g0 -DNDEBUG" \
   -DCMAKE_AR="$prefix/bin/zar" -DCMAKE_RANLIB="$prefix/bin/zranlib" -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
   -DPORTABLE=ON -DUSE_RTTI=ON -DFAIL_ON_WARNINGS=OFF -DROCKSDB_BUILD_SHARED=OFF \
   -DWITH_LZ4=ON -Dlz4_INCLUDE_DIRS="$prefix/include" -Dlz4_LIBRARIES="$prefix/lib/liblz4.a" \
   -DWITH_ZSTD=OFF -DWITH_ZLIB=OFF -DWITH_SNAPPY=OFF -DWITH_BZ2=OFF -DWITH_GFLAGS=OFF -DWITH_LIBURING=OFF \
   -DWITH_JEMALLOC=OFF -DWITH_TESTS=OFF -DWITH_TOOLS=OFF -DWITH_CORE_TOOLS=OFF -DWITH_BENCHMARK_TOOLS=OFF \
   -DWITH_TRACE_TOOLS=OFF -DWITH_ALL_TESTS=OFF >"$prefix/build/rocksdb-cmake.log"
-cmake --build "$prefix/build/rocksdb" --target rocksdb -j "$jobs" >"$prefix/build/rocksdb-build.log"
-cp "$prefix/build/rocksdb/librocksdb.a" "$prefix/lib/"
+if [ "$ROCKSDB_SOURCES" = all ]; then
+  log "rocksdb: every library source (the long part)"
+  cmake --build "$b" --target rocksdb -j "$jobs" >"$prefix/build/rocksdb-build.log"
+  cp "$b/librocksdb.a" "$prefix/lib/"
+else
+  mapfile -t objs < <(sed -e '/^#/d' -e '/^$/d' -e 's|$|.o|' -e 's|^|CMakeFiles/rocksdb.dir/|' "$here/rocksdb_sources.txt")
+  log "rocksdb: the ${#objs[@]} sources the native library links (the long part)"
+  ninja -C "$b" -j "$jobs" "${objs[@]}" >"$prefix/build/rocksdb-build.log"
+  (cd "$b" && "$ZAR" rcs "$prefix/lib/librocksdb.a" "${objs[@]}")
+fi
 cp -r "$r/include/rocksdb" "$prefix/include/"
-rm -rf "$prefix/build"
+if [ "$ROCKSDB_SOURCES" = all ]; then
+  log "kept RocksDB's objects under $b (for scripts/rocksdb_sources.py)"
+else
+  rm -rf "$prefix/build"
+fi
 echo "$TARGET" >"$prefix/target"
 touch "$prefix/.done"
 echo "$prefix"

@@ -36,7 +36,7 @@ final class KeyBytes {
   def baseOffset: Long = at
   def length: Int = len
 
-  /** Scala's `MurmurHash3.bytesHash` of these bytes: what the task record and the cache's index
+  /** Scala 2.13's `MurmurHash3.bytesHash` of these bytes: what the task record and the cache's index
    *  find keys by. */
   def hash: Int = h
 
@@ -60,8 +60,9 @@ object KeyBytes {
 
   private val bigEndian = ByteOrder.nativeOrder == ByteOrder.BIG_ENDIAN
 
-  /** MurmurHash3 x86_32 of `length` bytes at (`base`, `offset`): the same as Scala's
-   *  `MurmurHash3.bytesHash` of those bytes as an array, and as the state server's key_hash.h
+  /** MurmurHash3 x86_32 of `length` bytes at (`base`, `offset`): the same as Scala 2.13's
+   *  `MurmurHash3.bytesHash` of those bytes as an array (2.12's mixes the tail differently: this
+   *  one, on both, is the shim's), and as the state server's key_hash.h
    *  (the key filter's hashes are cross-checked between the two), without the array. */
   def murmur3(base: AnyRef, offset: Long, length: Int, seed: Int): Int = {
     var hash = seed
