@@ -213,3 +213,16 @@ def test_another_lines_jar_fails_at_start_naming_this_lines(tmp_path) -> None:  
         assert "NoClassDefFoundError" in out or "ClassNotFoundException" in out, out[-3000:]
     else:
         assert "[TTLSTATE_WRONG_SPARK]" in out and f"ttlstate-shim-spark{LINE}.jar" in out, out[-3000:]
+
+
+def test_migrate_runs_where_offered_and_says_why_not_elsewhere(spark: SparkSession, tmp_path) -> None:  # noqa: ANN001
+    from ttlstate.spark.lines import MIGRATE_SINCE, migrate_supported
+    from ttlstate.spark.migrate import MigrationError, migrate
+
+    if migrate_supported(LINE):  # its cases run in the tier (tests/spark/test_migrate.py)
+        with pytest.raises(MigrationError, match="not a streaming query checkpoint"):
+            migrate(spark, str(tmp_path / "none"), str(tmp_path / "new"))
+    else:
+        refusal = rf"needs Spark {MIGRATE_SINCE} or later.*this is Spark {LINE}"
+        with pytest.raises(MigrationError, match=refusal):
+            migrate(spark, str(tmp_path / "none"), str(tmp_path / "new"))

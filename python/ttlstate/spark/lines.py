@@ -38,6 +38,8 @@ LINES: dict[str, SparkLine] = {line.minor: line for line in (
     SparkLine("4.3", "4.3.0", "2.13"),
 )}
 OLDEST, NEWEST = min(LINES), max(LINES)
+# `ttlstate migrate` writes the target's state with Spark's `loadEmpty`, new in Spark 4.2.
+MIGRATE_SINCE = "4.2"
 
 
 class UnsupportedSpark(RuntimeError):
@@ -73,6 +75,11 @@ def serves(folder: str, minor: str) -> bool:
     both ends included) holds code for Spark line `minor`."""
     low, _, high = folder.partition("-")
     return _key(low) <= _key(minor) <= _key(high or low)
+
+
+def migrate_supported(minor: str) -> bool:
+    """Whether `ttlstate migrate` runs on Spark line `minor` (its tools jar has the migration)."""
+    return _key(minor) >= _key(MIGRATE_SINCE)
 
 
 def main(argv: list[str]) -> int:

@@ -23,6 +23,7 @@ from typing import Any
 
 from ttlstate.config import keys as K
 from ttlstate.spark.configure import tools_jar_path
+from ttlstate.spark.lines import MIGRATE_SINCE, line_for, migrate_supported
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
@@ -72,6 +73,13 @@ def migrate(spark: Any, source: str, target: str, to: str = "ttlstate",
     """Migrate the stopped query of checkpoint `source` into the new checkpoint `target`, its
     state held by `to` ("ttlstate", "rocksdb", "hdfs" or a provider class). Returns the report
     (last committed batch, providers, rows per store). Raises MigrationError."""
+    line = line_for(spark.version)
+    if not migrate_supported(line.minor):
+        raise MigrationError(
+            f"ttlstate migrate needs Spark {MIGRATE_SINCE} or later (it writes the new checkpoint's state "
+            f"with Spark's loadEmpty, which older lines lack); this is Spark {spark.version}. Upgrade Spark "
+            f"first (a checkpoint goes on to a newer line as is), or start the query on a new checkpoint "
+            "with ttlstate.")
     provider = TARGETS.get(to, to)
     jvm = spark.sparkContext._jvm
     spark.streams  # noqa: B018 - creates the state store coordinator on the driver
