@@ -56,7 +56,7 @@ def main(root: str, steps: list[int]) -> None:
                 seen += [{"batch": b, "step": run.step_of_batch[b], "rows": [list(r) for r in run.outputs[b]],
                           "spark": spark.version} for b in sorted(run.outputs)]
                 with open(log, "w") as f:
-                    json.dump(seen, f)
+                    json.dump(seen, f, default=str)  # event times as text
     finally:
         spark.stop()
 
