@@ -4,8 +4,9 @@ It adds the shim jar to `spark.jars`, the start-time checks to `spark.sql.extens
 executors' early state server start to `spark.plugins`, sets the provider class and our conf
 keys (validated here, so a bad value fails before any query starts), and says which
 interpreter runs the state server: the `python` option if given, else the driver's
-PYSPARK_PYTHON (the interpreter PySpark itself gives the executors' Python workers); and, for
-local mode only, this one (`localModePython`, which executors of a cluster never use).
+PYSPARK_PYTHON (the interpreter PySpark itself gives the executors' Python workers; without
+either the shim follows `spark.pyspark.python`); and, for local mode and for the checks at
+query start, this one (`localModePython`, which executors of a cluster never use).
 
 `spark.jars` reaches the driver only when this Python process launches the JVM (`python
 job.py`). Under `spark-submit job.py`, in the `pyspark` shell or in a notebook whose session
@@ -128,6 +129,17 @@ def _operator_ttl_confs(value: object) -> dict[str, str]:
     return confs
 
 
+def check_interpreter(option: str, python: str) -> None:
+    """An absolute interpreter path must exist here, or every task fails at its first batch. A
+    relative one (`./environment/bin/python` of an `--archives` venv) is resolved in each
+    executor's working directory, and a bare name on its PATH: neither can be checked here."""
+    if os.path.isabs(python) and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise ValueError(f"{option}={python!r}: no executable file at that path on this machine; give "
+                         "an interpreter with ttlstate installed, or a path relative to the executors' "
+                         "working directory such as ./environment/bin/python (a venv shipped with "
+                         "--archives venv.tar.gz#environment)")
+
+
 def settings(**options: Any) -> dict[str, str]:
     """The Spark confs for these options (names as in `configure`), validated."""
     unknown = set(options) - set(_OPTION_KEYS) - {OPERATOR_TTL_OPTION}
@@ -138,6 +150,9 @@ def settings(**options: Any) -> dict[str, str]:
         hints = [f"{u!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(u, known, 1))
                  else repr(u) for u in sorted(unknown)]
         raise TypeError(f"unknown ttlstate option(s) {', '.join(hints)}; known: {', '.join(known)}")
+    for name in (K.PYTHON.option, K.LOCAL_MODE_PYTHON.option):
+        if options.get(name) is not None:
+            check_interpreter(name, str(options[name]))
     confs = {K.PROVIDER_CLASS_KEY: K.PROVIDER_CLASS, K.LOCAL_MODE_PYTHON.key: sys.executable}
     pyspark_python = os.environ.get("PYSPARK_PYTHON")
     if pyspark_python:
@@ -172,8 +187,9 @@ def configure(builder: Any, **options: Any) -> Any:
     {"dedupe": "10m", 2: "off"}).
 
     The state server's interpreter: `python` if given, else the driver's PYSPARK_PYTHON if set
-    (PySpark gives that one to the executors' Python workers too), else the executor's
-    PYSPARK_PYTHON, else, in local mode only, this interpreter, else python3.
+    (PySpark gives that one to the executors' Python workers too), else `spark.pyspark.python`,
+    else the executor's PYSPARK_PYTHON, else, in local mode only, this interpreter, else python3.
+    An absolute `python` that does not exist here is refused at once.
     """
     check_environment()
     confs = settings(**options)
