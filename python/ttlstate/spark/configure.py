@@ -2,7 +2,9 @@
 
 It adds the shim jar to `spark.jars`, the start-time checks to `spark.sql.extensions`, the
 executors' early state server start to `spark.plugins`, sets the provider class and our conf
-keys (validated here, so a bad value fails before any query starts), and says which
+keys (validated here, so a bad value fails before any query starts), reserves the state
+server's memory in the executors' containers (`spark.executor.memoryOverhead`, see
+executor_memory.py), and says which
 interpreter runs the state server: the `python` option if given, else the driver's
 PYSPARK_PYTHON (the interpreter PySpark itself gives the executors' Python workers; without
 either the shim follows `spark.pyspark.python`); and, for local mode and for the checks at
@@ -186,6 +188,11 @@ def configure(builder: Any, **options: Any) -> Any:
     operator_ttl (a dict of operator id or name, as progress shows it, to a TTL or "off":
     {"dedupe": "10m", 2: "off"}).
 
+    With a Spark Connect builder (`SparkSession.builder.remote(...)`) it sets what a session can
+    set (the provider and ttlstate's keys), after checking that the server was started with
+    ttlstate's jar, extension and plugin (CONNECT_SERVER_CONFS); if not, it raises
+    ShimNotLoadable in one line naming them.
+
     The state server's interpreter: `python` if given, else the driver's PYSPARK_PYTHON if set
     (PySpark gives that one to the executors' Python workers too), else `spark.pyspark.python`,
     else the executor's PYSPARK_PYTHON, else, in local mode only, this interpreter, else python3.
@@ -193,6 +200,8 @@ def configure(builder: Any, **options: Any) -> Any:
     """
     check_environment()
     confs = settings(**options)
+    if _is_connect(builder):
+        return _configure_connect(builder, confs, options)
     pending = getattr(builder, "_options", {})
     jvm = _running_jvm()
     if jvm is None:  # this process launches the JVM: spark.jars reaches the driver and executors
@@ -218,6 +227,56 @@ def configure(builder: Any, **options: Any) -> Any:
             f"it. Launch with --conf {EXTENSIONS_KEY}={EXTENSIONS_CLASS}.", stacklevel=2)
     for key, value in confs.items():
         builder = builder.config(key, value)
+    return _reserve_server_memory(builder, confs, jvm)
+
+
+def _reserve_server_memory(builder: Any, confs: dict[str, str], jvm: Any) -> Any:
+    """Sets (or checks) spark.executor.memoryOverhead so the executor's container has room for
+    the state server (executor_memory.py), reading each Spark conf from the builder, else from
+    the running JVM's SparkConf (spark-submit's --conf and --executor-memory)."""
+    from ttlstate.spark import executor_memory
+
+    pending = getattr(builder, "_options", {})
+    launched = {}
+    if jvm is not None:
+        from pyspark import SparkConf
+
+        launched = dict(SparkConf().getAll())
+    value, warning = executor_memory.overhead_setting(lambda k: pending.get(k, launched.get(k)), confs)
+    if warning:
+        import warnings
+
+        warnings.warn(warning, stacklevel=3)
+    return builder.config(executor_memory.OVERHEAD_KEY, value) if value else builder
+
+
+CONNECT_SERVER_CONFS = (f"--jars $(ttlstate jar) --conf {EXTENSIONS_KEY}={EXTENSIONS_CLASS} "
+                        f"--conf {PLUGINS_KEY}={PLUGIN_CLASS}")
+
+
+def _is_connect(builder: Any) -> bool:
+    """A Spark Connect client's builder (`.remote(...)`, SPARK_REMOTE, or pyspark-connect's)."""
+    if "spark.remote" in getattr(builder, "_options", {}) or os.environ.get("SPARK_REMOTE"):
+        return True
+    return type(builder).__module__.startswith("pyspark.sql.connect")
+
+
+def _configure_connect(builder: Any, confs: dict[str, str], options: dict[str, Any]) -> Any:
+    """A Connect client cannot give the server a jar, an extension or a plugin, nor its
+    executors an interpreter: the server is started with them (CONNECT_SERVER_CONFS, and
+    `spark.pyspark.python`). What a session can set, it sets: the provider and ttlstate's keys,
+    which the builder applies to the session (`spark.conf.set` does the same per query). It
+    connects (a Connect session is a channel, and `getOrCreate()` later returns the same one)
+    to check that the server runs ttlstate's extension, and refuses in one line if not."""
+    skip = {K.LOCAL_MODE_PYTHON.key} | (set() if options.get(K.PYTHON.option) else {K.PYTHON.key})
+    for key, value in confs.items():
+        if key not in skip:
+            builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    if EXTENSIONS_CLASS not in (session.conf.get(EXTENSIONS_KEY, "") or ""):
+        raise ShimNotLoadable(f"ttlstate: this Spark Connect server runs without ttlstate (its "
+                              f"{EXTENSIONS_KEY} lacks {EXTENSIONS_CLASS}): start it with "
+                              f"start-connect-server.sh {CONNECT_SERVER_CONFS}")
     return builder
 
 
