@@ -77,7 +77,7 @@ test-integration: setup
 # fetched with Maven on first use (scripts/cluster_deps.sh, after scripts/integration_deps.sh).
 test-cluster: setup
 	scripts/cluster_deps.sh >/dev/null
-	$(PY) -m pytest -m cluster --durations=0 tests/cluster
+	$(PY) -m pytest -m cluster -s --durations=0 tests/cluster  # -s: the scenarios print their measurements
 
 # The long cases `make test` leaves out (e.g. 100 versions of a churning workload).
 test-long: setup

@@ -77,9 +77,16 @@ class StandaloneCluster:
         raise AssertionError(f"process {pid} runs under no worker of this cluster")
 
     def executors(self, worker: int) -> list[psutil.Process]:
-        """The executor JVMs a worker runs now."""
-        return [p for p in psutil.Process(self.workers[worker].pid).children()
-                if "CoarseGrainedExecutorBackend" in " ".join(p.cmdline())]
+        """The executor JVMs a worker runs now (one that exited and awaits its worker's wait()
+        does not run)."""
+        running = []
+        for p in psutil.Process(self.workers[worker].pid).children():
+            try:
+                if "CoarseGrainedExecutorBackend" in " ".join(p.cmdline()):
+                    running.append(p)
+            except (psutil.ZombieProcess, psutil.NoSuchProcess):
+                continue
+        return running
 
     def decommission(self, worker: int) -> None:
         """SIGPWR, as a spot-instance notice: the worker decommissions itself and its executors

@@ -17,6 +17,17 @@ from integration.yarn import YarnHadoop
 from tests.cluster import workload
 from tests.cluster.workload import Input
 
+ORDER = ["test_yarn.py", "test_standalone.py", "test_connect.py"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """YARN first: its cluster-mode scenario computes the reference the others compare with,
+    and its client-mode one, which stops a NodeManager for good, comes last of the two."""
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return ORDER.index(name) if item.path.parent.name == "cluster" and name in ORDER else -1
+    items.sort(key=rank)
+
 
 @pytest.fixture(scope="session")
 def kafka() -> Iterator[KafkaBroker]:
