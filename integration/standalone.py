@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -20,7 +21,7 @@ import psutil
 import pyspark
 
 from integration.cluster_deps import java_home
-from integration.components import _die_with_parent, _tail, _wait_port, free_port
+from integration.components import _die_with_parent, _tail, free_port
 
 SPARK_HOME = os.path.dirname(pyspark.__file__)
 
@@ -28,16 +29,18 @@ SPARK_HOME = os.path.dirname(pyspark.__file__)
 class StandaloneCluster:
     def __init__(self, workers: int = 2, cores: int = 1, memory: str = "2g") -> None:
         self.root = tempfile.mkdtemp(prefix="ttlstate-standalone-")
-        port, self.web_port = free_port(), free_port()
-        self.url = f"spark://127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
         env.update(SPARK_HOME=SPARK_HOME, JAVA_HOME=java_home(), SPARK_LOCAL_IP="127.0.0.1",
-                   SPARK_WORKER_OPTS="-Dspark.decommission.enabled=true")
+                   SPARK_WORKER_OPTS="-Dspark.decommission.enabled=true",
+                   SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1")  # short-lived here: C1 is enough
         spark_class = os.path.join(SPARK_HOME, "bin", "spark-class")
-        master = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                  "--webui-port", str(self.web_port)]
+        # Port 0: the master binds free ports itself (a port chosen here could be taken meanwhile,
+        # and Spark would quietly bind the next one); its log says which.
+        master = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0",
+                  "--webui-port", "0"]
         self.master = self._start("master", [spark_class, *master], env)
-        _wait_port(port, self.master, os.path.join(self.root, "master.log"), 120)
+        self.url = self._from_log(r"Starting Spark master at (spark://\S+)")
+        self.web_port = int(self._from_log(r"Successfully started service 'MasterUI' on port (\d+)"))
         self.workers = []
         for i in range(workers):
             local = os.path.join(self.root, f"local-{i}")
@@ -52,6 +55,19 @@ class StandaloneCluster:
             log = _tail(os.path.join(self.root, "master.log"))
             assert time.monotonic() < deadline, f"workers did not register:\n{log}"
             time.sleep(0.5)
+
+    def _from_log(self, pattern: str, timeout_s: float = 120) -> str:
+        """The first group of `pattern` in the master's log, once it is there."""
+        log = os.path.join(self.root, "master.log")
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with open(log, errors="replace") as f:
+                found = re.search(pattern, f.read())
+            if found:
+                return found.group(1)
+            assert self.master.poll() is None, f"the master exited ({self.master.returncode}):\n{_tail(log)}"
+            assert time.monotonic() < deadline, f"no {pattern!r} in the master's log:\n{_tail(log)}"
+            time.sleep(0.2)
 
     def _alive_workers(self) -> int:
         try:

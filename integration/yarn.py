@@ -25,7 +25,7 @@ class YarnHadoop:
         cp = os.pathsep.join([os.path.join(deps, "classes"), os.path.join(deps, "yarn", "*")])
         self._log = open(self.log, "w")  # noqa: SIM115 - open as long as the JVM runs
         self.proc = subprocess.Popen(
-            [os.path.join(java_home(), "bin", "java"), "-Xmx1g",
+            [os.path.join(java_home(), "bin", "java"), "-Xmx1g", "-XX:TieredStopAtLevel=1",
              "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
              f"-Dtest.build.data={os.path.join(self.root, 'yarn')}", "-cp", cp, "YarnCluster",
              self.root, self.conf_dir, str(nodemanagers), str(nm_memory_mb), str(nm_vcores)],

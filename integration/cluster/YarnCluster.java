@@ -71,10 +71,8 @@ public final class YarnCluster {
     conf.setInt(YarnConfiguration.NM_VCORES, Integer.parseInt(args[4]));
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 128);
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_MB, Integer.parseInt(args[3]));
-    conf.setLong(YarnConfiguration.NM_CONTAINER_MON_INTERVAL_MS, 1000L);  // the check runs every second
     // A lost NodeManager is seen within seconds, not the default ten minutes.
     conf.setLong(YarnConfiguration.RM_NM_EXPIRY_INTERVAL_MS, 4000L);
-    conf.setLong(YarnConfiguration.RM_NM_HEARTBEAT_INTERVAL_MS, 500L);
     conf.setInt(YarnConfiguration.RM_AM_MAX_ATTEMPTS, 2);
     // The CapacityScheduler (YARN's default) with one queue; an application master may take up
     // to half the cluster (the default 10% would admit one small AM on this small cluster).
@@ -169,8 +167,7 @@ public final class YarnCluster {
         answer("ERROR " + e.toString().replace('\n', ' '));
       }
     }
-    yarn.stop();
-    dfs.shutdown();
+    yarn.stop();  // stops the NodeManagers' containers, if any still run; HDFS needs no clean end
   }
 
   private static void write(Configuration conf, File file) throws Exception {

@@ -11,7 +11,7 @@ from integration.yarn import YarnHadoop
 
 from tests.cluster import workload
 from tests.cluster.outputs import outputs
-from tests.cluster.submit import jars, job_args, spark_submit
+from tests.cluster.submit import TEST_ONLY, jars, job_args, spark_submit
 from tests.cluster.workload import Input
 
 Outputs = dict[int, list[tuple[Any, ...]]]
@@ -22,7 +22,7 @@ def reference(events: Input, kafka: KafkaBroker, hadoop: YarnHadoop, logdir: str
     first; a scenario run alone gets it from a local-mode run of the same job."""
     if not events.reference:
         local = ["--master", "local[2]", "--jars", jars(), "--conf", f"spark.pyspark.python={sys.executable}",
-                 "--conf", f"spark.pyspark.driver.python={sys.executable}"]
+                 "--conf", f"spark.pyspark.driver.python={sys.executable}", *TEST_ONLY]
         root = f"{hadoop.fs_url}/reference"
         sub = spark_submit([*local, *job_args(kafka.bootstrap, events.topic, root, ["ref=rocksdb"],
                                               workload.ROWS_PER_BATCH)], logdir, "reference")

@@ -98,7 +98,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--ttl", default="1h")
     args = ap.parse_args(argv)
     builder = (SparkSession.builder.appName("ttlstate-cluster-tier")
-               .config("spark.sql.shuffle.partitions", "4"))
+               .config("spark.sql.shuffle.partitions", "2"))
     spark = ttlstate.configure(builder, ttl=args.ttl).getOrCreate()
     print("CONF spark.executor.memoryOverhead=" + spark.conf.get("spark.executor.memoryOverhead", "unset"),
           flush=True)

@@ -2,8 +2,8 @@
 
 `yarn_args` are the lines docs/cluster.md gives for YARN (a packed venv shipped with
 `--archives`, `spark.pyspark.python=./environment/bin/python`, the shim and Kafka connector jars
-with `--jars`), plus `spark.yarn.jars=local:...`: the "nodes" here have pyspark's jars, so YARN
-need not upload 460 MB per application."""
+with `--jars`), plus `spark.yarn.jars=local:...` (the "nodes" here have pyspark's jars, so YARN
+need not upload 460 MB per application) and TEST_ONLY."""
 
 from __future__ import annotations
 
@@ -28,6 +28,16 @@ def jars() -> str:
     return ",".join([jar_path(), *extra_jars("spark-kafka")])
 
 
+# Lines only this machine needs, not a cluster: JIT compilation stopped at C1 (the JVMs here live
+# minutes on two cores shared by four test runs, and C2's compiler threads took their CPU), and
+# no Spark UI (the driver's, with YARN's proxy filter added to it while it starts, once failed
+# with a ConcurrentModificationException inside Jetty in client mode).
+FAST_JVM = "-XX:TieredStopAtLevel=1"
+TEST_ONLY = ["--conf", "spark.ui.enabled=false", "--driver-java-options", FAST_JVM,
+             "--conf", f"spark.executor.extraJavaOptions={FAST_JVM}",
+             "--conf", f"spark.yarn.am.extraJavaOptions={FAST_JVM}"]
+
+
 def yarn_args(mode: str, venv: str) -> list[str]:
     driver_python = ["--conf", f"spark.pyspark.driver.python={sys.executable}"] if mode == "client" else []
     return ["--master", "yarn", "--deploy-mode", mode,
@@ -36,7 +46,7 @@ def yarn_args(mode: str, venv: str) -> list[str]:
             "--num-executors", "2", "--executor-cores", "1", "--executor-memory", "1g",
             "--driver-memory", "512m", "--conf", "spark.yarn.am.memory=512m",
             "--conf", "spark.yarn.maxAppAttempts=2",
-            "--conf", f"spark.yarn.jars=local:{SPARK_HOME}/jars/*"]
+            "--conf", f"spark.yarn.jars=local:{SPARK_HOME}/jars/*", *TEST_ONLY]
 
 
 def job_args(bootstrap: str, topic: str, root: str, runs: list[str], rows_per_batch: int,

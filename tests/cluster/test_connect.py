@@ -24,7 +24,8 @@ pytestmark = pytest.mark.cluster
 
 
 def server_args() -> list[str]:
-    return ["--master", "local[2]", "--jars", jar_path(),
+    return ["--master", "local[2]", "--jars", jar_path(), "--conf", "spark.ui.enabled=false",
+            "--driver-java-options", "-XX:TieredStopAtLevel=1",
             "--conf", f"spark.sql.extensions={EXTENSIONS_CLASS}", "--conf", f"spark.plugins={PLUGIN_CLASS}",
             "--conf", f"{K.PROVIDER_CLASS_KEY}={K.PROVIDER_CLASS}",
             "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.sql.shuffle.partitions=2"]

@@ -29,7 +29,7 @@ from integration.yarn import YarnHadoop
 from tests.cluster import workload
 from tests.cluster.checks import reference
 from tests.cluster.outputs import outputs
-from tests.cluster.submit import jars, job_args, spark_submit, wait_for_file
+from tests.cluster.submit import TEST_ONLY, jars, job_args, spark_submit, wait_for_file
 from tests.cluster.workload import Input
 from ttlstate.spark.configure import EXTENSIONS_CLASS
 
@@ -55,7 +55,7 @@ def standalone_args(master: str, venv: str) -> list[str]:
             "--conf", "spark.dynamicAllocation.minExecutors=1",
             "--conf", "spark.dynamicAllocation.maxExecutors=2",
             "--conf", "spark.decommission.enabled=true", "--conf", "spark.storage.decommission.enabled=true",
-            "--conf", "spark.storage.decommission.shuffleBlocks.enabled=true"]
+            "--conf", "spark.storage.decommission.shuffleBlocks.enabled=true", *TEST_ONLY]
 
 
 def _executor_of(marker: str) -> psutil.Process:

@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-BATCHES = 6
-ROWS_PER_BATCH = 4000
+BATCHES = 4
+ROWS_PER_BATCH = 6000
 KEYS = 7
 # The batch each fault scenario stops in: the application master killed (YARN cluster mode), a
 # NodeManager stopped (YARN client mode), an executor killed and a worker decommissioned
 # (standalone).
-PAUSES = {"am": 2, "nm": 3, "exec": 2, "decom": 4}
+PAUSES = {"am": 2, "nm": 2, "exec": 1, "decom": 3}
 
 
 def _event(i: int) -> dict[str, Any]:
