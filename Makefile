@@ -19,9 +19,12 @@ CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/p
                python/ttlstate/config/store_config.py python/ttlstate/store/metric_names.py \
                python/ttlstate/ttl/ttl_value.py python/ttlstate/_native_abi.py
 DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff mypy psutil pandas pyarrow matplotlib protobuf \
-            mkdocs pybind11  # pybind11: only to build commits before the C ABI (benchmarks/harness/baseline.py)
+            mkdocs pybind11 venv-pack grpcio grpcio-status googleapis-common-protos
+# pybind11: only to build commits before the C ABI (benchmarks/harness/baseline.py); venv-pack: the
+# executors' venv of `make test-cluster`; grpcio, grpcio-status, googleapis-common-protos: the Spark
+# Connect client (pyspark's `connect` extra) of its Connect scenario.
 
-.PHONY: setup run test test-scala test-long test-integration test-spark-versions bench bench-quick lint jar jars native wheel docs docs-gen clean
+.PHONY: setup run test test-scala test-long test-integration test-spark-versions test-cluster bench bench-quick lint jar jars native wheel docs docs-gen clean
 
 setup: $(STAMPS)/system $(STAMPS)/install $(JAR) $(TOOLS_JAR)
 
@@ -60,7 +63,7 @@ run: setup
 	$(PY) -m ttlstate.cli.main demo
 
 test: setup test-scala lint
-	$(PY) -m pytest -m "not long and not integration and not spark_versions" tests
+	$(PY) -m pytest -m "not long and not integration and not spark_versions and not cluster" tests
 
 # The shim's Scala unit tests (ScalaTest, fetched with Maven from jvm-shim/test-deps/pom.xml on
 # first use; the compiled tests are reused until a test source or the shim jar changes).
@@ -83,9 +86,19 @@ test-integration: setup
 	$(PY) -m pytest -m integration tests/integration
 	$(PY) -m pytest -m wheel tests/packaging
 
+# On a real cluster (docs/cluster.md): YARN (MiniDFSCluster + MiniYARNCluster, two NodeManagers,
+# the physical-memory check on) in client and cluster deploy mode with a venv packed by venv-pack,
+# a standalone master and two workers from pyspark's own distribution, and a Spark Connect server;
+# Kafka in and out, checkpoints on HDFS, exact against Spark's RocksDB provider through a killed
+# NodeManager, application master, executor and a decommissioned worker. Its components are
+# fetched with Maven on first use (scripts/cluster_deps.sh, after scripts/integration_deps.sh).
+test-cluster: setup
+	scripts/cluster_deps.sh >/dev/null
+	$(PY) -m pytest -m cluster -s --durations=0 tests/cluster  # -s: the scenarios print their measurements
+
 # The long cases `make test` leaves out (e.g. 100 versions of a churning workload).
 test-long: setup
-	$(PY) -m pytest -m "long and not integration and not spark_versions" tests
+	$(PY) -m pytest -m "long and not integration and not spark_versions and not cluster" tests
 
 # BASELINE=<ref> also runs ttlstate as of that commit in the Spark benchmarks, in the same run
 # (benchmarks/harness/baseline.py checks it out and builds it under ~/.cache/ttlstate-bench).

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
+from pathlib import Path
 
 import pyspark
 import pytest
@@ -63,21 +65,71 @@ def test_pyspark_python_is_used_not_overridden(monkeypatch: pytest.MonkeyPatch) 
     workers: the state server gets the same one. An explicit `python` still wins."""
     monkeypatch.setenv("PYSPARK_PYTHON", "/opt/executors/bin/python3")
     assert C.settings()[K.PYTHON.key] == "/opt/executors/bin/python3"
-    assert C.settings(python="/srv/py/bin/python")[K.PYTHON.key] == "/srv/py/bin/python"
+    assert C.settings(python=sys.executable)[K.PYTHON.key] == sys.executable
 
 
-@pytest.mark.parametrize(("python", "local_python", "pyspark_python", "mode", "expected"), [
-    ("/p/conf", "/p/driver", "/p/env", "local", "/p/conf"),
-    ("-", "/p/driver", "/p/env", "local", "/p/env"),
-    ("-", "/p/driver", "-", "local", "/p/driver"),
-    ("-", "/p/driver", "-", "cluster", "python3"),  # the driver's path means nothing on an executor
-    ("-", "-", "-", "local", "python3"),
+@pytest.mark.parametrize(("python", "local_python", "spark_python", "pyspark_python", "mode", "driver",
+                          "expected"), [
+    ("/p/conf", "/p/driver", "./environment/bin/python", "/p/env", "local", "/p/parent", "/p/conf"),
+    # PySpark's own setting, with no ttlstate line (a YARN --archives venv, resolved in the container)
+    ("-", "/p/driver", "./environment/bin/python", "/p/env", "cluster", "-", "./environment/bin/python"),
+    ("-", "/p/driver", "-", "/p/env", "local", "/p/parent", "/p/env"),
+    ("-", "/p/driver", "-", "-", "local", "/p/parent", "/p/driver"),
+    ("-", "-", "-", "-", "local", "/p/parent", "/p/parent"),  # the three conf lines, python job.py
+    ("-", "/p/driver", "-", "-", "cluster", "/p/parent", "python3"),  # the driver's path means nothing there
+    ("-", "-", "-", "-", "local", "-", "python3"),
 ])
-def test_the_shim_chooses_the_server_interpreter(python: str, local_python: str, pyspark_python: str,
-                                                 mode: str, expected: str) -> None:
+def test_the_shim_chooses_the_server_interpreter(python: str, local_python: str, spark_python: str,
+                                                 pyspark_python: str, mode: str, driver: str,
+                                                 expected: str) -> None:
     from tests.jvm_hooks import run_hook
 
-    assert run_hook("ServerPythonChoice", python, local_python, pyspark_python, mode).strip() == expected
+    got = run_hook("ServerPythonChoice", python, local_python, spark_python, pyspark_python, mode, driver)
+    assert got.strip() == expected
+
+
+def test_the_start_checks_validate_with_the_drivers_own_interpreter(tmp_path: Path) -> None:
+    """spark.pyspark.driver.python, PYSPARK_DRIVER_PYTHON, localModePython (configure's
+    sys.executable), the Python that launched the JVM, then spark.pyspark.python, PYSPARK_PYTHON
+    and the server's `python`: the first that runs here. A YARN archive's relative path counts
+    only where it exists (cluster mode runs the driver in the container that has it)."""
+    from tests.jvm_hooks import run_hook
+
+    def choice(*hints: str) -> str:
+        return run_hook("DriverPythonChoice", *hints).strip()
+    me, relative = sys.executable, "./environment/bin/python"
+    assert choice(me, "-", "-", "-", "-", "-", "-") == me
+    assert choice("-", "-", me, "-", relative, relative, relative) == me  # YARN client mode with configure()
+    assert choice("/missing/python3", "jupyter", "-", me, relative, "-", "-") == me  # launchers do not count
+    assert choice("-", "-", "-", "-", relative, relative, "/opt/only-on-executors/python") == "python3"
+    assert choice("-", "-", "-", "-", "-", "-", me) == me  # a Scala job with plain confs
+    venv = tmp_path / "environment" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(me)
+    got = subprocess.run(["java", "-cp", _hooks_classpath(), "ttlstate.tools.DriverPythonChoice",
+                          "-", "-", "-", "-", relative, "-", "-"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True)
+    assert got.stdout.strip() == relative  # YARN cluster mode without configure(): the container's venv
+
+
+def _hooks_classpath() -> str:
+    from tests.jvm_hooks import spark_jars
+
+    return f"{C.jar_path()}:{C.tools_jar_path()}:{spark_jars()}/*"
+
+
+def test_a_missing_interpreter_is_refused_at_configure(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"^python='/missing': no executable file at that path on this "
+                                         r"machine; .*\./environment/bin/python.*--archives"):
+        C.configure(FakeBuilder(), ttl="30m", python="/missing")
+    not_executable = tmp_path / "python"
+    not_executable.write_text("")
+    with pytest.raises(ValueError, match="no executable file"):
+        C.settings(local_mode_python=str(not_executable))
+    # resolved where the server runs: in each container, on each executor's PATH
+    assert C.settings(python="./environment/bin/python")[K.PYTHON.key] == "./environment/bin/python"
+    assert C.settings(python="python3.11")[K.PYTHON.key] == "python3.11"
+    assert C.settings(python=sys.executable)[K.PYTHON.key] == sys.executable
 
 
 def test_durations_take_a_unit_or_a_timedelta() -> None:

@@ -22,6 +22,6 @@ def test_the_executor_jar_has_no_tools() -> None:
 def test_the_tools_jar_has_the_migration_and_the_hooks_and_no_shim_class() -> None:
     tools = _classes(tools_jar_path())
     for name in ("Migration", "Constants", "ExpiryCases", "KeyHashes", "OperatorNamesJson", "ConfValueCases",
-                 "ServerPythonChoice"):
+                 "ServerPythonChoice", "DriverPythonChoice"):
         assert f"ttlstate/tools/{name}.class" in tools
     assert tools.isdisjoint(_classes(jar_path()))

@@ -144,17 +144,23 @@ SNAPSHOT_LAYOUT = ConfKey("snapshot.layout", SnapshotLayout.SST.value, _enum_all
                           "applies to (what the rocksdict engine always writes). Both read both.",
                           option="snapshot_layout")
 PYTHON = ConfKey("python", "", "a path to a Python interpreter with ttlstate installed",
-                 "Interpreter of the state server. Default: PYSPARK_PYTHON (`configure` passes the "
-                 "driver's, which PySpark also gives the executors' Python workers; otherwise the "
-                 "executor's), then in local mode `localModePython`, then python3. Read when an "
-                 "executor starts its server (first use), so a later query in the same JVM with "
-                 "another value uses the running server.",
+                 "Interpreter of the state server, needed only where PySpark's own setting is "
+                 "not the one: by default the executors' Python as PySpark picks it, "
+                 "`spark.pyspark.python` (a relative `./environment/bin/python` of an "
+                 "`--archives` venv is resolved in the container), else PYSPARK_PYTHON "
+                 "(`configure` passes the driver's, which PySpark gives the executors' Python "
+                 "workers; otherwise the executor's), then in local mode the driver's interpreter "
+                 "(`localModePython`), then python3. Read when an executor starts its server "
+                 "(first use), so a later query in the same JVM with another value uses the "
+                 "running server.",
                  option="python")
 LOCAL_MODE_PYTHON = ConfKey("localModePython", "", "a path to a Python interpreter with ttlstate installed",
-                            "Interpreter of the state server in local mode only (the executor is the "
-                            "driver's JVM), when neither `python` nor PYSPARK_PYTHON is set. "
-                            "`configure` sets it to the driver's interpreter (`sys.executable`); "
-                            "executors of a cluster never use it.",
+                            "The driver's interpreter: the state server's in local mode only (the "
+                            "executor is the driver's JVM) when neither `python`, "
+                            "`spark.pyspark.python` nor PYSPARK_PYTHON is set, and the one the "
+                            "checks at query start validate the confs with (after "
+                            "`spark.pyspark.driver.python` and PYSPARK_DRIVER_PYTHON). `configure` "
+                            "sets it to `sys.executable`; executors of a cluster never use it.",
                             option="local_mode_python")
 WORKERS = ConfKey("workers", "0", "an integer >= 0 (0 = one per executor core)",
                   "Worker processes of the state server; stores are sharded over them. 0: the "

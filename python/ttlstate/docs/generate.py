@@ -49,12 +49,19 @@ ids (ints) or names (as progress shows them) to a TTL or `"off"`:
 `operator_ttl={{"dedupe": "10m", 2: "off"}}`; an id beats a name, a name beats `ttl` (see
 [where TTL applies](ttl-semantics.md#where-ttl-applies)).
 
-**The state server's interpreter.** `configure` sets `python` to the `python` option if
-given, else to the driver's `PYSPARK_PYTHON` (the interpreter PySpark gives the executors'
-Python workers) when that is set; otherwise the executor's `PYSPARK_PYTHON` is used. It also
-records the driver's own interpreter as `localModePython`, which only local mode uses (there
-the executor is the driver's JVM); the last resort is `python3`. That interpreter must have
-ttlstate installed.
+**The state server's interpreter** follows PySpark's own settings, so the setup PySpark
+documents needs no line of ttlstate's: `python` if set (`configure` sets it to the `python`
+option if given, else to the driver's `PYSPARK_PYTHON`, the interpreter PySpark gives the
+executors' Python workers), else `spark.pyspark.python` (on YARN, `./environment/bin/python` of
+a venv shipped with `--archives venv.tar.gz#environment`, resolved in each container), else the
+executor's `PYSPARK_PYTHON`, else, in local mode (the executor is the driver's JVM), the
+driver's interpreter (`localModePython`, which `configure` records, or the Python process that
+launched the JVM), else `python3`. That interpreter must have ttlstate installed. `configure`
+refuses an absolute `python` that does not exist on the driver. The checks at query start
+validate the confs with the driver's own interpreter: `spark.pyspark.driver.python`,
+`PYSPARK_DRIVER_PYTHON`, `localModePython`, the Python that launched the driver JVM, then
+`spark.pyspark.python`, `PYSPARK_PYTHON` and `python`, the first that runs on the driver (a
+relative archive path counts only where it exists, as in YARN's cluster mode).
 
 ## Keys
 

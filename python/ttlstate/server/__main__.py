@@ -13,7 +13,10 @@ server and stores reload from the checkpoint. No orphan processes. A worker that
 answering without exiting is the shim's to notice (its watchdog sees the requests waiting), and
 it then kills the whole server.
 A start that fails (a worker that does not come up) removes `--root` and `--socket-dir` like a
-normal exit, so no directory is left behind.
+normal exit, so no directory is left behind. So does a stop signal (SIGTERM, SIGINT, SIGHUP: a
+cluster manager stopping the container) at any time: while the workers start, across the exec
+(held pending, see `supervise.block_stop_signals`) and in the watch; the server then ends by
+that signal.
 
 It logs one line at INFO when it has started (pid, workers, engine, memory budget; see
 `store_log` for where it goes and `TTLSTATE_LOG_LEVEL`).
@@ -81,7 +84,11 @@ def _start_workers(root: str, socket_dir: str, n: int, workers: list[Worker]) ->
     for i in range(n):
         sock = os.path.join(socket_dir, f"w{i}.sock")
         run = functools.partial(serve, sock, os.path.join(root, f"w{i}"))
-        workers.append(fork_worker(run, list(workers)))
+        supervise.block_stop_signals()  # a stop signal must not fall between the fork and the list
+        try:
+            workers.append(fork_worker(run, list(workers)))
+        finally:
+            supervise.catch_stop_signals()
         entries.append(f"{workers[-1].pid}@{sock}")
     for i, w in enumerate(workers):
         if not w.ready_line().startswith("READY"):
@@ -93,6 +100,7 @@ def _start_workers(root: str, socket_dir: str, n: int, workers: list[Worker]) ->
 
 
 def _stop(workers: list[Worker], dirs: list[str]) -> None:
+    supervise.stopping()
     for w in workers:
         w.kill()
     supervise.remove_dirs(dirs)
@@ -117,13 +125,19 @@ def main(argv: list[str] | None = None) -> int:
     workers: list[Worker] = []
     entries = None
     try:
+        supervise.catch_stop_signals()
         for d in dirs:
             os.makedirs(d, mode=0o700, exist_ok=True)
         entries = _start_workers(args.root, socket_dir, n, workers)
+        if entries is not None:
+            supervise.block_stop_signals()  # until the watch (this process or the exec'd one) handles them
+    except supervise.Stopped:
+        entries = None
     finally:
-        if entries is None:  # failed (or raised): nothing of this server may stay behind
+        if entries is None:  # failed, raised or signalled: nothing of this server may stay behind
             _stop(workers, dirs)
     if entries is None:
+        supervise.end_by_signal()
         return 1
     print("READY " + " ".join(entries), flush=True)
     if store_log.lifecycle.isEnabledFor(logging.INFO):

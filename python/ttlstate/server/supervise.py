@@ -1,5 +1,7 @@
 """The supervisor's watch over its running workers: it ends them and removes the server's
-directories when the executor JVM goes (EOF on its stdin) or when any worker exits.
+directories when the executor JVM goes (EOF on its stdin), when any worker exits, or on a stop
+signal (SIGTERM, SIGINT, SIGHUP: what YARN, Kubernetes and standalone workers send a container's
+process group before SIGKILL, which no process can clean up after).
 
 Standard library only, and not even `shutil` (whose archive support loads three compression
 libraries), because once its workers are up the supervisor execs this file in a bare
@@ -14,6 +16,7 @@ a worker) pass to the new program by file descriptor.
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # `signal`'s C module: built in, loaded at start (no stub)
 import os
 import select
 import sys
@@ -22,6 +25,66 @@ POLL_S = 0.2
 # Not `signal.SIGKILL`, nor `typing` for annotations: those modules import enum, re and
 # collections, 2 MB more of the bare interpreter. SIGKILL is 9 wherever Python can fork.
 _SIGKILL = 9
+# What a cluster manager (or a terminal) sends to stop a process before it SIGKILLs it.
+STOP_SIGNALS = (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP)
+_stopping = False  # the server's directories are being removed: a signal must not interrupt it
+_caught = 0  # the first stop signal received, 0 if none
+
+
+class Stopped(BaseException):
+    """A stop signal arrived: raised in the main thread to leave what it was doing (a watch, a
+    worker's start) for the `finally` that stops the server. Not an Exception, so no `except
+    Exception` swallows it."""
+
+
+def _on_stop_signal(signum: int, _frame: object) -> None:
+    global _caught
+    if not _caught:
+        _caught = signum
+    if not _stopping:
+        raise Stopped(signum)
+
+
+def catch_stop_signals() -> None:
+    """Stop signals raise `Stopped` from now on, and any that came while they were blocked (see
+    `block_stop_signals`) is handled now. A signal the process inherited as ignored stays
+    ignored: PySpark starts its JVM with SIGINT ignored, so that Ctrl-C cancels a job in a
+    shell without killing the driver, and its state server must not die of that Ctrl-C either."""
+    for sig in STOP_SIGNALS:
+        if _signal.getsignal(sig) != _signal.SIG_IGN:
+            _signal.signal(sig, _on_stop_signal)
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+def block_stop_signals() -> None:
+    """Holds stop signals pending (the kernel keeps them) until `catch_stop_signals`: across a
+    fork, whose child must not be missed, and across the exec of the bare watch, which resets
+    every handler but keeps the mask, so a signal in that window is handled by the new program."""
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, STOP_SIGNALS)
+
+
+def default_stop_signals() -> None:
+    """In a forked worker: stop signals end it at once (it holds nothing the supervisor does
+    not remove), quietly instead of with a traceback of `Stopped`; ignored ones stay ignored."""
+    for sig in STOP_SIGNALS:
+        if _signal.getsignal(sig) != _signal.SIG_IGN:
+            _signal.signal(sig, _signal.SIG_DFL)
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+def stopping() -> None:
+    """From here on the server is stopping: a stop signal is noted, no longer raised."""
+    global _stopping
+    _stopping = True
+
+
+def end_by_signal() -> None:
+    """If a stop signal came, ends this process by it (once the server is stopped), so its exit
+    status says so as it would have without a handler. Returns if none came."""
+    if _caught:
+        _signal.signal(_caught, _signal.SIG_DFL)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (_caught,))
+        os.kill(os.getpid(), _caught)
 
 
 def exit_code(pid: int) -> int | None:
@@ -36,7 +99,10 @@ def kill(pid: int) -> int:
         os.kill(pid, _SIGKILL)
     except ProcessLookupError:
         pass
-    _pid, status = os.waitpid(pid, 0)
+    try:
+        _pid, status = os.waitpid(pid, 0)
+    except ChildProcessError:  # reaped already (a stop signal came right after its waitpid)
+        return -_SIGKILL
     return os.waitstatus_to_exitcode(status)
 
 
@@ -93,6 +159,7 @@ def watch(pids: list[int], stdin_fd: int = 0) -> int | None:
 def stop(pids: list[int], fds: list[int], dirs: list[str], reaped: int | None = None) -> None:
     """Kills the workers (but `reaped`, already waited for), closes the pipes to them and
     removes the server's directories."""
+    stopping()
     for pid in pids:
         if pid != reaped:
             kill(pid)
@@ -101,19 +168,26 @@ def stop(pids: list[int], fds: list[int], dirs: list[str], reaped: int | None = 
 
 
 def run(pids: list[int], fds: list[int], dirs: list[str], stdin_fd: int = 0) -> None:
-    """Watches until the server must stop, then stops it (also when the watch failed)."""
+    """Watches until the server must stop, then stops it (also when the watch failed or a stop
+    signal came, after which the process ends by that signal)."""
     exited = None
     try:
+        catch_stop_signals()
         exited = watch(pids, stdin_fd)
+    except Stopped:
+        pass
     finally:
         stop(pids, fds, dirs, exited)
+    end_by_signal()
 
 
 def exec_watch(workers: list[tuple[int, list[int]]], root: str, socket_dir: str | None) -> None:
     """Replaces this process by `python -I -S supervise.py`, which runs `run`: `workers` are
     (pid, this process's pipe ends to it); `root` and `socket_dir` (the server's, the latter only
     if it has one apart from `root`, as on its own command line) are removed at the end.
-    Returns only if the exec failed (raises OSError)."""
+    Stop signals are blocked from here (the caller blocked them before its READY line), so one
+    sent meanwhile waits for the new program's handler. Returns only if the exec failed (raises
+    OSError)."""
     script = os.path.abspath(__file__)
     if not sys.executable or not os.path.isfile(script):  # e.g. imported from a zip
         raise OSError(f"no interpreter ({sys.executable!r}) or no file to run ({script})")

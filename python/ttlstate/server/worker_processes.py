@@ -135,6 +135,7 @@ def fork_worker(run: Callable[[Callable[[str], None]], None], siblings: list[Wor
         os.dup2(life_r, 0)
         os.close(life_r)
         os.dup2(2, 1)
+        supervise.default_stop_signals()
         _set_name(WORKER_NAME)
 
         def ready(line: str) -> None:

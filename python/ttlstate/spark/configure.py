@@ -2,10 +2,13 @@
 
 It adds the shim jar to `spark.jars`, the start-time checks to `spark.sql.extensions`, the
 executors' early state server start to `spark.plugins`, sets the provider class and our conf
-keys (validated here, so a bad value fails before any query starts), and says which
+keys (validated here, so a bad value fails before any query starts), reserves the state
+server's memory in the executors' containers (`spark.executor.memoryOverhead`, see
+executor_memory.py), and says which
 interpreter runs the state server: the `python` option if given, else the driver's
-PYSPARK_PYTHON (the interpreter PySpark itself gives the executors' Python workers); and, for
-local mode only, this one (`localModePython`, which executors of a cluster never use).
+PYSPARK_PYTHON (the interpreter PySpark itself gives the executors' Python workers; without
+either the shim follows `spark.pyspark.python`); and, for local mode and for the checks at
+query start, this one (`localModePython`, which executors of a cluster never use).
 
 `spark.jars` reaches the driver only when this Python process launches the JVM (`python
 job.py`). Under `spark-submit job.py`, in the `pyspark` shell or in a notebook whose session
@@ -29,7 +32,8 @@ from typing import Any
 from ttlstate.config import keys as K
 from ttlstate.config.parse import format_duration_ms
 from ttlstate.config.store_config import store_config_from_confs
-from ttlstate.spark.lines import SparkLine, UnsupportedSpark, line_for
+from ttlstate.spark.jars import jar_path, spark_line, spark_version, tools_jar_path
+from ttlstate.spark.lines import UnsupportedSpark
 
 EXTENSIONS_KEY = "spark.sql.extensions"
 EXTENSIONS_CLASS = "ttlstate.spark.TtlStateExtensions"
@@ -65,64 +69,11 @@ class UnsupportedEnvironment(RuntimeError):
     pass
 
 
-__all__ = ["UnsupportedSpark", "configure", "jar_path", "settings", "tools_jar_path"]
+__all__ = ["UnsupportedSpark", "configure", "jar_path", "settings", "spark_version", "tools_jar_path"]
 
 
 class ShimNotLoadable(RuntimeError):
     """The driver JVM is running and cannot load the shim: spark.jars set now would not reach it."""
-
-
-def spark_version() -> str:
-    """The Spark the jars are picked for: the running driver JVM's if there is one (its
-    SPARK_VERSION), else the installed pyspark's, else $SPARK_HOME's (a cluster node with its own
-    Spark and no pyspark)."""
-    jvm = _running_jvm_if_any()
-    if jvm is not None:
-        return str(getattr(getattr(jvm.org.apache.spark, "package$"), "MODULE$").SPARK_VERSION())
-    try:
-        import pyspark
-
-        return str(pyspark.__version__)
-    except ImportError:
-        pass
-    home = os.environ.get("SPARK_HOME")
-    if home:
-        import glob
-        import re
-
-        for path in sorted(glob.glob(os.path.join(home, "jars", "spark-core_*.jar"))):
-            match = re.search(r"spark-core_[\d.]+-(\d+\.\d+\.\d+)", os.path.basename(path))
-            if match:
-                return match.group(1)
-    raise UnsupportedSpark("ttlstate cannot tell which Spark to pick the shim jar for: no pyspark is "
-                           "installed and SPARK_HOME is not set; name it, e.g. `ttlstate jar --spark 4.2`")
-
-
-def spark_line(spark: str | None = None) -> SparkLine:
-    """The Spark line of `spark` (a version such as "4.2" or "4.2.1"), by default `spark_version()`'s."""
-    return line_for(spark or spark_version())
-
-
-def jar_path(spark: str | None = None) -> str:
-    """The shim jar inside the installed package for Spark `spark` (default: the running or
-    installed Spark, `spark_version()`): what Spark's driver and executors load. One per Spark
-    line; the wheel carries them all."""
-    return _packaged_jar(spark_line(spark).jar)
-
-
-def tools_jar_path(spark: str | None = None) -> str:
-    """The tools jar next to it: `ttlstate migrate` and the tests' command-line hooks, compiled
-    against the shim and kept out of the executors' classpath."""
-    return _packaged_jar(spark_line(spark).tools_jar)
-
-
-def _packaged_jar(name: str) -> str:
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jars", name)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"ttlstate jar {name} not found at {path}: the wheel carries every Spark "
-                                "line's jars; in a source checkout run `make jar` (the dev venv's Spark) "
-                                "or `make jars` (every line)")
-    return path
 
 
 def check_environment() -> None:
@@ -184,6 +135,17 @@ def _operator_ttl_confs(value: object) -> dict[str, str]:
     return confs
 
 
+def check_interpreter(option: str, python: str) -> None:
+    """An absolute interpreter path must exist here, or every task fails at its first batch. A
+    relative one (`./environment/bin/python` of an `--archives` venv) is resolved in each
+    executor's working directory, and a bare name on its PATH: neither can be checked here."""
+    if os.path.isabs(python) and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise ValueError(f"{option}={python!r}: no executable file at that path on this machine; give "
+                         "an interpreter with ttlstate installed, or a path relative to the executors' "
+                         "working directory such as ./environment/bin/python (a venv shipped with "
+                         "--archives venv.tar.gz#environment)")
+
+
 def settings(**options: Any) -> dict[str, str]:
     """The Spark confs for these options (names as in `configure`), validated."""
     unknown = set(options) - set(_OPTION_KEYS) - {OPERATOR_TTL_OPTION}
@@ -194,6 +156,9 @@ def settings(**options: Any) -> dict[str, str]:
         hints = [f"{u!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(u, known, 1))
                  else repr(u) for u in sorted(unknown)]
         raise TypeError(f"unknown ttlstate option(s) {', '.join(hints)}; known: {', '.join(known)}")
+    for name in (K.PYTHON.option, K.LOCAL_MODE_PYTHON.option):
+        if options.get(name) is not None:
+            check_interpreter(name, str(options[name]))
     confs = {K.PROVIDER_CLASS_KEY: K.PROVIDER_CLASS, K.LOCAL_MODE_PYTHON.key: sys.executable}
     pyspark_python = os.environ.get("PYSPARK_PYTHON")
     if pyspark_python:
@@ -239,15 +204,23 @@ def configure(builder: Any, **options: Any) -> Any:
     operator_ttl (a dict of operator id or name, as progress shows it, to a TTL or "off":
     {"dedupe": "10m", 2: "off"}).
 
+    With a Spark Connect builder (`SparkSession.builder.remote(...)`) it sets what a session can
+    set (the provider and ttlstate's keys), after checking that the server was started with
+    ttlstate's jar, extension and plugin (CONNECT_SERVER_CONFS); if not, it raises
+    ShimNotLoadable in one line naming them.
+
     The state server's interpreter: `python` if given, else the driver's PYSPARK_PYTHON if set
-    (PySpark gives that one to the executors' Python workers too), else the executor's
-    PYSPARK_PYTHON, else, in local mode only, this interpreter, else python3.
+    (PySpark gives that one to the executors' Python workers too), else `spark.pyspark.python`,
+    else the executor's PYSPARK_PYTHON, else, in local mode only, this interpreter, else python3.
+    An absolute `python` that does not exist here is refused at once.
     """
     check_environment()
     confs = settings(**options)
     note = ttl_off_note(confs)
     if note:
         log.info(note)
+    if _is_connect(builder):
+        return _configure_connect(builder, confs, options)
     pending = getattr(builder, "_options", {})
     jvm = _running_jvm()
     if jvm is None:  # this process launches the JVM: spark.jars reaches the driver and executors
@@ -273,16 +246,57 @@ def configure(builder: Any, **options: Any) -> Any:
             f"it. Launch with --conf {EXTENSIONS_KEY}={EXTENSIONS_CLASS}.", stacklevel=2)
     for key, value in confs.items():
         builder = builder.config(key, value)
+    return _reserve_server_memory(builder, confs, jvm)
+
+
+def _reserve_server_memory(builder: Any, confs: dict[str, str], jvm: Any) -> Any:
+    """Sets (or checks) spark.executor.memoryOverhead so the executor's container has room for
+    the state server (executor_memory.py), reading each Spark conf from the builder, else from
+    the running JVM's SparkConf (spark-submit's --conf and --executor-memory)."""
+    from ttlstate.spark import executor_memory
+
+    pending = getattr(builder, "_options", {})
+    launched = {}
+    if jvm is not None:
+        from pyspark import SparkConf
+
+        launched = dict(SparkConf().getAll())
+    value, warning = executor_memory.overhead_setting(lambda k: pending.get(k, launched.get(k)), confs)
+    if warning:
+        import warnings
+
+        warnings.warn(warning, stacklevel=3)
+    return builder.config(executor_memory.OVERHEAD_KEY, value) if value else builder
+
+
+CONNECT_SERVER_CONFS = (f"--jars $(ttlstate jar) --conf {EXTENSIONS_KEY}={EXTENSIONS_CLASS} "
+                        f"--conf {PLUGINS_KEY}={PLUGIN_CLASS}")
+
+
+def _is_connect(builder: Any) -> bool:
+    """A Spark Connect client's builder (`.remote(...)`, SPARK_REMOTE, or pyspark-connect's)."""
+    if "spark.remote" in getattr(builder, "_options", {}) or os.environ.get("SPARK_REMOTE"):
+        return True
+    return type(builder).__module__.startswith("pyspark.sql.connect")
+
+
+def _configure_connect(builder: Any, confs: dict[str, str], options: dict[str, Any]) -> Any:
+    """A Connect client cannot give the server a jar, an extension or a plugin, nor its
+    executors an interpreter: the server is started with them (CONNECT_SERVER_CONFS, and
+    `spark.pyspark.python`). What a session can set, it sets: the provider and ttlstate's keys,
+    which the builder applies to the session (`spark.conf.set` does the same per query). It
+    connects (a Connect session is a channel, and `getOrCreate()` later returns the same one)
+    to check that the server runs ttlstate's extension, and refuses in one line if not."""
+    skip = {K.LOCAL_MODE_PYTHON.key} | (set() if options.get(K.PYTHON.option) else {K.PYTHON.key})
+    for key, value in confs.items():
+        if key not in skip:
+            builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    if EXTENSIONS_CLASS not in (session.conf.get(EXTENSIONS_KEY, "") or ""):
+        raise ShimNotLoadable(f"ttlstate: this Spark Connect server runs without ttlstate (its "
+                              f"{EXTENSIONS_KEY} lacks {EXTENSIONS_CLASS}): start it with "
+                              f"start-connect-server.sh {CONNECT_SERVER_CONFS}")
     return builder
-
-
-def _running_jvm_if_any() -> Any:
-    """The driver JVM's py4j view if one runs in (or for) this process, without connecting to one."""
-    try:
-        from pyspark import SparkContext
-    except ImportError:
-        return None
-    return SparkContext._jvm
 
 
 def _running_jvm() -> Any:

@@ -242,8 +242,8 @@ object StateServer {
       case e: IOException =>
         removeDirs()
         throw new IllegalStateException(
-          s"ttlstate: cannot start the state server with interpreter '$python' (${e.getMessage}). Set " +
-            s"${ConfKeys.PYTHON} or PYSPARK_PYTHON to a Python with ttlstate installed.", e)
+          s"ttlstate: cannot start the state server with interpreter '$python' (${e.getMessage}). " +
+            ServerPython.howToSet, e)
     }
     // A server that did not start: it and its workers (also ones already orphaned) go.
     def abandon(): Unit = {
@@ -256,7 +256,7 @@ object StateServer {
       throw new IllegalStateException(
         s"ttlstate: the state server did not start (interpreter '$python', exit " +
           s"${if (process.isAlive) "n/a" else process.exitValue().toString}). Is ttlstate installed for that " +
-          s"interpreter? Set ${ConfKeys.PYTHON} or PYSPARK_PYTHON. The executor's stderr has the server's error.")
+          s"interpreter? ${ServerPython.howToSet} The executor's stderr has the server's error.")
     }
     // Every worker is up (the supervisor waited for each one's READY): `<pid>@<socket>` each.
     val entries = line.stripPrefix("READY ").trim.split(" ").toIndexedSeq.map(readyEntry)

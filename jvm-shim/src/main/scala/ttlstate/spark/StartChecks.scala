@@ -1,6 +1,5 @@
 package ttlstate.spark
 
-import java.io.File
 import java.nio.charset.StandardCharsets.UTF_8
 import java.util.concurrent.{ConcurrentHashMap, TimeUnit}
 
@@ -14,6 +13,7 @@ import org.slf4j.LoggerFactory
 import ttlstate.client.Json
 import ttlstate.conf.{ConfKeys, KeySpelling}
 import ttlstate.metadata.SparkMetadata
+import ttlstate.server.{ServerLaunch, ServerPython}
 
 /** `spark.sql.extensions=ttlstate.spark.TtlStateExtensions` (set by `ttlstate.configure`, or in
  *  spark-defaults.conf / `--conf`): ttlstate's checks run when a streaming query starts.
@@ -128,7 +128,7 @@ object StartChecks {
     conf.getAll.foreach { case (k, v) => KeySpelling.lookalikeMessage(k, v).foreach(warn) }
     if (onTtlstate) {
       ours.foreach { case (k, v) => unknownKeyMessage(k, v).foreach(m => throw new IllegalArgumentException(m)) }
-      validateValues(ours, conf.getOption(ConfKeys.PYTHON).filter(_.nonEmpty))
+      validateValues(ours, ServerLaunch.driverPython(ours, Some(session.sparkContext.getConf)))
       plan.flatMap(watermarkMessage(ours.get(TimeSourceKey), _)).foreach(m => throw new IllegalArgumentException(m))
       KeySpelling.ttlOffNote(ours, checkpoint).foreach(note)
     } else if (ours.exists { case (k, _) => k != ConfKeys.PYTHON }) {
@@ -145,15 +145,15 @@ object StartChecks {
   /** Values are validated by ttlstate's own Python rules (config/store_config.py, the ones the
    *  state server applies), run in a subprocess once per distinct set of confs. Without a usable
    *  interpreter on the driver the executors still validate them, at the first batch. */
-  private def validateValues(confs: Map[String, String], configured: Option[String]): Unit = {
+  private def validateValues(confs: Map[String, String], python: String): Unit = {
     if (confs.isEmpty) return
     val json = Json.obj(confs.toSeq.sortBy(_._1).map { case (k, v) => k -> Json.str(v) })
-    val result = validated.computeIfAbsent(json, _ => runValidator(json, configured))
+    val result = validated.computeIfAbsent(json, _ => runValidator(json, python))
     result.foreach(m => throw new IllegalArgumentException(m))
   }
 
-  private def runValidator(json: String, configured: Option[String]): Option[String] = {
-    val python = configured.orElse(Option(System.getenv("PYSPARK_PYTHON"))).getOrElse("python3")
+  /** Runs `python` (the driver's interpreter: ServerLaunch.driverPython) on the confs. */
+  private def runValidator(json: String, python: String): Option[String] = {
     val outcome = Try {
       val pb = new ProcessBuilder(python, "-m", "ttlstate.config.check").redirectErrorStream(false)
       pb.redirectError(ProcessBuilder.Redirect.DISCARD)
@@ -172,8 +172,8 @@ object StartChecks {
       case other =>
         warn(s"ttlstate: could not validate the ttlstate confs on the driver with '$python' " +
           s"(${other.fold(e => e.getMessage, r => s"exit ${r._1}")}); the executors validate them at the " +
-          s"first batch. Set ${ConfKeys.PYTHON} to an interpreter with ttlstate installed" +
-          (if (new File(python).isAbsolute) "." else " (an absolute path)."))
+          "first batch. Install ttlstate for the driver's interpreter, or name one that has it with " +
+          s"${ServerPython.SparkDriverPython} (or PYSPARK_DRIVER_PYTHON).")
         None
     }
   }

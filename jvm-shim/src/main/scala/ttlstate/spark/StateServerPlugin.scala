@@ -28,7 +28,7 @@ class StateServerPlugin extends SparkPlugin {
       val conf = ctx.conf()
       if (conf.get(SparkMetadata.ProviderKey, "") == StartChecks.ProviderClass) {
         val confs = conf.getAllWithPrefix(ConfKeys.PREFIX).map { case (k, v) => (ConfKeys.PREFIX + k) -> v }.toMap
-        val launch = ServerLaunch.of(confs)
+        val launch = ServerLaunch.of(confs, Some(conf))  // the executor's SparkConf: spark.pyspark.python
         val starter = new Thread(() => StateServerPlugin.start(launch), "ttlstate-server-start")
         starter.setDaemon(true)
         starter.start()

@@ -68,13 +68,24 @@ object OperatorNamesJson {
   def main(args: Array[String]): Unit = println(OperatorNames.json(OperatorNames.read(args(0), new Configuration())))
 }
 
-/** `ServerPythonChoice PYTHON_CONF LOCAL_MODE_PYTHON_CONF PYSPARK_PYTHON local|cluster` ("-" = not
- *  set) prints the interpreter the shim would start the state server with. */
+/** `ServerPythonChoice PYTHON_CONF LOCAL_MODE_PYTHON_CONF SPARK_PYSPARK_PYTHON PYSPARK_PYTHON
+ *  local|cluster DRIVER` ("-" = not set) prints the interpreter the shim would start the state
+ *  server with. */
 object ServerPythonChoice {
   def main(args: Array[String]): Unit = {
     def arg(i: Int) = Option(args(i)).filter(_ != "-")
     val confs = Seq(ConfKeys.PYTHON -> arg(0), ConfKeys.LOCAL_MODE_PYTHON -> arg(1))
       .collect { case (k, Some(v)) => k -> v }.toMap
-    println(ServerPython.choose(confs, arg(2), localMode = args(3) == "local"))
+    println(ServerPython.choose(confs, arg(2), arg(3), localMode = args(4) == "local", driver = arg(5)))
+  }
+}
+
+/** `DriverPythonChoice SPARK_DRIVER_PYTHON PYSPARK_DRIVER_PYTHON LOCAL_MODE_PYTHON PARENT
+ *  SPARK_PYSPARK_PYTHON PYSPARK_PYTHON TTLSTATE_PYTHON` ("-" = not set) prints the interpreter the
+ *  start checks would validate the confs with (paths checked on this machine). */
+object DriverPythonChoice {
+  def main(args: Array[String]): Unit = {
+    def arg(i: Int) = Option(args(i)).filter(_ != "-")
+    println(ServerPython.forDriver(ServerPython.DriverHints(arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(6))))
   }
 }

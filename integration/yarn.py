@@ -1,0 +1,101 @@
+"""Hadoop's MiniDFSCluster and MiniYARNCluster in their own JVM (integration/cluster/YarnCluster.java):
+two DataNodes, a ResourceManager and two NodeManagers with the physical-memory check on, all on
+127.0.0.1. `conf_dir` holds the core-site.xml and yarn-site.xml a `spark-submit --master yarn`
+reads (HADOOP_CONF_DIR); `fs_url` is the HDFS. Commands go to the JVM on its stdin (which NodeManager
+runs which container, stop a NodeManager, look at HDFS); EOF ends it, and it is killed if the test
+process dies."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+from integration.cluster_deps import cluster_deps, java_home
+from integration.components import _die_with_parent, _tail
+
+
+class YarnHadoop:
+    def __init__(self, nodemanagers: int = 2, nm_memory_mb: int = 4096, nm_vcores: int = 2) -> None:
+        self.root = tempfile.mkdtemp(prefix="ttlstate-yarn-")
+        self.conf_dir = os.path.join(self.root, "conf")
+        self.log = os.path.join(self.root, "yarn.log")
+        deps = cluster_deps()
+        cp = os.pathsep.join([os.path.join(deps, "classes"), os.path.join(deps, "yarn", "*")])
+        self._log = open(self.log, "w")  # noqa: SIM115 - open as long as the JVM runs
+        self.proc = subprocess.Popen(
+            [os.path.join(java_home(), "bin", "java"), "-Xmx1g", "-XX:TieredStopAtLevel=1",
+             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+             f"-Dtest.build.data={os.path.join(self.root, 'yarn')}", "-cp", cp, "YarnCluster",
+             self.root, self.conf_dir, str(nodemanagers), str(nm_memory_mb), str(nm_vcores)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1,
+            env={**os.environ, "JAVA_HOME": java_home()}, preexec_fn=_die_with_parent)
+        ready = self._answer()
+        if not ready.startswith("READY "):
+            raise RuntimeError(f"YarnCluster did not start: {ready}\n{_tail(self.log)}")
+        self.fs_url, self.rm_web = ready.split()[1:3]
+
+    def _answer(self) -> str:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("@@ "):
+                return line[3:].strip()
+        raise RuntimeError(f"YarnCluster exited ({self.proc.wait()}); log {self.log}:\n{_tail(self.log)}")
+
+    def command(self, cmd: str) -> str:
+        """One command of YarnCluster.java; its answer after "OK"; raises on ERROR."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(cmd + "\n")
+        self.proc.stdin.flush()
+        out = self._answer()
+        if not out.startswith("OK"):
+            raise RuntimeError(f"YarnCluster {cmd!r}: {out}")
+        return out[2:].strip()
+
+    def containers(self) -> dict[int, dict[str, int]]:
+        """Per running NodeManager, its containers' ids and memory (MB)."""
+        out: dict[int, dict[str, int]] = {}
+        for part in self.command("containers").split():
+            nm, _, listed = part.partition("=")
+            out[int(nm[2:])] = {c.split(":")[0]: int(c.split(":")[1]) for c in listed.split(",") if c}
+        return out
+
+    def stop_nodemanager(self, i: int) -> None:
+        """As a node's loss looks to YARN: the NodeManager stops its containers (SIGTERM to each
+        container's process group, SIGKILL 250 ms later) and stops heartbeating."""
+        self.command(f"stop-nodemanager {i}")
+
+    def exists(self, path: str) -> bool:
+        return self.command(f"exists {path}") == "true"
+
+    def env(self) -> dict[str, str]:
+        """What spark-submit --master yarn needs in its environment."""
+        return {"HADOOP_CONF_DIR": self.conf_dir, "JAVA_HOME": java_home()}
+
+    def container_logs(self) -> list[str]:
+        """Every container log file (stdout, stderr) the NodeManagers wrote."""
+        found = []
+        for top, _dirs, files in os.walk(os.path.join(self.root, "yarn")):
+            if os.path.basename(os.path.dirname(top)).startswith("application_"):
+                found += [os.path.join(top, f) for f in files]
+        return found
+
+    def save_logs(self, dest: str) -> None:
+        """Copies the containers' logs to `dest` (the cluster's folder goes with `stop`)."""
+        for path in self.container_logs():
+            target = os.path.join(dest, *path.split(os.sep)[-3:])
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(path, target)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+        self._log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
