@@ -62,24 +62,41 @@ def _spelled(draw: st.DrawFn, key: ConfKey, n: int) -> str:
     return prefix + sign + number + draw(st.sampled_from(BLANKS[:3])) + _case(unit, draw)
 
 
+def near_bounds(key: ConfKey) -> list[int]:
+    """Values (in the key's unit) at, just inside and just outside its bounds, and a few usual ones."""
+    assert key.bounds is not None
+    low, high = key.bounds
+    near = [low - 1, low, low + 1, high - 1, high, 0, 1, -1, 1000, 60_000]
+    return near + [high + 1] if high < INT64_MAX else near
+
+
+def spellings(key: ConfKey, n: int) -> list[str]:
+    """Every way to write `n` (in the key's unit) with one unit, and bare."""
+    sign = "-" if n < 0 else ""
+    ms_units = {u: size // 1000 for u, size in UNIT_US.items() if size >= 1000}
+    table = {Kind.SIZE: UNIT_BYTES, Kind.DURATION: ms_units}.get(key.kind, {})
+    out = [f"{sign}{abs(n)}", f"+{n}" if n >= 0 else f"{n}"]
+    out += [f"{sign}{abs(n) // size}{unit}" for unit, size in table.items() if size and abs(n) % size == 0]
+    return out
+
+
 @st.composite
 def conf_texts(draw: st.DrawFn, key: ConfKey) -> str:
     """A conf string for an integral key (duration, size, int): near its bounds, spelled in any
     unit, off words, bare numbers, and strings that are almost values."""
-    assert key.kind in INTEGRAL and key.bounds is not None
-    low, high = key.bounds
-    near = [low - 1, low, low + 1, high - 1, high, 0, 1, -1, 1000, 60_000]
-    if high < INT64_MAX:
-        near.append(high + 1)
-    n = draw(st.one_of(st.sampled_from(near), st.integers(-(10**6), 10**10), st.integers(0, 2**70)))
+    assert key.kind in INTEGRAL
+    near = near_bounds(key)
+    pick = draw(st.integers(0, 3))  # mostly at the bounds, where a difference would be
+    n = draw(st.sampled_from(near) if pick < 2 else st.integers(-(10**6), 10**10) if pick == 2
+             else st.integers(0, 2**70))
     form = draw(st.integers(0, 9))
-    if form <= 4:
+    if form <= 5:
         text = draw(_spelled(key, n))
-    elif form == 5:
-        text = _case(draw(st.sampled_from(OFF_WORDS + ("of", "offf", "no"))), draw)
     elif form == 6:
         text = str(n)  # a bare number
     elif form == 7:
+        text = _case(draw(st.sampled_from(OFF_WORDS + ("of", "offf", "no"))), draw)
+    elif form == 8:
         text = draw(st.sampled_from(["1_000", "5.0", "1e3", "0x10", "--5", "5 5", "1.5g", "m", "5 parsecs",
                                      "1 month", "1h30m", "1 hour -30 minutes", "0.0", ".5h", "5.", "0.1ms"]))
     else:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.conf_strategies import conf_texts
+from tests.conf_strategies import conf_texts, near_bounds, spellings
 from tests.jvm_hooks import HookSession, run_hook, spark_jars
 
 from ttlstate.config import keys as K
@@ -185,20 +185,34 @@ def key_cases() -> Iterator[HookSession]:
         yield hook
 
 
-@settings(max_examples=400, deadline=None)
+def _python_reads(key: K.ConfKey, text: str) -> str:
+    """What the hook answers when the shim reads `text` as Python does: the value (or off, or "-"
+    when it is not one), then what the shim uses (the key's default for "-"; -1 for off)."""
+    try:
+        value = key.parse(text)
+        read = "off" if value is None else str(value)
+    except ConfError:
+        read = "-"
+    default = key.parse(key.default)
+    used = ("-1" if default is None else str(default)) if read == "-" else "-1" if read == "off" else read
+    return f"{read}|{used}"
+
+
+def test_the_shim_and_python_take_the_same_values_at_every_keys_bounds(key_cases: HookSession) -> None:
+    """Each number key at, inside and outside its bounds, in every unit that writes it exactly."""
+    cases = [(key, text) for key in INTEGRAL_KEYS for n in near_bounds(key) for text in spellings(key, n)]
+    assert len(cases) > 300
+    answers = [key_cases.ask(f"{key.key}|{text}") for key, text in cases]
+    assert answers == [_python_reads(key, text) for key, text in cases]
+
+
+@pytest.mark.parametrize("key", INTEGRAL_KEYS, ids=[k.suffix for k in INTEGRAL_KEYS])
+@settings(max_examples=80, deadline=None)
 @given(data=st.data())
-def test_the_shim_reads_every_number_key_as_python_does(key_cases: HookSession, data: st.DataObject) -> None:
+def test_the_shim_reads_every_number_key_as_python_does(key_cases: HookSession, key: K.ConfKey,
+                                                      data: st.DataObject) -> None:
     """Durations, sizes and ints near each key's bounds, in every unit and spelling (and strings
     that are almost values): the shim takes exactly the values Python takes, as the same number
     (or off), and falls back to the key's default for the others."""
-    key = data.draw(st.sampled_from(INTEGRAL_KEYS))
     text = data.draw(conf_texts(key))
-    try:
-        value = key.parse(text)
-        expected = "off" if value is None else str(value)
-    except ConfError:
-        expected = "-"
-    default = key.parse(key.default)
-    effective = str(-1 if default is None else default) if expected == "-" else (
-        "-1" if expected == "off" else expected)
-    assert key_cases.ask(f"{key.key}|{text}") == f"{expected}|{effective}", (key.suffix, text)
+    assert key_cases.ask(f"{key.key}|{text}") == _python_reads(key, text), (key.suffix, text)
