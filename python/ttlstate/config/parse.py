@@ -1,7 +1,8 @@
-"""Parsers for Spark-style conf values.
+"""The grammar of Spark-style conf values: durations, sizes, integers, booleans, enum names.
 
 Every parser raises `ConfError` naming the key, the offending value and what is allowed,
-because a bad value must fail the query at start with a message a user can act on.
+because a bad value must fail the query at start with a message a user can act on. A key's
+bounds and its allowed text are its ConfKey's (conf_key.py), which calls these.
 """
 
 from __future__ import annotations
