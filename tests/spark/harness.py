@@ -50,9 +50,33 @@ EVENT_STEPS = [
 ]
 
 
+# Spark-submit's own properties of the driver JVM (how it was launched: its jars are on the driver's
+# class path for good, and a later context must keep giving them to its executors).
+_LAUNCH_PROPERTIES = ("spark.jars", "spark.repl.local.jars", "spark.app.submitTime")
+
+
+def forget_earlier_sessions() -> None:
+    """Drop, from a driver JVM that is already running, the confs of the session that launched it.
+
+    PySpark launches the driver JVM through spark-submit with the first session's confs as
+    `--conf`, which become the JVM's `spark.*` system properties; every later `SparkConf()` of the
+    process loads them. A test module's session would then inherit an earlier module's options
+    (its `ttl="5s"`, say) whenever it does not set them itself."""
+    from pyspark import SparkContext
+
+    jvm = SparkContext._jvm
+    if jvm is None:  # this session launches the JVM: its confs are its own
+        return
+    for key in list(jvm.System.getProperties().stringPropertyNames()):
+        if key.startswith("spark.") and key not in _LAUNCH_PROPERTIES and not key.startswith("spark.submit."):
+            jvm.System.clearProperty(key)
+
+
 def session(master: str = "local[2]", confs: dict[str, str] | None = None,
             **ttl_options: object) -> SparkSession:
-    """A test session on ttlstate (`configure(**ttl_options)`), with extra Spark `confs`."""
+    """A test session on ttlstate (`configure(**ttl_options)`), with extra Spark `confs` and no
+    other module's (`forget_earlier_sessions`)."""
+    forget_earlier_sessions()
     builder = (SparkSession.builder.master(master).appName("ttlstate-tests")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.ui.enabled", "false")

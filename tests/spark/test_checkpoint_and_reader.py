@@ -9,7 +9,7 @@ import psutil
 import pytest
 from pyspark.sql import functions as F
 
-from tests.spark.harness import TTLSTATE, Run, our_server_processes, poll_until, run_steps, session
+from tests.spark.harness import TTLSTATE, Run, our_server_processes, poll_until, session
 from ttlstate.config import keys as K
 
 pytestmark = pytest.mark.spark
@@ -57,16 +57,34 @@ def test_checkpoint_layout_reader_retention_restore_and_shutdown() -> None:
     spark = session()
     try:
         spark.conf.set("spark.sql.streaming.minBatchesToRetain", "3")
-        confs = {K.SNAPSHOT_INTERVAL.key: "2"}
-        run = run_steps(spark, TTLSTATE, agg, SCHEMA, _steps(8), restart_after=4, output_mode="update",
-                        confs=confs)
+        run = Run(spark, TTLSTATE, agg, SCHEMA, "update", {K.SNAPSHOT_INTERVAL.key: "2"})
         store_dir = os.path.join(run.checkpoint, "state", "0", "0")
-        # Maintenance runs every second in the background: wait (bounded) for a snapshot and cleanup.
+
         def listing() -> tuple[list[str], list[str], list[int]]:
             files = sorted(f for f in os.listdir(store_dir) if not f.startswith("."))
             ours = [f for f in files if f.endswith((".changelog", ".snapshot"))]
             return files, ours, sorted({int(f.split(".")[0]) for f in ours})
-        poll_until(lambda: listing()[2][0] > 1, 30)
+
+        def snapshots() -> set[int]:
+            return {int(f.split(".")[0]) for f in listing()[1] if f.endswith(".snapshot")}
+
+        # Maintenance (every second, harness.session) runs only for the stores of a running query (a
+        # stopped query's are unloaded without it), and cleanup deletes older files only below a
+        # snapshot the store's writer made or loaded (restore_plan.deletable_files). So, while the
+        # restarted query runs: wait (bounded) for its snapshot of version 5 or 6, then, at version 8,
+        # for the cleanup of the versions before it (3 are kept: 6, 7 and 8).
+        run.start()
+        try:
+            for i, rows in enumerate(_steps(8)):
+                if i == 4:  # a restart in the middle
+                    run.stop()
+                    run.start()
+                run.step(rows)
+                if i == 5:
+                    assert poll_until(lambda: bool(snapshots() & {5, 6}), 60), f"no snapshot: {listing()[0]}"
+            assert poll_until(lambda: listing()[2][0] > 1, 60), f"nothing cleaned: {listing()[0]}"
+        finally:
+            run.stop()
         files, ours, versions = listing()
         assert any(f.endswith(".snapshot") for f in ours), files
         assert "_metadata" in files  # Spark's own files sit beside ours, untouched

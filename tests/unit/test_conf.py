@@ -202,9 +202,10 @@ def test_durations_are_written_back_in_the_largest_exact_unit(ms: int | None, te
         assert parse_duration_ms("k", text) == ms
 
 
-@pytest.mark.parametrize("value,ms", [("off", None), ("OFF", None), ("10ms", 10), ("1s", 1000)])
+@pytest.mark.parametrize("value,ms", [("off", None), ("OFF", None), ("none", None), ("", None), ("10ms", 10),
+                                      ("1s", 1000)])
 def test_real_time_clock_interval_is_off_or_a_duration_of_at_least_10ms(value: str, ms: int | None) -> None:
-    from ttlstate.config.store_config import real_time_clock_interval_ms
-
     store_config_from_confs({K.REAL_TIME_CLOCK_INTERVAL.key: value})
-    assert real_time_clock_interval_ms(value) == ms
+    assert K.REAL_TIME_CLOCK_INTERVAL.parse(value) == ms
+    with pytest.raises(ConfError, match="at least 10ms"):
+        K.REAL_TIME_CLOCK_INTERVAL.parse("9ms")

@@ -150,8 +150,11 @@ def test_durations_take_a_unit_or_a_timedelta() -> None:
         C.settings(ttl=timedelta(microseconds=1500))
     with pytest.raises(ValueError, match="positive"):
         C.settings(ttl=timedelta(0))
-    with pytest.raises(TypeError, match="ttl must be a duration"):
+    with pytest.raises(TypeError, match=r"ttl=True: a bool is not a duration; allowed off, or a duration"):
         C.settings(ttl=True)
+    with pytest.raises(ValueError, match=r"ttl=0: 0 is not a duration of this option"):
+        C.settings(ttl=0)
+    assert C.settings(periodic_compaction=timedelta(0))[K.FILTER_PERIODIC_COMPACTION.key] == "0ms"
 
 
 def test_clock_options() -> None:
@@ -223,16 +226,40 @@ def test_old_python_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_every_conf_key_has_a_configure_option_documented() -> None:
-    by_option = set(C._OPTION_KEYS.values()) | {K.OPERATOR_TTL, K.OPERATOR_NAME_TTL}  # operator_ttl={...}
+    by_option = set(C.OPTION_KEYS.values()) | {K.OPERATOR_TTL, K.OPERATOR_NAME_TTL}  # operator_ttl={...}
     assert by_option == set(K.ALL_KEYS)
     assert all(k.option for k in K.ALL_KEYS)
-    assert all(name in C.configure.__doc__ for name in C._OPTION_KEYS)  # type: ignore[operator]
+    assert all(name in C.configure.__doc__ for name in C.OPTION_KEYS)  # type: ignore[operator]
     # The configuration reference's table (kept up to date by test_docs) names each option.
     from ttlstate.docs.tables import conf_table
 
     table = conf_table()
-    assert all(f"`{name}`" in table for name in C._OPTION_KEYS)
+    assert all(f"`{name}`" in table for name in C.OPTION_KEYS)
     assert 'operator_ttl={"dedupe"' in table and "operator_ttl={3" in table
+
+
+def test_python_values_are_taken_by_the_keys_kind_and_others_refused_naming_option_value_allowed() -> None:
+    """configure()'s coercion comes from each key's kind: a bool for a bool key, an int for an
+    int or a size, a float for a number, the Enum member for an enum, os.PathLike for a path."""
+    import pathlib
+
+    from ttlstate.config.keys import UpdateType
+
+    confs = C.settings(full_snapshot=False, workers=3, cache_max_bytes=1 << 20,
+                       memory_write_buffer_ratio=0.25, update_type=UpdateType.ON_READ_AND_WRITE,
+                       python=pathlib.Path(sys.executable))
+    assert confs[K.FULL_SNAPSHOT.key] == "false" and confs[K.WORKERS.key] == "3"
+    assert confs[K.CACHE_MAX_BYTES.key] == str(1 << 20) and confs[K.MEMORY_WRITE_BUFFER_RATIO.key] == "0.25"
+    assert confs[K.UPDATE_TYPE.key] == "OnReadAndWrite" and confs[K.PYTHON.key] == sys.executable
+    for option, value in (("workers", True), ("workers", 2.0), ("full_snapshot", 1), ("update_type", 3),
+                          ("snapshot_layout", UpdateType.ON_READ_AND_WRITE),
+                          ("memory_write_buffer_ratio", True)):
+        with pytest.raises(TypeError) as e:
+            C.settings(**{option: value})
+        key = C.OPTION_KEYS[option]
+        assert f"{option}={value!r}" in str(e.value) and f"allowed {key.allowed}" in str(e.value)
+    with pytest.raises(ConfError, match=r"Invalid value '2000' for conf .*workers.*integer from 0 to 1024"):
+        C.settings(workers=2000)
 
 
 def test_ttl_off_is_said_once_at_info(caplog: pytest.LogCaptureFixture) -> None:

@@ -5,11 +5,17 @@ from __future__ import annotations
 import glob
 import json
 import os
+from collections.abc import Iterator
 
 import pytest
-from tests.jvm_hooks import run_hook, spark_jars
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.conf_strategies import conf_texts, near_bounds, spellings
+from tests.jvm_hooks import HookSession, run_hook, spark_jars
 
 from ttlstate.config import keys as K
+from ttlstate.config.conf_key import INTEGRAL
+from ttlstate.config.parse import ConfError
 from ttlstate.server import protocol as P
 from ttlstate.store.metric_names import ALL_METRICS
 
@@ -37,6 +43,15 @@ def test_native_protocol_constants_match() -> None:
 def test_conf_keys_match(scala: dict) -> None:
     assert scala["confPrefix"] == K.PREFIX
     assert scala["confSuffixes"] == [k.suffix for k in K.ALL_KEYS]
+
+
+def test_every_keys_kind_bounds_default_and_allowed_text_match(scala: dict) -> None:
+    """The shim's ConfKeys.Spec of every key, as the compiled jar holds it, is Python's ConfKey."""
+    from ttlstate.codegen.facts import conf_spec
+
+    python = [{**conf_spec(k), "bounds": list(k.bounds) if k.bounds else None} for k in K.ALL_KEYS]
+    assert scala["confSpecs"] == python
+    assert scala["offWords"] == list(K.OFF_WORDS)
 
 
 def test_metric_names_and_kinds_match(scala: dict) -> None:
@@ -114,7 +129,7 @@ def test_conf_values_the_shim_reads_are_parsed_as_python_parses_them() -> None:
     and forms it refuses (bare numbers, negatives, months, unknown units, zero)."""
     import random
 
-    from ttlstate.config.parse import CALENDAR_UNITS, UNIT_US, ConfError, parse_bytes, parse_duration_ms
+    from ttlstate.config.parse import CALENDAR_UNITS, UNIT_US, parse_bytes, parse_duration_ms
 
     rnd = random.Random(20261124)
     size_units = ["", "b", "k", "kb", "m", "mb", "g", "gb", "t", "ms", "s", "Kb", "x"]
@@ -148,7 +163,7 @@ def test_conf_values_the_shim_reads_are_parsed_as_python_parses_them() -> None:
 
     def python(kind: str, value: str) -> str:
         try:
-            parsed = parse_bytes("k", value, minimum=0) if kind == "size" else parse_duration_ms("k", value)
+            parsed = parse_bytes("k", value) if kind == "size" else parse_duration_ms("k", value)
         except ConfError:
             return "-"
         return str(parsed)
@@ -158,3 +173,46 @@ def test_conf_values_the_shim_reads_are_parsed_as_python_parses_them() -> None:
     kinds = [c[0] for c in cases]
     assert sum(e != "-" for k, e in zip(kinds, expected, strict=True) if k == "duration") > 200
     assert out.split("\n")[:-1] == expected
+
+
+# The keys whose values are numbers in a unit: the shim reads its own with the same generic reader.
+INTEGRAL_KEYS = [k for k in K.ALL_KEYS if k.kind in INTEGRAL and "<" not in k.suffix]
+
+
+@pytest.fixture(scope="module")
+def key_cases() -> Iterator[HookSession]:
+    with HookSession("ConfKeyCases") as hook:
+        yield hook
+
+
+def _python_reads(key: K.ConfKey, text: str) -> str:
+    """What the hook answers when the shim reads `text` as Python does: the value (or off, or "-"
+    when it is not one), then what the shim uses (the key's default for "-"; -1 for off)."""
+    try:
+        value = key.parse(text)
+        read = "off" if value is None else str(value)
+    except ConfError:
+        read = "-"
+    default = key.parse(key.default)
+    used = ("-1" if default is None else str(default)) if read == "-" else "-1" if read == "off" else read
+    return f"{read}|{used}"
+
+
+def test_the_shim_and_python_take_the_same_values_at_every_keys_bounds(key_cases: HookSession) -> None:
+    """Each number key at, inside and outside its bounds, in every unit that writes it exactly."""
+    cases = [(key, text) for key in INTEGRAL_KEYS for n in near_bounds(key) for text in spellings(key, n)]
+    assert len(cases) > 300
+    answers = [key_cases.ask(f"{key.key}|{text}") for key, text in cases]
+    assert answers == [_python_reads(key, text) for key, text in cases]
+
+
+@pytest.mark.parametrize("key", INTEGRAL_KEYS, ids=[k.suffix for k in INTEGRAL_KEYS])
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_the_shim_reads_every_number_key_as_python_does(key_cases: HookSession, key: K.ConfKey,
+                                                      data: st.DataObject) -> None:
+    """Durations, sizes and ints near each key's bounds, in every unit and spelling (and strings
+    that are almost values): the shim takes exactly the values Python takes, as the same number
+    (or off), and falls back to the key's default for the others."""
+    text = data.draw(conf_texts(key))
+    assert key_cases.ask(f"{key.key}|{text}") == _python_reads(key, text), (key.suffix, text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ttlstate.config import keys as K
-from ttlstate.config import parse, store_config
+from ttlstate.config import parse
 from ttlstate.server import protocol
 from ttlstate.store import metric_names
 from ttlstate.ttl import ttl_value
@@ -21,16 +21,17 @@ def protocol_constants() -> dict[str, int]:
     return protocol.constants()
 
 
-def conf_keys() -> list[NamedKey]:
-    """Every key of ALL_KEYS whose suffix is a name (not a pattern such as operator.<id>.ttl)."""
+def conf_keys(patterns: bool = False) -> list[NamedKey]:
+    """Every key of ALL_KEYS whose suffix is a name, and with `patterns` also those whose suffix is
+    a pattern (operator.<operatorId>.ttl)."""
     names = {id(v): n for n, v in vars(K).items() if isinstance(v, K.ConfKey)}
-    return [NamedKey(names[id(k)], k) for k in K.ALL_KEYS if "<" not in k.suffix]
+    return [NamedKey(names[id(k)], k) for k in K.ALL_KEYS if patterns or "<" not in k.suffix]
 
 
-def conf_minimums_ms() -> dict[str, int]:
-    """Lower bounds the shim applies itself before the server validates the value."""
-    return {"MIN_REQUEST_TIMEOUT_MS": store_config.MIN_REQUEST_TIMEOUT_MS,
-            "MIN_REAL_TIME_CLOCK_INTERVAL_MS": store_config.MIN_REAL_TIME_CLOCK_INTERVAL_MS}
+def conf_spec(k: K.ConfKey) -> dict[str, object]:
+    """What the shim's `ConfKeys.Spec` of `k` holds (and the cross-language test compares)."""
+    return {"key": k.key, "kind": k.kind.value, "default": k.default, "bounds": k.bounds,
+            "exclusive": k.exclusive, "off": k.off, "choices": list(k.choice_values), "allowed": k.allowed}
 
 
 def metrics() -> list[tuple[str, metric_names.MetricName]]:
@@ -40,4 +41,5 @@ def metrics() -> list[tuple[str, metric_names.MetricName]]:
 
 UNIT_US = parse.UNIT_US
 UNIT_BYTES = parse.UNIT_BYTES
+OFF_WORDS = K.OFF_WORDS
 TIMESTAMP_SIZE = ttl_value.TIMESTAMP_SIZE

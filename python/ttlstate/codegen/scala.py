@@ -29,12 +29,25 @@ def _scala_map(table: dict[str, int]) -> str:
     return "Map(" + ", ".join(f"{_str(k)} -> {v}L" for k, v in table.items()) + ")"
 
 
+def _bool(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def _spec(named: facts.NamedKey) -> str:
+    k = named.key
+    key = named.name if "<" not in k.suffix else "PREFIX + " + _str(k.suffix)
+    bounds = f"Some(({k.bounds[0]}L, {k.bounds[1]}L))" if k.bounds else "None"
+    choices = "Seq(" + ", ".join(_str(c) for c in k.choice_values) + ")"
+    return (f"Spec({key}, {_str(k.kind.value)}, {_str(k.default)}, {bounds}, {_bool(k.exclusive)}, "
+            f"{_bool(k.off)}, {choices}, {_str(k.allowed)})")
+
+
 def conf_keys() -> str:
     from ttlstate.config import keys as K
 
     out = [HEADER.format(source="python/ttlstate/config/keys.py"), "package ttlstate.conf\n\n",
-           "/** ttlstate's conf keys and their defaults (as strings: the shim parses the few it reads\n"
-           " *  with ConfValues, the state server validates them all). */\n",
+           "/** ttlstate's conf keys, their defaults (as strings) and what each takes (`Spec`): the shim\n"
+           " *  parses the few it reads with ConfValues, the state server validates them all. */\n",
            "object ConfKeys {\n",
            f"  val PREFIX = {_str(K.PREFIX)}\n",
            "  val SUFFIXES: Seq[String] = Seq(\n    " +
@@ -42,9 +55,20 @@ def conf_keys() -> str:
     for named in facts.conf_keys():
         out.append(f"  val {named.name}: String = PREFIX + {_str(named.key.suffix)}\n")
         out.append(f"  val {named.name}_DEFAULT = {_str(named.key.default)}\n")
-    out.append("\n")
-    for name, value in facts.conf_minimums_ms().items():
-        out.append(f"  val {name} = {value}L\n")
+    out.append(
+        "\n  /** What a key takes (python/ttlstate/config/conf_key.py): its kind (duration: in ms, size:\n"
+        "   *  in bytes, int, number, bool, enum, path), its bounds in that unit where it has them\n"
+        "   *  (`exclusive`: the bounds themselves are not allowed), whether it may be off (OFF_WORDS),\n"
+        "   *  its enum choices, and what the error messages say is allowed. */\n"
+        "  final case class Spec(key: String, kind: String, default: String, bounds: Option[(Long, Long)],\n"
+        "      exclusive: Boolean, off: Boolean, choices: Seq[String], allowed: String)\n\n")
+    out.append("  val SPECS: Seq[Spec] = Seq(\n    "
+               + ",\n    ".join(_spec(n) for n in facts.conf_keys(patterns=True)) + ")\n\n")
+    out.append("  /** The Spec of a named key (full key, as the vals above). */\n"
+               "  def spec(key: String): Spec = SPECS.find(_.key == key)\n"
+               "    .getOrElse(throw new IllegalArgumentException(s\"no ttlstate conf key $key\"))\n\n")
+    out.append("  /** What means \"off\" in a key that may be off (any case, blanks around ignored). */\n")
+    out.append("  val OFF_WORDS: Seq[String] = Seq(" + ", ".join(_str(w) for w in facts.OFF_WORDS) + ")\n")
     out.append("\n  /** Duration units to microseconds, and size units to bytes (\"\": a bare number). */\n")
     out.append(f"  val UNIT_US: Map[String, Long] = {_scala_map(facts.UNIT_US)}\n")
     out.append(f"  val UNIT_BYTES: Map[String, Long] = {_scala_map(facts.UNIT_BYTES)}\n")

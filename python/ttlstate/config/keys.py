@@ -1,4 +1,4 @@
-"""Every conf key of ttlstate, defined once.
+"""Every conf key of ttlstate, defined once: with its default, doc, kind and bounds (conf_key.py).
 
 Only SQL confs that start with `spark.sql.streaming.stateStore.` reach a provider on the
 executors, so all keys live under `spark.sql.streaming.stateStore.ttlstate.`. The Scala
@@ -9,10 +9,11 @@ configuration reference (`docs/configuration.md`) is up to date.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 
-PREFIX = "spark.sql.streaming.stateStore.ttlstate."
+from ttlstate.config.conf_key import OFF_WORDS, PREFIX, ConfKey, Kind
+from ttlstate.config.parse import INT64_MAX
+
 PROVIDER_CLASS_KEY = "spark.sql.streaming.stateStore.providerClass"
 PROVIDER_CLASS = "ttlstate.spark.TtlStateStoreProvider"
 
@@ -45,37 +46,21 @@ class SnapshotLayout(Enum):
     RECORDS = "records"
 
 
-@dataclass(frozen=True)
-class ConfKey:
-    suffix: str
-    default: str
-    allowed: str
-    doc: str
-    option: str = ""  # its keyword argument of `ttlstate.configure` (docs/configuration.md)
+__all__ = ["OFF_WORDS", "PREFIX", "ConfKey", "Kind"]  # with the keys below
 
-    @property
-    def key(self) -> str:
-        return PREFIX + self.suffix
-
-
-def _enum_allowed(e: type[Enum]) -> str:
-    return ", ".join(m.value for m in e)
-
-
-TTL = ConfKey("ttl", "off", "off, or a duration with its unit: 500ms, 10s, 30m, 1.5h, 2d, or in Spark's "
-              "interval syntax: '10 minutes', 'interval 1 hour' (a bare number is refused: it has no unit)",
-              "Time to live of a state entry since its last access (per UpdateType). "
+# Keys are written ConfKey(suffix, default, doc, kind, option=..., bounds...): see conf_key.py.
+TTL = ConfKey("ttl", "off", "Time to live of a state entry since its last access (per UpdateType). "
               "`off` disables TTL.",
-              option="ttl")
-UPDATE_TYPE = ConfKey("updateType", UpdateType.ON_CREATE_AND_WRITE.value, _enum_allowed(UpdateType),
+              Kind.DURATION, option="ttl", off=True,
+              examples=("500ms", "10s", "30m", "1.5h", "2d", "'10 minutes'", "'interval 1 hour'"))
+UPDATE_TYPE = ConfKey("updateType", UpdateType.ON_CREATE_AND_WRITE.value,
                       "Which accesses refresh an entry's timestamp (Flink's UpdateType).",
-                      option="update_type")
+                      Kind.ENUM, option="update_type", choices=UpdateType)
 STATE_VISIBILITY = ConfKey("stateVisibility", StateVisibility.NEVER_RETURN_EXPIRED.value,
-                           _enum_allowed(StateVisibility),
                            "Whether an expired entry that is still stored may be returned once "
                            "(Flink's StateVisibility).",
-                           option="state_visibility")
-TIME_SOURCE = ConfKey("timeSource", TimeSource.BATCH_TIMESTAMP.value, _enum_allowed(TimeSource),
+                           Kind.ENUM, option="state_visibility", choices=StateVisibility)
+TIME_SOURCE = ConfKey("timeSource", TimeSource.BATCH_TIMESTAMP.value,
                       "The clock TTL counts (docs/clocks.md). `batchTimestamp`: the micro-batch's "
                       "timestamp from the offset log (processing time; an outage counts in full). "
                       "`watermark`: the batch's event-time watermark from the offset log (event "
@@ -83,67 +68,69 @@ TIME_SOURCE = ConfKey("timeSource", TimeSource.BATCH_TIMESTAMP.value, _enum_allo
                       "processing time that runs only while the query runs: a gap between two "
                       "batches counts at most `clock.maxGap`. `wallClock`: the executor's clock "
                       "(not deterministic).",
-                      option="time_source")
-CLOCK_MAX_GAP = ConfKey("clock.maxGap", "10m", "a duration with its unit, at least 1s: 5m, 10m, 1h",
+                      Kind.ENUM, option="time_source", choices=TimeSource)
+# Below a second it would stop the clock between ordinary batches.
+CLOCK_MAX_GAP = ConfKey("clock.maxGap", "10m",
                         "`activeTime` only: the most a gap between two consecutive batches adds to "
                         "the clock, so an outage (or an idle stream) counts at most this much. Keep "
                         "it above the trigger interval plus a batch's duration.",
-                        option="clock_max_gap")
-READER_INCLUDE_EXPIRED = ConfKey("reader.includeExpired", "false", "true, false",
+                        Kind.DURATION, option="clock_max_gap", minimum=1000, examples=("5m", "10m", "1h"))
+READER_INCLUDE_EXPIRED = ConfKey("reader.includeExpired", "false",
                                  "The state data source (`spark.read.format(\"statestore\")`) "
                                  "returns a batch's entries as the query saw them: with the TTL "
                                  "the checkpoint recorded, at that batch's time. `true` returns "
                                  "the entries expired then too (those not yet removed).",
-                                 option="reader_include_expired")
-FULL_SNAPSHOT = ConfKey("cleanup.fullSnapshot", "true", "true, false",
+                                 Kind.BOOL, option="reader_include_expired")
+FULL_SNAPSHOT = ConfKey("cleanup.fullSnapshot", "true",
                         "Write record snapshots without the entries expired at the snapshot's "
                         "batch time. SST snapshots (`snapshot.layout=sst`) are the local DB's "
                         "files as they are, as Flink's full-snapshot cleanup does not apply to "
                         "incremental checkpoints: there the compaction filter removes them.",
-                        option="full_snapshot")
-INCREMENTAL_SIZE = ConfKey("cleanup.incremental.size", "1000", "an integer >= 0 (0 = off)",
+                        Kind.BOOL, option="full_snapshot")
+INCREMENTAL_SIZE = ConfKey("cleanup.incremental.size", "1000",
                            "Entries the incremental cleanup cursor checks per trigger; expired "
                            "ones are deleted. On by default: the compaction filter never sees "
                            "entries still in the memtable.",
-                           option="incremental_size")
-INCREMENTAL_PER_RECORD = ConfKey("cleanup.incremental.perRecord", "false", "true, false",
+                           Kind.INT, option="incremental_size", minimum=0, maximum=INT64_MAX, zero="off")
+INCREMENTAL_PER_RECORD = ConfKey("cleanup.incremental.perRecord", "false",
                                  "Trigger incremental cleanup on every state access; otherwise "
                                  "once per batch, at commit.",
-                                 option="incremental_per_record")
-FILTER_ENABLED = ConfKey("cleanup.compactionFilter.enabled", "true", "true, false",
+                                 Kind.BOOL, option="incremental_per_record")
+FILTER_ENABLED = ConfKey("cleanup.compactionFilter.enabled", "true",
                          "Let RocksDB compaction drop expired entries (native engine only).",
-                         option="compaction_filter")
+                         Kind.BOOL, option="compaction_filter")
 FILTER_QUERY_TIME_AFTER = ConfKey("cleanup.compactionFilter.queryTimeAfterNumEntries", "1000",
-                                  "an integer >= 0",
                                   "The filter re-reads the clock after this many entries "
                                   "(Flink's queryTimeAfterNumEntries).",
-                                  option="query_time_after_num_entries")
+                                  Kind.INT, option="query_time_after_num_entries", minimum=0,
+                                  maximum=INT64_MAX)
 FILTER_PERIODIC_COMPACTION = ConfKey("cleanup.compactionFilter.periodicCompaction", "30d",
-                                     "a duration with its unit (7d, 12h), or 0 = off",
                                      "RocksDB periodic_compaction_seconds, so cold files reach "
                                      "the filter too.",
-                                     option="periodic_compaction")
+                                     Kind.DURATION, option="periodic_compaction", minimum=0, zero="off",
+                                     examples=("7d", "12h"))
 FILTER_COMPACT_EVERY = ConfKey("cleanup.compactionFilter.compactEvery", "0",
-                               "an integer >= 0 (0 = only RocksDB's own compactions)",
                                "Compact the whole local DB every this many commits, so the filter "
                                "also reaches entries still in the memtable (small states).",
-                               option="compact_every")
-ENGINE = ConfKey("engine", EngineKind.NATIVE.value, _enum_allowed(EngineKind),
+                               Kind.INT, option="compact_every", minimum=0, maximum=INT64_MAX,
+                               zero="only RocksDB's own compactions")
+ENGINE = ConfKey("engine", EngineKind.NATIVE.value,
                  "Storage engine. `native` has the compaction filter; `rocksdict` is the "
                  "portable fallback; `auto` prefers native and falls back with a warning.",
-                 option="engine")
-SNAPSHOT_INTERVAL = ConfKey("snapshotInterval", "10", "an integer >= 1",
+                 Kind.ENUM, option="engine", choices=EngineKind)
+SNAPSHOT_INTERVAL = ConfKey("snapshotInterval", "10",
                             "Write a full snapshot every this many versions (changelogs between).",
-                            option="snapshot_interval")
-SNAPSHOT_LAYOUT = ConfKey("snapshot.layout", SnapshotLayout.SST.value, _enum_allowed(SnapshotLayout),
+                            Kind.INT, option="snapshot_interval", minimum=1, maximum=INT64_MAX)
+SNAPSHOT_LAYOUT = ConfKey("snapshot.layout", SnapshotLayout.SST.value,
                           "What a snapshot is. `sst`: the local RocksDB's SST files, each uploaded "
                           "once and shared by later snapshots, so a snapshot costs the change since "
                           "the last one and a restore copies files instead of rebuilding them "
                           "(native engine). `records`: one engine-neutral file with the whole "
                           "state, rewritten at every snapshot, which `cleanup.fullSnapshot` "
                           "applies to (what the rocksdict engine always writes). Both read both.",
-                          option="snapshot_layout")
-PYTHON = ConfKey("python", "", "a path to a Python interpreter with ttlstate installed",
+                          Kind.ENUM, option="snapshot_layout", choices=SnapshotLayout)
+_INTERPRETER = " to a Python interpreter with ttlstate installed"
+PYTHON = ConfKey("python", "",
                  "Interpreter of the state server, needed only where PySpark's own setting is "
                  "not the one: by default the executors' Python as PySpark picks it, "
                  "`spark.pyspark.python` (a relative `./environment/bin/python` of an "
@@ -153,39 +140,39 @@ PYTHON = ConfKey("python", "", "a path to a Python interpreter with ttlstate ins
                  "(`localModePython`), then python3. Read when an executor starts its server "
                  "(first use), so a later query in the same JVM with another value uses the "
                  "running server.",
-                 option="python")
-LOCAL_MODE_PYTHON = ConfKey("localModePython", "", "a path to a Python interpreter with ttlstate installed",
+                 Kind.PATH, option="python", note=_INTERPRETER)
+LOCAL_MODE_PYTHON = ConfKey("localModePython", "",
                             "The driver's interpreter: the state server's in local mode only (the "
                             "executor is the driver's JVM) when neither `python`, "
                             "`spark.pyspark.python` nor PYSPARK_PYTHON is set, and the one the "
                             "checks at query start validate the confs with (after "
                             "`spark.pyspark.driver.python` and PYSPARK_DRIVER_PYTHON). `configure` "
                             "sets it to `sys.executable`; executors of a cluster never use it.",
-                            option="local_mode_python")
-WORKERS = ConfKey("workers", "0", "an integer >= 0 (0 = one per executor core)",
+                            Kind.PATH, option="local_mode_python", note=_INTERPRETER)
+WORKERS = ConfKey("workers", "0",
                   "Worker processes of the state server; stores are sharded over them. 0: the "
                   "executor's cores (local mode: its threads; otherwise the cores it was launched "
                   "with, else `spark.executor.cores`, else the processors the JVM sees). Each "
                   "worker is a process forked from the server's supervisor, sharing what it loaded "
                   "(interpreter, native library): about 9 MB (PSS) when idle, plus up to "
                   "`memory.maxBytes` of RocksDB.",
-                  option="workers")
-WRITE_BATCH_SIZE = ConfKey("writeBatchBytes", "262144", "an integer >= 1024",
+                  Kind.INT, option="workers", minimum=0, maximum=1024, zero="one per executor core")
+WRITE_BATCH_SIZE = ConfKey("writeBatchBytes", "262144",
                            "Bytes of pipelined puts/removes the shim buffers before sending.",
-                           option="write_batch_bytes")
-KEY_FILTER_MAX_KEYS = ConfKey("keyFilter.maxKeys", "10000000", "an integer >= 0 (0 = off)",
+                           Kind.INT, option="write_batch_bytes", minimum=1024, maximum=1 << 30)
+KEY_FILTER_MAX_KEYS = ConfKey("keyFilter.maxKeys", "10000000",
                               "Stores with at most this many keys keep a Bloom filter of their keys "
                               "in the executor JVM, so a read of a key the store does not have, such "
                               "as every new key of a deduplication, needs no round trip to the state "
                               "server. It grows with the store up to this many keys (3 to 8 bytes per "
                               "key), within the executor's keyFilter.maxBytes.",
-                              option="key_filter_max_keys")
-KEY_FILTER_MAX_BYTES = ConfKey("keyFilter.maxBytes", "128m", "a size such as 128m or 1g; 0 = off",
+                              Kind.INT, option="key_filter_max_keys", minimum=0, maximum=1 << 26, zero="off")
+KEY_FILTER_MAX_BYTES = ConfKey("keyFilter.maxBytes", "128m",
                                "Heap of the executor JVM all stores' key filters may take together. A "
                                "filter that would pass it gives up (its store's reads of absent keys "
                                "reach the state server again, with a warning in the executor log).",
-                               option="key_filter_max_bytes")
-READ_AHEAD_CHUNK_ROWS = ConfKey("readAhead.chunkRows", "1024", "an integer >= 0 (0 = off)",
+                               Kind.SIZE, option="key_filter_max_bytes", zero="off", examples=("128m", "1g"))
+READ_AHEAD_CHUNK_ROWS = ConfKey("readAhead.chunkRows", "1024",
                                 "Spark reads state one input row at a time, and a key neither the "
                                 "executor's cache nor the key filter answers costs a round trip to "
                                 "the state server. A deduplication (`dropDuplicates`) and the restore "
@@ -193,47 +180,50 @@ READ_AHEAD_CHUNK_ROWS = ConfKey("readAhead.chunkRows", "1024", "an integer >= 0 
                                 "fetch the state of their keys in one round trip. Needs "
                                 "`spark.sql.extensions` (which `configure` sets); read when a query "
                                 "plans its batches.",
-                                option="read_ahead_chunk_rows")
-MEMORY_MAX_BYTES = ConfKey("memory.maxBytes", "256m", "a size such as 256m or 1g, at least 16m",
-                          "Memory of RocksDB per state server worker process (native engine): one "
-                          "block cache shared by all of the worker's stores, which memtables are "
-                          "charged to as well (RocksDB's WriteBufferManager), as Spark's "
-                          "`boundedMemoryUsage`. The executor's total is this times the workers. "
-                          "Read when a worker opens its first store.",
-                          option="memory_max_bytes")
-MEMORY_WRITE_BUFFER_RATIO = ConfKey("memory.writeBufferRatio", "0.5", "a number in (0, 1)",
+                                Kind.INT, option="read_ahead_chunk_rows", minimum=0, maximum=1 << 20,
+                                zero="off")
+MEMORY_MAX_BYTES = ConfKey("memory.maxBytes", "256m",
+                           "Memory of RocksDB per state server worker process (native engine): one "
+                           "block cache shared by all of the worker's stores, which memtables are "
+                           "charged to as well (RocksDB's WriteBufferManager), as Spark's "
+                           "`boundedMemoryUsage`. The executor's total is this times the workers. "
+                           "Read when a worker opens its first store.",
+                           Kind.SIZE, option="memory_max_bytes", minimum=16 << 20, examples=("256m", "1g"))
+MEMORY_WRITE_BUFFER_RATIO = ConfKey("memory.writeBufferRatio", "0.5",
                                     "Share of `memory.maxBytes` that memtables (writes not yet "
                                     "flushed) may use; past it RocksDB flushes the largest.",
-                                    option="memory_write_buffer_ratio")
-CACHE_MAX_BYTES = ConfKey("cache.maxBytes", "64m", "a size such as 64m or 1g; 0 = off",
-                         "The executor's cross-batch cache of recently used state entries in the JVM, "
-                         "shared by all stores of the executor, the oldest evicted first unless in use "
-                         "(entries and index together stay within this many bytes of heap): a "
-                         "read of a hot key needs no round trip to the state server. Exact under TTL "
-                         "(it applies Flink's expiry rule itself); off for stores whose reads must "
-                         "all reach the server (ReturnExpiredIfNotCleanedUp, per-record incremental "
-                         "cleanup).",
-                         option="cache_max_bytes")
-REQUEST_TIMEOUT = ConfKey("requestTimeout", "5m", "a duration with its unit, at least 1s: 30s, 5m, 1h",
+                                    Kind.NUMBER, option="memory_write_buffer_ratio", minimum=0, maximum=1,
+                                    exclusive=True, examples=("0.5",))
+CACHE_MAX_BYTES = ConfKey("cache.maxBytes", "64m",
+                          "The executor's cross-batch cache of recently used state entries in the JVM, "
+                          "shared by all stores of the executor, the oldest evicted first unless in use "
+                          "(entries and index together stay within this many bytes of heap): a "
+                          "read of a hot key needs no round trip to the state server. Exact under TTL "
+                          "(it applies Flink's expiry rule itself); off for stores whose reads must "
+                          "all reach the server (ReturnExpiredIfNotCleanedUp, per-record incremental "
+                          "cleanup).",
+                          Kind.SIZE, option="cache_max_bytes", zero="off", examples=("64m", "1g"))
+# Below a second, a healthy server on a loaded machine could be taken for a hung one.
+REQUEST_TIMEOUT = ConfKey("requestTimeout", "5m",
                           "How long the shim waits for the state server with no sign of progress "
                           "before it gives up: no answer, no checkpoint callback, and a worker "
                           "process that uses no CPU (or is stopped). The server is then killed and "
                           "the task fails naming it; Spark's retry starts a new server. A slow but "
                           "working server (e.g. a long snapshot) is waited for.",
-                          option="request_timeout")
+                          Kind.DURATION, option="request_timeout", minimum=1000, examples=("30s", "5m", "1h"))
 REAL_TIME_CLOCK_INTERVAL = ConfKey(
-    "realTime.clockInterval", "off", "off, or a duration of at least 10ms: 100ms, 1s, 10s",
+    "realTime.clockInterval", "off",
     "Real-time Mode (`trigger(realTime=...)`): how often TTL's now advances inside one long "
     "batch, to the executor's wall clock (never below the batch timestamp, never backwards). "
     "`off`: now stays at the batch timestamp for the whole batch, i.e. the checkpoint interval "
     "(replay-deterministic, the micro-batch behaviour). See [Real-time Mode](real-time-mode.md).",
-    option="real_time_clock_interval")
+    Kind.DURATION, option="real_time_clock_interval", off=True, minimum=10, examples=("100ms", "1s", "10s"))
+# A pattern key's default is what the docs show for it: the key is unset unless given.
 OPERATOR_TTL = ConfKey("operator.<operatorId>.ttl", "(the global ttl)",
-                       "off, or a duration with its unit",
                        "TTL for one stateful operator, by operator id: the number of its "
                        "`<checkpoint>/state/<operatorId>` directory, listed with its name by "
                        "`ttlstate inspect`. Overrides `operator.<operatorName>.ttl` and `ttl`.",
-                       option="operator_ttl")
+                       Kind.DURATION, option="operator_ttl", off=True, examples=("10m", "1h"))
 
 # The names Spark 4.3's stateful operators report (`operatorName` in progress, and the state
 # metadata of the checkpoint), for those that run on a custom state store provider.
@@ -243,13 +233,13 @@ OPERATOR_NAMES: tuple[str, ...] = (
     "symmetricHashJoin", "globalLimit",
 )
 OPERATOR_NAME_TTL = ConfKey("operator.<operatorName>.ttl", "(the global ttl)",
-                            "off, or a duration with its unit; the name one of " + ", ".join(OPERATOR_NAMES),
                             "TTL for the stateful operators of this name, as progress reports it "
                             "(`operatorName`), e.g. `operator.dedupe.ttl`. A store finds its operator's "
                             "name in the checkpoint's state metadata when it opens; a name that "
                             "several operators of one query have fails the query (use their ids). "
                             "Overrides `ttl`.",
-                            option="operator_ttl")
+                            Kind.DURATION, option="operator_ttl", off=True, examples=("10m", "1h"),
+                            note="; the name one of " + ", ".join(OPERATOR_NAMES))
 
 ALL_KEYS: tuple[ConfKey, ...] = (
     TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, CLOCK_MAX_GAP, READER_INCLUDE_EXPIRED,

@@ -1,7 +1,8 @@
-"""Parsers for Spark-style conf values.
+"""The grammar of Spark-style conf values: durations, sizes, integers, booleans, enum names.
 
 Every parser raises `ConfError` naming the key, the offending value and what is allowed,
-because a bad value must fail the query at start with a message a user can act on.
+because a bad value must fail the query at start with a message a user can act on. A key's
+bounds and its allowed text are its ConfKey's (conf_key.py), which calls these.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ CALENDAR_UNITS = ("month", "months", "year", "years")
 # One `<number> <unit>` term of a duration: ASCII only, so every language reads it alike.
 _SPACE = " \t\n\r\f\x0b"
 _TERM_RE = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)[ \t\n\r\f\x0b]*([a-z]*)")
+# How durations are written, added to the message of a value that is not one.
+DURATION_SYNTAX = ("units ms, s, m/min, h, d, w and their names, singular or plural; or as Spark writes "
+                   "intervals: '10 seconds', 'interval 1 hour 30 minutes'")
 DURATION_ALLOWED = (
     "a duration with its unit, such as 500ms, 10s, 30m, 1.5h, 2d, or as Spark writes intervals: "
     "'10 seconds', '5 minutes', 'interval 1 hour 30 minutes' (units ms, s, m/min, h, d, w and "
@@ -128,59 +132,66 @@ def format_duration_ms(ms: int | None) -> str:
     return f"{ms}ms"
 
 
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
 UNIT_BYTES = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-               "g": 1 << 30, "gb": 1 << 30}
+              "g": 1 << 30, "gb": 1 << 30}
+_SIZE_RE = re.compile(r"([0-9]+)[ \t\n\r\f\x0b]*([a-z]*)")
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+SIZE_ALLOWED = "a size in bytes, or with a unit (k, m, g): 64m, 1g"
 
 
-def parse_bytes(key: str, value: str, *, minimum: int) -> int:
-    """Parse `256m` / `1g` / `65536` (Spark's binary units) into bytes, at least `minimum`."""
-    allowed = (f"a size such as 64m, 512m, 2g (units b, k, m, g; a bare number is bytes), "
-               f"at least {minimum}")
-    m = _SIZE_RE.match(str(value).lower())
+def strip_space(value: object) -> str:
+    """`value` as text without the ASCII blanks around it (the shim strips the same ones)."""
+    return str(value).strip(_SPACE)
+
+
+def parse_bytes(key: str, value: str, *, allowed: str = SIZE_ALLOWED) -> int:
+    """Parse `256m` / `1g` / `65536` (Spark's binary units, ASCII only) into bytes, at most int64."""
+    m = _SIZE_RE.fullmatch(strip_space(value).lower()) if str(value).isascii() else None
     if not m or m.group(2) not in UNIT_BYTES:
         raise ConfError(key, value, allowed)
     n = int(m.group(1)) * UNIT_BYTES[m.group(2)]
-    if not minimum <= n <= INT64_MAX:
+    if n > INT64_MAX:
         raise ConfError(key, value, allowed)
     return n
 
 
-def parse_fraction(key: str, value: str) -> float:
-    """A number strictly between 0 and 1."""
+def format_bytes(n: int) -> str:
+    """The largest unit that divides it: 16777216 -> `16m`, 1000 -> `1000`."""
+    for unit in ("g", "m", "k"):
+        if n >= UNIT_BYTES[unit] and n % UNIT_BYTES[unit] == 0:
+            return f"{n // UNIT_BYTES[unit]}{unit}"
+    return str(n)
+
+
+def parse_number(key: str, value: str, *, allowed: str) -> float:
     try:
-        f = float(str(value).strip())
+        return float(strip_space(value))
     except ValueError:
-        f = -1.0
-    if not 0.0 < f < 1.0:
-        raise ConfError(key, value, "a number strictly between 0 and 1, such as 0.5")
-    return f
+        raise ConfError(key, value, allowed) from None
 
 
-def parse_bool(key: str, value: str) -> bool:
-    v = str(value).strip().lower()
+def parse_bool(key: str, value: str, *, allowed: str = "true or false") -> bool:
+    v = strip_space(value).lower()
     if v in ("true", "1", "yes", "on"):
         return True
     if v in ("false", "0", "no", "off"):
         return False
-    raise ConfError(key, value, "true or false")
+    raise ConfError(key, value, allowed)
 
 
-def parse_int(key: str, value: str, *, minimum: int, maximum: int = INT64_MAX) -> int:
-    try:
-        n = int(str(value).strip())
-    except ValueError:
-        raise ConfError(key, value, f"an integer in [{minimum}, {maximum}]") from None
-    if not minimum <= n <= maximum:
-        raise ConfError(key, value, f"an integer in [{minimum}, {maximum}]")
-    return n
+def parse_int(key: str, value: str, *, allowed: str) -> int:
+    """An ASCII integer (`+5`, `-3`; not `1_000`, `5.0` or other scripts' digits, which the shim's
+    parser would not take either), however large: the key's bounds are checked by its caller."""
+    text = strip_space(value)
+    if not str(value).isascii() or not _INT_RE.fullmatch(text):
+        raise ConfError(key, value, allowed)
+    return int(text)
 
 
-def parse_enum(key: str, value: str, enum_type: type[E]) -> E:
+def parse_enum(key: str, value: str, enum_type: type[E], *, allowed: str) -> E:
     """Enum names are matched case-insensitively, as Spark does for its own enum confs."""
-    wanted = str(value).strip().lower()
+    wanted = strip_space(value).lower()
     for member in enum_type:
         if member.value.lower() == wanted:
             return member
-    allowed = ", ".join(m.value for m in enum_type)
-    raise ConfError(key, value, f"one of {allowed} (case-insensitive)")
+    raise ConfError(key, value, allowed)

@@ -8,23 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from ttlstate.config import keys as K
 from ttlstate.config.keys import EngineKind, StateVisibility, TimeSource, UpdateType
-from ttlstate.config.parse import (
-    ConfError,
-    UnknownConfKey,
-    parse_bool,
-    parse_bytes,
-    parse_duration_ms,
-    parse_enum,
-    parse_fraction,
-    parse_int,
-)
-
-# Below a second, a healthy server on a loaded machine could be taken for a hung one.
-MIN_REQUEST_TIMEOUT_MS = 1000
-# activeTime's bound on one gap between batches; below a second it would stop the clock between
-# ordinary batches.
-MIN_CLOCK_MAX_GAP_MS = 1000
-MIN_REAL_TIME_CLOCK_INTERVAL_MS = 10
+from ttlstate.config.parse import ConfError, UnknownConfKey
 
 
 @dataclass(frozen=True)
@@ -35,21 +19,22 @@ class IncrementalCleanup:
 
 @dataclass(frozen=True)
 class CompactionFilterCleanup:
-    query_time_after_num_entries: int = 1000
-    periodic_compaction_ms: int = 30 * 86_400_000
-    compact_every_commits: int = 0
+    query_time_after_num_entries: int = K.FILTER_QUERY_TIME_AFTER.default_value
+    periodic_compaction_ms: int = K.FILTER_PERIODIC_COMPACTION.default_value
+    compact_every_commits: int = K.FILTER_COMPACT_EVERY.default_value
 
 
 @dataclass(frozen=True)
 class TtlConfig:
-    """Flink's StateTtlConfig, in ttlstate's vocabulary. `ttl_ms=None` means TTL is off."""
+    """Flink's StateTtlConfig, in ttlstate's vocabulary. `ttl_ms=None` means TTL is off. The
+    defaults are the keys' but for TTL and incremental cleanup, both off here."""
 
     ttl_ms: int | None = None
-    update_type: UpdateType = UpdateType.ON_CREATE_AND_WRITE
-    visibility: StateVisibility = StateVisibility.NEVER_RETURN_EXPIRED
-    time_source: TimeSource = TimeSource.BATCH_TIMESTAMP
-    clock_max_gap_ms: int = 600_000  # activeTime: the most one gap between batches counts
-    full_snapshot: bool = True
+    update_type: UpdateType = K.UPDATE_TYPE.default_value
+    visibility: StateVisibility = K.STATE_VISIBILITY.default_value
+    time_source: TimeSource = K.TIME_SOURCE.default_value
+    clock_max_gap_ms: int = K.CLOCK_MAX_GAP.default_value  # activeTime: the most one gap counts
+    full_snapshot: bool = K.FULL_SNAPSHOT.default_value
     incremental: IncrementalCleanup | None = None
     compaction_filter: CompactionFilterCleanup | None = field(
         default_factory=CompactionFilterCleanup)
@@ -74,35 +59,19 @@ class TtlConfig:
 class MemoryConfig:
     """RocksDB memory of one worker process (all its stores), native engine."""
 
-    max_bytes: int = 256 << 20
-    write_buffer_ratio: float = 0.5
+    max_bytes: int = K.MEMORY_MAX_BYTES.default_value
+    write_buffer_ratio: float = K.MEMORY_WRITE_BUFFER_RATIO.default_value
 
 
 @dataclass(frozen=True)
 class StoreConfig:
     ttl: TtlConfig = field(default_factory=TtlConfig)
-    engine: EngineKind = EngineKind.NATIVE
-    snapshot_interval: int = 10
-    snapshot_layout: K.SnapshotLayout = K.SnapshotLayout.SST
+    engine: EngineKind = K.ENGINE.default_value
+    snapshot_interval: int = K.SNAPSHOT_INTERVAL.default_value
+    snapshot_layout: K.SnapshotLayout = K.SNAPSHOT_LAYOUT.default_value
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     ttl_key: str = K.TTL.key  # the conf key the TTL comes from (the global one, or an operator's)
-    reader_include_expired: bool = False  # the state data source returns expired entries too
-
-
-def _parse_ttl(key: str, value: str) -> int | None:
-    if str(value).strip().lower() in ("off", "none", ""):
-        return None
-    return parse_duration_ms(key, value)
-
-
-def real_time_clock_interval_ms(value: str) -> int | None:
-    """`realTime.clockInterval` in ms, None when off (read by the shim; validated here)."""
-    if str(value).strip().lower() == "off":
-        return None
-    ms = parse_duration_ms(K.REAL_TIME_CLOCK_INTERVAL.key, value)
-    if ms < MIN_REAL_TIME_CLOCK_INTERVAL_MS:
-        raise ConfError(K.REAL_TIME_CLOCK_INTERVAL.key, value, K.REAL_TIME_CLOCK_INTERVAL.allowed)
-    return ms
+    reader_include_expired: bool = K.READER_INCLUDE_EXPIRED.default_value  # expired entries too
 
 
 def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = None,
@@ -113,55 +82,37 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
     `operator_names` are the names of the query's stateful operators by id, from the
     checkpoint's state metadata (the shim reads them); `operator.<name>.ttl` keys need them.
     Unknown keys under our prefix are refused too: a typo must not silently mean "default".
+    Each key parses as its kind and bounds say (conf_key.py).
     """
     known = {k.key for k in K.ALL_KEYS if "<" not in k.suffix}
     for key in confs:
         if key.startswith(K.PREFIX) and key not in known and _operator_of_key(key) is None:
             raise UnknownConfKey(key, confs[key], sorted(known | {K.operator_ttl_key(0)}))
+    # Every named key, also those only the shim reads, so every bad value fails alike.
+    v = {k: k.parse(confs.get(k.key, k.default)) for k in K.ALL_KEYS if "<" not in k.suffix}
 
-    def get(ck: K.ConfKey) -> str:
-        return str(confs.get(ck.key, ck.default))
-
-    ttl_ms, ttl_key = _ttl_of_operator(confs, _parse_ttl(K.TTL.key, get(K.TTL)), operator_id,
-                                       operator_names)
-
-    inc_size = parse_int(K.INCREMENTAL_SIZE.key, get(K.INCREMENTAL_SIZE), minimum=0)
-    inc_per_record = parse_bool(K.INCREMENTAL_PER_RECORD.key, get(K.INCREMENTAL_PER_RECORD))
-    filter_on = parse_bool(K.FILTER_ENABLED.key, get(K.FILTER_ENABLED))
-    query_after = parse_int(K.FILTER_QUERY_TIME_AFTER.key, get(K.FILTER_QUERY_TIME_AFTER), minimum=0)
-    periodic = parse_duration_ms(K.FILTER_PERIODIC_COMPACTION.key,
-                                 get(K.FILTER_PERIODIC_COMPACTION), allow_zero=True)
-    compact_every = parse_int(K.FILTER_COMPACT_EVERY.key, get(K.FILTER_COMPACT_EVERY), minimum=0)
+    ttl_ms, ttl_key = _ttl_of_operator(confs, v[K.TTL], operator_id, operator_names)
+    inc_size = v[K.INCREMENTAL_SIZE]
     ttl = TtlConfig(
         ttl_ms=ttl_ms,
-        update_type=parse_enum(K.UPDATE_TYPE.key, get(K.UPDATE_TYPE), UpdateType),
-        visibility=parse_enum(K.STATE_VISIBILITY.key, get(K.STATE_VISIBILITY), StateVisibility),
-        time_source=parse_enum(K.TIME_SOURCE.key, get(K.TIME_SOURCE), TimeSource),
-        clock_max_gap_ms=_at_least_ms(K.CLOCK_MAX_GAP, get(K.CLOCK_MAX_GAP), MIN_CLOCK_MAX_GAP_MS),
-        full_snapshot=parse_bool(K.FULL_SNAPSHOT.key, get(K.FULL_SNAPSHOT)),
-        incremental=IncrementalCleanup(inc_size, inc_per_record) if inc_size > 0 else None,
-        compaction_filter=(CompactionFilterCleanup(query_after, periodic, compact_every)
-                           if filter_on else None),
+        update_type=v[K.UPDATE_TYPE],
+        visibility=v[K.STATE_VISIBILITY],
+        time_source=v[K.TIME_SOURCE],
+        clock_max_gap_ms=v[K.CLOCK_MAX_GAP],
+        full_snapshot=v[K.FULL_SNAPSHOT],
+        incremental=IncrementalCleanup(inc_size, v[K.INCREMENTAL_PER_RECORD]) if inc_size > 0 else None,
+        compaction_filter=(CompactionFilterCleanup(v[K.FILTER_QUERY_TIME_AFTER],
+                                                   v[K.FILTER_PERIODIC_COMPACTION], v[K.FILTER_COMPACT_EVERY])
+                           if v[K.FILTER_ENABLED] else None),
     )
-    # Keys read only by the shim are still validated here, so every bad value fails alike.
-    parse_int(K.WORKERS.key, get(K.WORKERS), minimum=0, maximum=1024)
-    parse_int(K.WRITE_BATCH_SIZE.key, get(K.WRITE_BATCH_SIZE), minimum=1024, maximum=1 << 30)
-    parse_int(K.KEY_FILTER_MAX_KEYS.key, get(K.KEY_FILTER_MAX_KEYS), minimum=0, maximum=1 << 26)
-    parse_bytes(K.KEY_FILTER_MAX_BYTES.key, get(K.KEY_FILTER_MAX_BYTES), minimum=0)
-    parse_int(K.READ_AHEAD_CHUNK_ROWS.key, get(K.READ_AHEAD_CHUNK_ROWS), minimum=0, maximum=1 << 20)
-    parse_bytes(K.CACHE_MAX_BYTES.key, get(K.CACHE_MAX_BYTES), minimum=0)
-    _request_timeout_ms(get(K.REQUEST_TIMEOUT))
-    real_time_clock_interval_ms(get(K.REAL_TIME_CLOCK_INTERVAL))
     return StoreConfig(
         ttl=ttl,
-        engine=parse_enum(K.ENGINE.key, get(K.ENGINE), EngineKind),
-        snapshot_interval=parse_int(K.SNAPSHOT_INTERVAL.key, get(K.SNAPSHOT_INTERVAL), minimum=1),
-        snapshot_layout=parse_enum(K.SNAPSHOT_LAYOUT.key, get(K.SNAPSHOT_LAYOUT), K.SnapshotLayout),
-        memory=MemoryConfig(
-            parse_bytes(K.MEMORY_MAX_BYTES.key, get(K.MEMORY_MAX_BYTES), minimum=16 << 20),
-            parse_fraction(K.MEMORY_WRITE_BUFFER_RATIO.key, get(K.MEMORY_WRITE_BUFFER_RATIO))),
+        engine=v[K.ENGINE],
+        snapshot_interval=v[K.SNAPSHOT_INTERVAL],
+        snapshot_layout=v[K.SNAPSHOT_LAYOUT],
+        memory=MemoryConfig(v[K.MEMORY_MAX_BYTES], v[K.MEMORY_WRITE_BUFFER_RATIO]),
         ttl_key=ttl_key,
-        reader_include_expired=parse_bool(K.READER_INCLUDE_EXPIRED.key, get(K.READER_INCLUDE_EXPIRED)),
+        reader_include_expired=v[K.READER_INCLUDE_EXPIRED],
     )
 
 
@@ -196,7 +147,8 @@ def _ttl_of_operator(confs: Mapping[str, str], global_ttl: int | None, operator_
             hint = f" (did you mean '{K.operator_ttl_key(close[0])}'?)" if close else ""
             raise ConfError(key, value, "a key operator.<id>.ttl, or operator.<name>.ttl with a name Spark "
                                         f"reports in progress: {', '.join(K.OPERATOR_NAMES)}{hint}")
-        ttl = _parse_ttl(key, value)  # validate every override, not just ours
+        spec = K.OPERATOR_TTL if isinstance(op, int) else K.OPERATOR_NAME_TTL
+        ttl = spec.parse(value, key=key)  # validate every override, not just ours
         if isinstance(op, int):
             by_id[op] = ttl
         else:
@@ -225,16 +177,3 @@ def _ttl_of_operator(confs: Mapping[str, str], global_ttl: int | None, operator_
                         f"{', '.join(map(str, same))} are all named {name}: set "
                         f"{' and '.join(K.operator_ttl_key(i) for i in same)} instead")
     return by_name[name][1], key
-
-
-def _request_timeout_ms(value: str) -> int:
-    return _at_least_ms(K.REQUEST_TIMEOUT, value, MIN_REQUEST_TIMEOUT_MS)
-
-
-def _at_least_ms(ck: K.ConfKey, value: str, minimum_ms: int) -> int:
-    """A duration key with a floor; the message gives the key's allowed values."""
-    ms = parse_duration_ms(ck.key, value, allowed=ck.allowed)
-    if ms < minimum_ms:
-        raise ConfError(ck.key, value, ck.allowed)
-    return ms
-

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ttlstate.config.keys import PREFIX, PROVIDER_CLASS, PROVIDER_CLASS_KEY
+from ttlstate.config.keys import ALL_KEYS, PREFIX, PROVIDER_CLASS, PROVIDER_CLASS_KEY, Kind
 from ttlstate.docs.tables import conf_table, metrics_spark_table, metrics_table
 
 REGENERATE = "make docs-gen  (or: PYTHONPATH=python python -m ttlstate.docs.generate docs)"
@@ -42,9 +42,13 @@ key, e.g. `Unknown ttlstate conf '...ttlstate.tll' (set to '5s'): did you mean
 data. `ttlstate.configure()` checks the same rules before any query starts.
 
 **`ttlstate.configure(builder, **options)`** sets these keys from the keyword arguments of the
-table's `configure()` column. Durations are strings with a unit (`"30m"`, `"5 seconds"`) or a
-`datetime.timedelta`; a bare number (`ttl=5`, or `"5"` in a conf) is refused, as it has no
-unit. Sizes are strings such as `"64m"` or `"1g"`. `operator_ttl` maps operator
+table's `configure()` column, each a string as in a conf or a Python value of the key's kind.
+Durations are strings with a unit (`"30m"`, `"5 seconds"`) or a `datetime.timedelta`; a bare
+number (`ttl=5`, or `"5"` in a conf) is refused, as it has no unit. Sizes are strings such as
+`"64m"` or `"1g"`, or ints (bytes); integers ints, booleans bools, and the choices of a key
+strings or their Enum members (`ttlstate.config.keys.UpdateType.ON_READ_AND_WRITE`). A value of
+another type is refused with a `TypeError` naming the option, the value and what it takes.
+`operator_ttl` maps operator
 ids (ints) or names (as progress shows them) to a TTL or `"off"`:
 `operator_ttl={{"dedupe": "10m", 2: "off"}}`; an id beats a name, a name beats `ttl` (see
 [where TTL applies](ttl-semantics.md#where-ttl-applies)).
@@ -73,14 +77,23 @@ Durations: `500ms`, `10s`, `30m`, `1.5h`, `2d`, `1w`, or Spark's interval syntax
 `withWatermark` and triggers take it: `10 seconds`, `1 hour`, `interval 1 hour 30 minutes`
 (unit names singular or plural, any case; several terms add up; a result below a millisecond
 is rounded down, as Spark does). Months and years are refused (no fixed length), and so is a
-bare number (it has no unit); a bare `0` still means off where off is allowed.
+bare number (it has no unit), but `0` where a key takes 0:
+{zero_keys}. `off` (or `none`, or empty) is a value of the keys that may be off:
+{off_keys}.
 Sizes: `64m`, `512m`, `2g` (units b, k, m, g; a bare number is bytes).
 """
 
 
+def _tail() -> str:
+    durations = [k for k in ALL_KEYS if k.kind is Kind.DURATION]
+    return _CONFIGURATION_TAIL.format(
+        zero_keys=", ".join(f"`{k.suffix}`" for k in durations if k.bounds and k.bounds[0] == 0),
+        off_keys=", ".join(f"`{k.suffix}`" for k in durations if k.off))
+
+
 def configuration_page() -> str:
     """The whole configuration reference page."""
-    return _CONFIGURATION_HEAD + conf_table() + "\n" + _CONFIGURATION_TAIL
+    return _CONFIGURATION_HEAD + conf_table() + "\n" + _tail()
 
 
 def fill_markers(text: str) -> str:

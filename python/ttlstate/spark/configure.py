@@ -26,14 +26,19 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
 from ttlstate.config import keys as K
-from ttlstate.config.parse import format_duration_ms
 from ttlstate.config.store_config import store_config_from_confs
 from ttlstate.spark.jars import jar_path, spark_line, spark_version, tools_jar_path
 from ttlstate.spark.lines import UnsupportedSpark
+from ttlstate.spark.options import (
+    OPERATOR_TTL_OPTION,
+    OPTION_KEYS,
+    conf_value,
+    operator_ttl_confs,
+    options_doc,
+)
 
 EXTENSIONS_KEY = "spark.sql.extensions"
 EXTENSIONS_CLASS = "ttlstate.spark.TtlStateExtensions"
@@ -57,12 +62,7 @@ def _requires_python() -> tuple[int, int] | None:
 
 
 MIN_PYTHON = _requires_python()
-OPERATOR_TTL_OPTION = K.OPERATOR_TTL.option
 log = logging.getLogger("ttlstate.configure")
-_OPTION_KEYS: dict[str, K.ConfKey] = {k.option: k for k in K.ALL_KEYS if k.option and "<" not in k.suffix}
-# Options that are durations: a bare number has no unit, so it is refused (5 is not "5s").
-_DURATION_OPTIONS = {K.TTL.option, K.FILTER_PERIODIC_COMPACTION.option, K.REQUEST_TIMEOUT.option,
-                     K.CLOCK_MAX_GAP.option, K.REAL_TIME_CLOCK_INTERVAL.option}
 
 
 class UnsupportedEnvironment(RuntimeError):
@@ -88,53 +88,6 @@ def check_environment() -> None:
             f"ttlstate needs Python >= {'.'.join(map(str, MIN_PYTHON))}; this is {sys.version.split()[0]}")
 
 
-def duration_value(option: str, value: object, *, allow_off: bool = True) -> str:
-    """A duration option as a conf string: `"30m"`, a `datetime.timedelta`, or `"off"`.
-
-    A bare number is refused here with a hint for Python (a timedelta), as the conf parser
-    refuses it in any conf: it has no unit (5 seconds? 5 minutes?)."""
-    if isinstance(value, bool):
-        raise TypeError(f"{option} must be a duration such as \"30m\" or a datetime.timedelta, not {value}")
-    if allow_off and isinstance(value, str) and value.strip().lower() in ("off", "none"):
-        return "off"
-    if isinstance(value, timedelta):
-        ms, rest = divmod(value, timedelta(milliseconds=1))
-        if rest or ms <= 0:
-            raise ValueError(f"{option}={value!r}: a timedelta for ttlstate must be a positive whole "
-                             "number of milliseconds")
-        return format_duration_ms(ms)
-    number = isinstance(value, (int, float)) or (isinstance(value, str) and value.strip().isdigit())
-    if number and str(value).strip() != "0":
-        n = float(value)  # type: ignore[arg-type]
-        example = (f'{option}="{int(n)}s" or "{int(n)}m"' if n.is_integer()
-                   else f'{option}="{round(n * 1000)}ms"')
-        raise ValueError(f"{option}={value!r} has no unit: write it with one, e.g. {example} or "
-                         "\"5 seconds\" (units ms, s, m, h, d, w, or Spark's interval words), or pass "
-                         "a datetime.timedelta")
-    if not isinstance(value, str) and not number:
-        raise TypeError(f"{option} must be a duration string such as \"30m\" or a datetime.timedelta, "
-                        f"not {type(value).__name__}")
-    return str(value)
-
-
-def _operator_ttl_confs(value: object) -> dict[str, str]:
-    """`operator_ttl={1: "10m", "dedupe": timedelta(hours=1), "stateStoreSave": "off"}`: by id
-    (an int, or digits) or by the name progress shows (`operatorName`)."""
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{OPERATOR_TTL_OPTION} must be a dict of operator id or name -> TTL, e.g. "
-                        f"{{\"dedupe\": \"1h\", 2: \"off\"}}, not {type(value).__name__}")
-    confs = {}
-    for op, ttl in value.items():
-        if isinstance(op, bool) or not isinstance(op, (int, str)):
-            raise TypeError(f"{OPERATOR_TTL_OPTION}: {op!r} is neither an operator id nor a name")
-        op_key = int(op) if isinstance(op, int) or op.strip().isdigit() else op.strip()
-        if isinstance(op_key, int) and op_key < 0:
-            raise ValueError(f"{OPERATOR_TTL_OPTION}: operator ids are >= 0, not {op}")
-        confs[K.operator_ttl_key(op_key)] = duration_value(f"{OPERATOR_TTL_OPTION}[{op!r}]",
-                                                           "off" if ttl is None else ttl)
-    return confs
-
-
 def check_interpreter(option: str, python: str) -> None:
     """An absolute interpreter path must exist here, or every task fails at its first batch. A
     relative one (`./environment/bin/python` of an `--archives` venv) is resolved in each
@@ -148,11 +101,11 @@ def check_interpreter(option: str, python: str) -> None:
 
 def settings(**options: Any) -> dict[str, str]:
     """The Spark confs for these options (names as in `configure`), validated."""
-    unknown = set(options) - set(_OPTION_KEYS) - {OPERATOR_TTL_OPTION}
+    unknown = set(options) - set(OPTION_KEYS) - {OPERATOR_TTL_OPTION}
     if unknown:
         import difflib
 
-        known = sorted([*_OPTION_KEYS, OPERATOR_TTL_OPTION])
+        known = sorted([*OPTION_KEYS, OPERATOR_TTL_OPTION])
         hints = [f"{u!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(u, known, 1))
                  else repr(u) for u in sorted(unknown)]
         raise TypeError(f"unknown ttlstate option(s) {', '.join(hints)}; known: {', '.join(known)}")
@@ -167,23 +120,19 @@ def settings(**options: Any) -> dict[str, str]:
         if value is None:
             continue
         if name == OPERATOR_TTL_OPTION:
-            confs.update(_operator_ttl_confs(value))
-        elif name in _DURATION_OPTIONS:
-            confs[_OPTION_KEYS[name].key] = duration_value(name, value,
-                                                           allow_off=name == K.TTL.option)
+            confs.update(operator_ttl_confs(value))
         else:
-            v = str(value).lower() if isinstance(value, bool) else str(value)
-            confs[_OPTION_KEYS[name].key] = v
+            confs[OPTION_KEYS[name].key] = conf_value(OPTION_KEYS[name], name, value)
     store_config_from_confs(confs)
     return confs
 
 
 def ttl_off_note(confs: Mapping[str, str]) -> str | None:
     """The one line saying TTL is off, for confs whose global `ttl` is (None when it is on)."""
-    if confs.get(K.TTL.key, "off").strip().lower() not in ("off", "none", ""):
+    if K.TTL.parse(confs.get(K.TTL.key, K.TTL.default)) is not None:
         return None
     own = sorted(k for k, v in confs.items()
-                 if k.startswith(K.PREFIX + "operator.") and v.strip().lower() not in ("off", "none", ""))
+                 if k.startswith(K.PREFIX + "operator.") and K.OPERATOR_TTL.parse(v, key=k) is not None)
     scope = f"operators without an operator_ttl entry (with one: {', '.join(own)})" if own else "every query"
     return (f"ttlstate: TTL is off for {scope} of this session (no ttl= given, or ttl=\"off\"): their state "
             "is kept as Spark's own providers keep it. Pass ttl=\"30m\" (or any duration) to expire keys "
@@ -193,16 +142,11 @@ def ttl_off_note(confs: Mapping[str, str]) -> str | None:
 def configure(builder: Any, **options: Any) -> Any:
     """Configure a `SparkSession.Builder` for ttlstate; returns the builder.
 
-    Every option is a conf key of the configuration reference (its `configure()` column): ttl
-    ("30m" or a datetime.timedelta; a bare number is refused, it has no unit), update_type,
-    state_visibility, time_source, clock_max_gap, reader_include_expired, full_snapshot,
-    incremental_size, incremental_per_record, compaction_filter, query_time_after_num_entries,
-    periodic_compaction, compact_every, engine, snapshot_interval, snapshot_layout, python, local_mode_python,
-    workers, write_batch_bytes, key_filter_max_keys, key_filter_max_bytes, read_ahead_chunk_rows,
-    memory_max_bytes, memory_write_buffer_ratio, cache_max_bytes, request_timeout, real_time_clock_interval
-    (Real-time Mode: "1s"), and
-    operator_ttl (a dict of operator id or name, as progress shows it, to a TTL or "off":
-    {"dedupe": "10m", 2: "off"}).
+    Every option is a conf key of the configuration reference (its `configure()` column), a
+    string as in a conf or a Python value of the key's kind (a bare number is no duration: it
+    has no unit); a bad value fails here, before any query starts:
+
+{OPTIONS}
 
     With a Spark Connect builder (`SparkSession.builder.remote(...)`) it sets what a session can
     set (the provider and ttlstate's keys), after checking that the server was started with
@@ -297,6 +241,10 @@ def _configure_connect(builder: Any, confs: dict[str, str], options: dict[str, A
                               f"{EXTENSIONS_KEY} lacks {EXTENSIONS_CLASS}): start it with "
                               f"start-connect-server.sh {CONNECT_SERVER_CONFS}")
     return builder
+
+
+# The option list is the keys' (spark/options.py); under `python -OO` there is no docstring.
+configure.__doc__ = configure.__doc__.replace("{OPTIONS}", options_doc("    ")) if configure.__doc__ else None
 
 
 def _running_jvm() -> Any:

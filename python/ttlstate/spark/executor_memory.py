@@ -23,7 +23,6 @@ import re
 from collections.abc import Callable
 
 from ttlstate.config import keys as K
-from ttlstate.config.parse import parse_bytes
 
 OVERHEAD_KEY = "spark.executor.memoryOverhead"
 MIB = 1 << 20
@@ -57,8 +56,8 @@ def required_overhead_mib(get: Callable[[str], str | None], ttlstate_confs: dict
     minimum = spark_mib(get("spark.executor.minMemoryOverhead") or "384m") or 384
     cores = int(get("spark.executor.cores") or 1)
     workers = int(ttlstate_confs.get(K.WORKERS.key) or 0) or cores
-    max_bytes = parse_bytes(K.MEMORY_MAX_BYTES.key, ttlstate_confs.get(K.MEMORY_MAX_BYTES.key)
-                            or K.MEMORY_MAX_BYTES.default, minimum=0)
+    max_bytes = int(K.MEMORY_MAX_BYTES.parse(ttlstate_confs.get(K.MEMORY_MAX_BYTES.key)
+                                             or K.MEMORY_MAX_BYTES.default))
     return max(int(executor_mib * factor), minimum) + server_mib(workers, max_bytes)
 
 

@@ -48,14 +48,11 @@ object KeySpelling {
       s"keys are case-sensitive, and only keys under ${ConfKeys.PREFIX} reach ttlstate): did you mean '$right'?"
   }
 
-  private def off(value: Option[String]): Boolean =
-    value.forall(v => Set("", "off", "none").contains(v.trim.toLowerCase(Locale.ROOT)))
-
   /** The INFO line for a query on ttlstate whose global TTL is off (None when it is on). */
   def ttlOffNote(confs: Map[String, String], checkpoint: String): Option[String] =
-    if (!off(confs.get(ConfKeys.TTL))) None
+    if (!ConfValues.isOff(ConfKeys.TTL, confs.get(ConfKeys.TTL))) None
     else {
-      val own = confs.keys.filter(k => k.startsWith(ConfKeys.PREFIX + "operator.") && !off(confs.get(k)))
+      val own = confs.keys.filter(k => k.startsWith(ConfKeys.PREFIX + "operator.") && !ConfValues.isOff(ConfKeys.TTL, confs.get(k)))
         .toSeq.sorted
       val scope = if (own.isEmpty) "this query" else s"this query's operators without their own TTL (${own.mkString(", ")})"
       Some(s"ttlstate: TTL is off for $scope (checkpoint $checkpoint): ${ConfKeys.TTL} is " +

@@ -17,10 +17,10 @@ object ServerLaunch {
     val localMode = Option(SparkEnv.get).exists(_.executorId == "driver")
     val python = ServerPython.choose(confs, sparkConf.flatMap(_.getOption(ServerPython.SparkPython)),
       Option(System.getenv("PYSPARK_PYTHON")), localMode, driver = Some(driverPython(confs, sparkConf)))
-    val workers = confs.get(ConfKeys.WORKERS).flatMap(v => scala.util.Try(v.trim.toInt).toOption).getOrElse(0)
-    // A bad value fails the query at OPEN (the server validates every key); until then, the default.
-    val timeoutMs = confs.get(ConfKeys.REQUEST_TIMEOUT).flatMap(ConfValues.durationMs)
-      .filter(_ >= ConfKeys.MIN_REQUEST_TIMEOUT_MS).getOrElse(ConfValues.DEFAULT_REQUEST_TIMEOUT_MS)
+    // A bad value fails the query at OPEN (the server validates every key); until then, the default
+    // (so a server never starts with more workers than the key allows).
+    val workers = ConfValues.get(ConfKeys.WORKERS, confs).toInt
+    val timeoutMs = ConfValues.get(ConfKeys.REQUEST_TIMEOUT, confs)
     ServerLaunch(python, workers, timeoutMs * 1000000L)
   }
 

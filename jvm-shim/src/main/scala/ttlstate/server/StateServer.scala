@@ -16,7 +16,7 @@ import org.apache.spark.{SparkConf, SparkContext, SparkEnv}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerApplicationEnd}
 import org.apache.spark.ttlstate.SparkLocalDirs
 import ttlstate.client.ServerConnection
-import ttlstate.conf.ConfKeys
+import ttlstate.conf.{ConfKeys, ConfValues}
 
 /** A started server process, its workers, and a pool of connections per worker socket.
  *  `workers(i)` is the process serving `sockets(i)` (None if it could not be identified: the
@@ -118,7 +118,6 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
 object StateServer {
   private[ttlstate] val log: org.slf4j.Logger = org.slf4j.LoggerFactory.getLogger("ttlstate.spark.StateServer")
   private val generations = new AtomicLong(0)
-  private val MaxWorkers = 1024 // as python/ttlstate/config/store_config.py
 
   @volatile private var current: RunningServer = _
 
@@ -127,9 +126,9 @@ object StateServer {
 
   def get(python: String, workers: Int, timeoutNanos: Long): RunningServer = synchronized {
     // The server validates every key at OPEN, but it reads --workers before any OPEN.
-    if (workers < 0 || workers > MaxWorkers) {
-      throw new IllegalArgumentException(s"Invalid value '$workers' for conf '${ConfKeys.WORKERS}': " +
-        s"allowed an integer in [0, $MaxWorkers] (0 = one per executor core)")
+    val spec = ConfKeys.spec(ConfKeys.WORKERS)
+    if (ConfValues.number(spec, workers.toString).isEmpty) {
+      throw new IllegalArgumentException(s"Invalid value '$workers' for conf '${ConfKeys.WORKERS}': allowed ${spec.allowed}")
     }
     val s = current
     if (s != null && s.alive) s

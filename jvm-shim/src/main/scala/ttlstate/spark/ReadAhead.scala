@@ -2,8 +2,6 @@ package ttlstate.spark
 
 import java.util.concurrent.ConcurrentHashMap
 
-import scala.util.Try
-
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
@@ -13,7 +11,7 @@ import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarRule, SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
-import ttlstate.conf.ConfKeys
+import ttlstate.conf.{ConfKeys, ConfValues}
 import ttlstate.metadata.SparkMetadata
 import ttlstate.store.StoreVersion
 
@@ -47,8 +45,8 @@ object ReadAhead {
 
   /** The session's `readAhead.chunkRows`; the state server refuses a bad value at OPEN. */
   def chunkRows(session: SparkSession): Int =
-    Try(session.conf.get(ConfKeys.READ_AHEAD_CHUNK_ROWS, ConfKeys.READ_AHEAD_CHUNK_ROWS_DEFAULT).trim.toInt)
-      .getOrElse(ConfKeys.READ_AHEAD_CHUNK_ROWS_DEFAULT.toInt)
+    ConfValues.get(ConfKeys.READ_AHEAD_CHUNK_ROWS, session.conf.getOption(ConfKeys.READ_AHEAD_CHUNK_ROWS)
+      .map(ConfKeys.READ_AHEAD_CHUNK_ROWS -> _).toMap).toInt
 }
 
 /** Passes its child's rows on unchanged, `chunkRows` at a time, after reading ahead the state of

@@ -86,7 +86,7 @@ object StartChecks {
       Some(s"Unknown ttlstate conf '$key' (set to '$value'): $hint")
     }
 
-  val TimeSourceKey: String = ConfKeys.PREFIX + "timeSource"
+  val TimeSourceKey: String = ConfKeys.TIME_SOURCE
 
   /** Whether `plan` has a stateful operator (those that keep state in a state store provider). */
   private def stateful(plan: LogicalPlan): Boolean = plan.exists {

@@ -97,18 +97,23 @@ final class ProviderCore(val spec: StoreSpec) {
   /** Runs `f` with a connection to this store's worker and its server-side handle, starting the
    *  server if needed. With `keep`, the connection stays borrowed unless `f` fails. */
   def withConnection[T](keep: Boolean)(f: (ServerConnection, Int, Int) => T): T =
-    withServerConnection(launch.server(), keep)(f)
+    withHandle(launch.server(), keep, mayOpen = true)(f).get
 
-  private def withServerConnection[T](server: RunningServer, keep: Boolean)(f: (ServerConnection, Int, Int) => T): T = {
+  /** `f` with this store's handle on `server`, opening the store there first if `mayOpen`; None
+   *  (and `f` not run) when it is not open there and may not be. The check and the open are one
+   *  step under this core's lock, so a close between them cannot be undone by a reopen. */
+  private def withHandle[T](server: RunningServer, keep: Boolean, mayOpen: Boolean)(
+      f: (ServerConnection, Int, Int) => T): Option[T] = {
     val worker = workerOf(server)
     val conn = server.borrow(worker, launch.timeoutNanos)
     var ok = false
     try {
       val handle = synchronized {
-        if (opened._1 != server.generation) open(conn, server, worker)
-        opened._2
+        if (opened._1 == server.generation) Some(opened._2)
+        else if (mayOpen) { open(conn, server, worker); Some(opened._2) }
+        else None
       }
-      val result = f(conn, handle, worker)
+      val result = handle.map(h => f(conn, h, worker))
       ok = true
       result
     } finally {
@@ -247,11 +252,13 @@ final class ProviderCore(val spec: StoreSpec) {
     if ((keyFilter eq f) && f.version == from) f.version = to
   }
 
-  /** Maintenance runs on Spark's threads, possibly after the application ended: it uses the
-   *  running server of the generation this store was opened on, and never starts one. */
+  /** Maintenance runs on Spark's threads, possibly after the application ended, and in Spark 4.3
+   *  apart from the unload that closes the store: it uses the running server of the generation
+   *  this store was opened on, never starts one, and never opens the store (a maintenance call
+   *  that raced `close` used to open it again, and that handle was never closed). */
   private def maintenance(code: Int, extra: PayloadWriter => PayloadWriter): Unit =
     StateServer.running.filter(_.generation == opened._1).foreach { server =>
-      withServerConnection(server, keep = false) { (conn, handle, _) =>
+      withHandle(server, keep = false, mayOpen = false) { (conn, handle, _) =>
         conn.call(extra(new PayloadWriter().u32(handle)).frame(code), files)
       }
     }

@@ -130,7 +130,7 @@ object Migration {
     val dstConfs = common ++ extra + (ProviderKey -> targetProvider) +
       ("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "false")
     val dstConf = storeConf(base, dstConfs)
-    val verifyConf = storeConf(base, dstConfs + (ConfKeys.PREFIX + "ttl" -> "off"))
+    val verifyConf = storeConf(base, dstConfs + (ConfKeys.TTL -> "off"))
     val conf = new SerializableConfiguration(hadoopConf)
     val srcState = new Path(src, "state").toString
     val dstState = new Path(dstFs.makeQualified(dst), "state").toString

@@ -14,26 +14,39 @@ import ttlstate.spark.Metrics
  *  Python's and C++'s (`java -cp <shim jar>:<tools jar>:<spark jars> ttlstate.tools.<Hook>`).
  *  They live in the tools jar, not in the executor's. */
 private object Lines {
-  /** Applies `answer` to every line of stdin, printing one line each. */
-  def map(answer: String => String): Unit = {
-    val in = new BufferedReader(new InputStreamReader(System.in))
-    val out = new PrintWriter(new BufferedWriter(new OutputStreamWriter(System.out)))
+  /** Applies `answer` to every line of stdin, printing one line each; with `trim = false` the line
+   *  is passed as it is. Each answer is flushed, so a test can hold the hook open and ask line by
+   *  line (a hypothesis test asks one example at a time). */
+  def map(answer: String => String, trim: Boolean = true): Unit = {
+    val in = new BufferedReader(new InputStreamReader(System.in, "UTF-8"))
+    val out = new PrintWriter(new BufferedWriter(new OutputStreamWriter(System.out, "UTF-8")))
     var line = in.readLine()
     while (line != null) {
-      out.println(answer(line.trim))
+      out.println(answer(if (trim) line.trim else line))
+      out.flush()
       line = in.readLine()
     }
-    out.flush()
   }
 }
 
-/** Prints the shim's protocol constants, conf keys and metric kinds as JSON. */
+/** Prints the shim's protocol constants, conf keys (with what each takes) and metric kinds as JSON. */
 object Constants {
+  private def spec(s: ConfKeys.Spec): String = {
+    val bounds = s.bounds.map { case (low, high) => s"[$low,$high]" }.getOrElse("null")
+    Seq("key" -> Json.str(s.key), "kind" -> Json.str(s.kind), "default" -> Json.str(s.default), "bounds" -> bounds,
+      "exclusive" -> s.exclusive.toString, "off" -> s.off.toString,
+      "choices" -> s.choices.map(Json.str).mkString("[", ",", "]"), "allowed" -> Json.str(s.allowed))
+      .map { case (k, v) => s"${Json.str(k)}:$v" }.mkString("{", ",", "}")
+  }
+
   def main(args: Array[String]): Unit = {
     val protocol = Protocol.all.map { case (k, v) => s"${Json.str(k)}:$v" }.mkString("{", ",", "}")
     val keys = ConfKeys.SUFFIXES.map(Json.str).mkString("[", ",", "]")
+    val specs = ConfKeys.SPECS.map(spec).mkString("[", ",", "]")
+    val offWords = ConfKeys.OFF_WORDS.map(Json.str).mkString("[", ",", "]")
     val metrics = Metrics.kinds.map { case (n, k) => s"${Json.str(n)}:${Json.str(k)}" }.mkString("{", ",", "}")
-    println(s"""{"protocol":$protocol,"confPrefix":${Json.str(ConfKeys.PREFIX)},"confSuffixes":$keys,"metrics":$metrics}""")
+    println(s"""{"protocol":$protocol,"confPrefix":${Json.str(ConfKeys.PREFIX)},"confSuffixes":$keys,""" +
+      s""""confSpecs":$specs,"offWords":$offWords,"metrics":$metrics}""")
   }
 }
 
@@ -53,6 +66,18 @@ object ConfValueCases {
     val parsed = if (kind == "size") ConfValues.sizeBytes(value.drop(1)) else ConfValues.durationMs(value.drop(1))
     parsed.fold("-")(_.toString)
   }
+}
+
+/** Reads lines "<full key>|<value>" (the value as it is, blanks kept) of duration, size and int keys,
+ *  prints what the shim reads (ConfValues.number: ms, bytes or the int), "off", or "-" when it is
+ *  not one; then the key's default as the shim reads it when the value is not one ("-|default"). */
+object ConfKeyCases {
+  def main(args: Array[String]): Unit = Lines.map({ line =>
+    val (key, value) = line.splitAt(line.indexOf('|'))
+    val spec = ConfKeys.spec(key)
+    val read = ConfValues.number(spec, value.drop(1)).map(n => if (n == ConfValues.Off) "off" else n.toString)
+    s"${read.getOrElse("-")}|${ConfValues.get(key, Map(key -> value.drop(1)))}"
+  }, trim = false)
 }
 
 /** Reads keys in hex, one per line, and prints their two key filter hashes. */
