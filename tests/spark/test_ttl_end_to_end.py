@@ -10,7 +10,16 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from tests.spark.harness import ROCKSDB, TTLSTATE, Run, batch_times, session
+from tests.spark.harness import (
+    EVENTS_SCHEMA,
+    ROCKSDB,
+    TTLSTATE,
+    Run,
+    batch_times,
+    ev,
+    outputs_per_step,
+    session,
+)
 from ttlstate.config import keys as K
 from ttlstate.store.metric_names import ALL_METRICS
 
@@ -75,22 +84,24 @@ def _count_by_key(run: Run) -> list[dict[str, int]]:
 
 def test_on_read_and_write_keeps_a_key_alive_and_never_return_expired_restarts_from_zero(
         spark: SparkSession) -> None:
-    confs = {K.TTL.key: f"{TTL_MS}ms", K.UPDATE_TYPE.key: "OnReadAndWrite"}
-    build = lambda s: s["events"].groupBy("k").agg(F.count("*").alias("n"))  # noqa: E731
-    run = _run(spark, TTLSTATE, build, "update", confs)
+    """In event time (`timeSource=watermark`, the watermark 1 s behind the newest event), so what
+    is alive does not depend on how fast batches run: a is read every 4 s of event time, within
+    its 10 s TTL, for 20 s; b is not, and expires. (Before the first watermark the batch
+    timestamp stands in, so the first step only sets one.)"""
+    confs = {K.TTL.key: "10s", K.UPDATE_TYPE.key: "OnReadAndWrite", K.TIME_SOURCE.key: "watermark"}
+    build = lambda s: (s["events"].withWatermark("ts", "1 second")  # noqa: E731
+                       .groupBy("k").agg(F.count("*").alias("n")))
+    steps = [[ev("z", 1, 1)], [ev("a", 1, 2), ev("b", 1, 2)], *([ev("a", 1, s)] for s in (6, 10, 14, 18)),
+             [ev("a", 1, 22), ev("b", 1, 22)]]
+    run = Run(spark, TTLSTATE, build, {"events": EVENTS_SCHEMA}, "update", confs)
+    run.start()
     try:
-        run.step(_rows("ab"))
-        for _ in range(5):  # a arrives about every second, for longer than the TTL; b does not
-            time.sleep(1.0)
-            run.step(_rows("a"))
-        run.step(_rows("ab"))
+        for rows in steps:
+            run.step(rows)
     finally:
         run.stop()
-    t = batch_times(run)
-    gaps = [t[b + 1] - t[b] for b in range(len(t) - 1)]
-    assert max(gaps) < TTL_MS < t[len(t) - 1] - t[0], f"batch times {t} do not exercise the TTL"
-    counts = _count_by_key(run)
-    assert [c["a"] for c in counts] == [1, 2, 3, 4, 5, 6, 7]  # kept alive by its reads
+    counts = [dict((r[0], r[1]) for r in rows) for _, rows in sorted(outputs_per_step(run).items())]
+    assert [c.get("a") for c in counts[1:]] == [1, 2, 3, 4, 5, 6]  # kept alive by its reads
     assert counts[-1]["b"] == 1  # expired: the aggregate restarted from zero
 
 
