@@ -12,6 +12,7 @@ import pytest
 from ttlstate.config import keys as K
 from ttlstate.config.parse import ConfError
 from ttlstate.spark import configure as C
+from ttlstate.spark import jars
 
 
 class FakeBuilder:
@@ -192,6 +193,8 @@ def test_bad_values_and_unknown_options_are_refused_before_any_query() -> None:
 def test_spark_versions_without_a_shim_are_refused_naming_the_supported(monkeypatch: pytest.MonkeyPatch,
                                                                         version: str) -> None:
     monkeypatch.setattr(pyspark, "__version__", version)
+    # An earlier test in this process may have started a driver JVM; its version would win.
+    monkeypatch.setattr(jars, "_running_jvm_if_any", lambda: None)
     supported = r"3\.5, 4\.0, 4\.1, 4\.2, 4\.3"
     with pytest.raises(C.UnsupportedEnvironment, match=rf"no shim for Spark {version}.*{supported}"):
         C.configure(FakeBuilder())
