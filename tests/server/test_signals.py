@@ -22,12 +22,21 @@ import pytest
 SIGNALS = [signal.SIGTERM, signal.SIGINT, signal.SIGHUP]
 
 
+def _default_dispositions() -> None:
+    """A container's process starts with every signal at its default; this test process may not
+    (under `nohup`, or as a background job of a script, HUP or INT are ignored, and an ignored
+    signal is inherited, and kept by the server on purpose: test_sigint_ignored_by_the_parent)."""
+    for sig in SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _start(root: Path, sockets: Path) -> tuple[subprocess.Popen, list[psutil.Process]]:
     """A server in a process group of its own (as a container's), with a socket dir apart from
     its root (as the shim gives one when the root is too deep); returns after its READY line."""
     proc = subprocess.Popen([sys.executable, "-m", "ttlstate.server", "--root", str(root),
                              "--socket-dir", str(sockets), "--workers", "2"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_default_dispositions)
     line = proc.stdout.readline()  # type: ignore[union-attr]
     assert line.startswith("READY "), line
     workers = psutil.Process(proc.pid).children()
@@ -86,7 +95,7 @@ def test_a_signal_while_the_workers_start_leaves_nothing(tmp_path: Path) -> None
     proc = subprocess.Popen([sys.executable, "-m", "ttlstate.server", "--root", str(root),
                              "--socket-dir", str(sockets), "--workers", "2"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_dispositions)
     deadline = time.monotonic() + 30
     while not root.exists():  # made first thing, before the imports of what workers run
         assert time.monotonic() < deadline and proc.poll() is None
