@@ -30,6 +30,11 @@ class SparkLine:
         return f"ttlstate-tools-spark{self.minor}.jar"
 
 
+def _key(minor: str) -> tuple[int, int]:
+    major, _, rest = minor.partition(".")
+    return int(major), int(rest)
+
+
 LINES: dict[str, SparkLine] = {line.minor: line for line in (
     SparkLine("3.5", "3.5.9", "2.12", ("numpy<2", "pandas<2.1", "pyarrow<13")),
     SparkLine("4.0", "4.0.5", "2.13"),
@@ -37,7 +42,7 @@ LINES: dict[str, SparkLine] = {line.minor: line for line in (
     SparkLine("4.2", "4.2.1", "2.13"),
     SparkLine("4.3", "4.3.0", "2.13"),
 )}
-OLDEST, NEWEST = min(LINES), max(LINES)
+OLDEST, NEWEST = min(LINES, key=_key), max(LINES, key=_key)  # numerically: 4.10 after 4.9
 # `ttlstate migrate` writes the target's state with Spark's `loadEmpty`, new in Spark 4.2.
 MIGRATE_SINCE = "4.2"
 
@@ -63,11 +68,6 @@ def line_for(version: str) -> SparkLine:
             f"{', '.join(LINES)} (one jar per line). On an older Spark, upgrade to {OLDEST} or later; "
             f"on a newer one, check for a newer ttlstate.")
     return LINES[minor]
-
-
-def _key(minor: str) -> tuple[int, int]:
-    major, _, rest = minor.partition(".")
-    return int(major), int(rest)
 
 
 def serves(folder: str, minor: str) -> bool:
