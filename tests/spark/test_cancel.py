@@ -4,9 +4,10 @@ Spark interrupts a task's thread when its job is cancelled: `query.stop()` and t
 cancel the query's job group (its run id), and a losing speculative attempt is killed the
 same way. An interrupt closes the NIO channel the task was using; the shim must treat that as
 "this task's connection is gone", never as a dead server. Here two aggregations share
-`local[2]` and one state server: query B's job group is cancelled 20 times while its stateful
-tasks run (they pause in the stage, so that the cancels find them running; then B is stopped,
-and restarted from its checkpoint for the next cancel), while query A processes its steps in
+`local[2]` and one state server: query B's job group is cancelled 20 times (more, until half
+of the cancels found them, if fewer did) while its stateful tasks run (they pause in the stage,
+so that the cancels find them running; then B is stopped, and restarted from its checkpoint for
+the next cancel), while query A processes its steps in
 another thread. The server's processes never change, A never fails and its every batch is
 exact, and B, finally run to the end, is exact in every batch
 (both computed here in Python). Then running task attempts of a third query are killed with an
@@ -36,6 +37,7 @@ pytestmark = pytest.mark.spark
 
 SEED = 20_2026
 CANCELS = 20
+MAX_CANCELS = 3 * CANCELS
 SCHEMA = {"events": "k STRING, v INT"}
 A_STEPS = 30
 A_KEYS = 40
@@ -175,11 +177,16 @@ def test_cancelled_tasks_leave_the_server_and_other_queries_alone(spark: SparkSe
     hits = 0
     try:
         a_thread.start()
-        for attempt in range(CANCELS):
+        attempt = 0
+        # At least CANCELS cancels, until half of them found B's stateful tasks running: on a cold
+        # JVM (the suite's first Spark module on a fresh machine) the status tracker can report a
+        # task late, so a cancel meant for its middle lands after it.
+        while attempt < CANCELS or (hits < CANCELS // 2 and attempt < MAX_CANCELS):
             feeder.ahead()
             hits += cancel_while_running(spark, b, rnd, attempt)
             assert server_pids() == pids, f"cancel {attempt}: the state server was replaced"
             assert not a_errors, f"query A failed during B's cancel {attempt}: {a_errors[0]}"
+            attempt += 1
         a_thread.join(timeout=300)
         assert a_done.is_set(), "query A did not finish"
         assert not a_errors, f"query A failed: {a_errors[0]}"
@@ -189,12 +196,12 @@ def test_cancelled_tasks_leave_the_server_and_other_queries_alone(spark: SparkSe
         b.stop()
         a_thread.join(timeout=60)
         a.stop()
-    print(f"\n{CANCELS} cancels of query B, {hits} while its stateful tasks ran; B processed "
+    print(f"\n{attempt} cancels of query B, {hits} while its stateful tasks ran; B processed "
           f"{feeder.fed} batches, A {len(a.outputs)}")
     assert server_pids() == pids
     # B's stateful tasks pause (slowed_aggregation), so most cancels land while they run; the
     # others came just after (its sink, or the next plan).
-    assert hits >= CANCELS // 2, f"only {hits} of {CANCELS} cancels found B's stateful tasks running"
+    assert hits >= CANCELS // 2, f"only {hits} of {attempt} cancels found B's stateful tasks running"
     assert a.outputs == expected_outputs([a_rows(s) for s in range(A_STEPS)])
     assert sorted(b.outputs) == list(range(feeder.fed))
     assert b.outputs == expected_outputs([b_rows(i) for i in range(feeder.fed)])
