@@ -1,7 +1,7 @@
 """What a local session's console shows by default, as a user's `python job.py` sees it (no
 `setLogLevel`): not one `store opened` line per store and partition (Spark filters that console
-to WARN although its log level is INFO), and nothing about a dead state server when a query is
-stopped in the middle of a batch. Run as a child process: the console is its stderr."""
+to WARN although its log level is INFO), and nothing about a dead state server when a query, or
+the whole session, is stopped in the middle of a batch. Run as a child process: the console is its stderr."""
 
 from __future__ import annotations
 
@@ -37,6 +37,12 @@ JOB = textwrap.dedent("""
         time.sleep(0.2)
     time.sleep(1.5)
     q.stop()
+    # A session stopped while a query's batches run: the state server stops with the application
+    # under tasks still using it (they end as stopped, not with a dead server).
+    q = rate.writeStream.format("noop").option("checkpointLocation", tempfile.mkdtemp()).start()
+    while q.lastProgress is None or q.lastProgress["batchId"] < 1:
+        time.sleep(0.2)
+    time.sleep(1.3)
     spark.stop()
     print("RESULT", json.dumps({"stores": stores}))
 """)

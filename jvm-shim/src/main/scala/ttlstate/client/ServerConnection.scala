@@ -34,6 +34,13 @@ final class ConnectionInterrupted(message: String, cause: Throwable) extends Int
   initCause(cause)
 }
 
+/** ttlstate stopped the state server on purpose (the application ended, the executor's JVM is
+ *  exiting) while this thread still used it. An `InterruptedIOException`, as for a cancelled
+ *  task: Spark is stopping the task's work anyway, and nothing here died. */
+final class ServerStopped(message: String, cause: Throwable) extends InterruptedIOException(message) {
+  initCause(cause)
+}
+
 /** The server closed this connection in the middle of a request, but its processes still run:
  *  only this connection is gone (the server drops what it left uncommitted). The task fails;
  *  its retry opens a new connection to the same server. */
@@ -90,6 +97,11 @@ final class ServerConnection(val server: RunningServer, val worker: Int, timeout
       throw new ConnectionInterrupted(s"ttlstate: this thread was interrupted (Spark killed or cancelled its task, " +
         s"or is stopping), which closed its connection to worker $worker of the state server (pid ${server.pid}); " +
         "the server goes on serving, and drops the connection's uncommitted writes.", e)
+    }
+    if (server.killedBecause == null && server.stoppedBecause != null) {
+      close()
+      throw new ServerStopped(s"ttlstate: the state server (pid ${server.pid}) was stopped because " +
+        s"${server.stoppedBecause} while this task still used it; the task ends without committing.", e)
     }
     if (!connecting && server.killedBecause == null && server.runs(worker)) {
       close()

@@ -29,7 +29,11 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
   private val tree: Seq[ProcessHandle] = process.toHandle +: workers.flatten
   @volatile private var dead = false
   @volatile private[ttlstate] var killedBecause: String = _
-  private[ttlstate] val shutdownHook = new Thread(() => destroy(), "ttlstate-server-shutdown")
+  /** Set when ttlstate stops the server on purpose (the application ended, the JVM exits): a task
+   *  still using it then ends as stopped, not with a false "the server died". */
+  @volatile private[ttlstate] var stoppedBecause: String = _
+  private[ttlstate] val shutdownHook = new Thread(() => stop("the executor's JVM is shutting down"),
+    "ttlstate-server-shutdown")
 
   def pid: Long = process.pid()
   def alive: Boolean = !dead && process.isAlive
@@ -89,6 +93,12 @@ final class RunningServer(val generation: Long, process: Process, stdin: OutputS
     dead = true
     (tree ++ process.descendants().iterator().asScala).foreach(_.destroyForcibly())
     connections.forEach(_.close())
+    destroy()
+  }
+
+  /** Stops the server on purpose, saying why to any task still using it. */
+  def stop(reason: String): Unit = {
+    if (stoppedBecause == null) stoppedBecause = reason
     destroy()
   }
 
@@ -309,7 +319,7 @@ object StateServer {
   /** Stops the server now (the next use starts a new one). */
   def shutdown(): Unit = synchronized {
     if (current != null) {
-      current.destroy()
+      current.stop("the application ended (spark.stop())")
       current = null
     }
   }
