@@ -112,8 +112,11 @@ def test_client_mode_through_a_stopped_nodemanager(hadoop: YarnHadoop, kafka: Ka
     assert "CONF spark.executor.memoryOverhead=" + f"{384 + reserved}m" in sub.stdout()
     executors = {c: peak for c, peak in memory.peaks.items() if not c.endswith("_000001")}
     assert executors, memory.peaks
+    # An executor YARN started after the NodeManager stopped was not listed before it; every
+    # executor container has the same size (one request), the largest listed.
+    executor_mb = max(mb for c, mb in sizes.items() if not c.endswith("_000001"))
     for container, (total, _server) in executors.items():
-        assert total < sizes[container] << 20, (container, total >> 20, sizes[container])
+        assert total < sizes.get(container, executor_mb) << 20, (container, total >> 20, sizes.get(container))
         server = memory.server_peaks[container]
         assert server < reserved << 20, (container, server >> 20, reserved)
     print("container peaks (MiB: total, server at that time; size):",
