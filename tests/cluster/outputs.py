@@ -15,20 +15,11 @@ from typing import Any
 
 from integration.kafka_io import consume
 
+from tests.integration.pipeline import last_attempts
+
 
 def outputs(bootstrap: str, name: str) -> dict[int, list[tuple[Any, ...]]]:
-    by_attempt: dict[tuple[int, int], list[tuple[Any, ...]]] = {}
-    for _partition, _offset, value in consume(bootstrap, f"{name}-out"):
-        rec = json.loads(value)
-        by_attempt.setdefault((rec["batch"], rec["attempt"]), []).append(tuple(rec["row"].values()))
-    last: dict[int, int] = {}
-    for batch, attempt in by_attempt:
-        last[batch] = max(attempt, last.get(batch, attempt))
-    out = {b: sorted(set(by_attempt[(b, a)]), key=repr) for b, a in last.items()}
-    for (batch, attempt), rows in by_attempt.items():
-        extra = set(rows) - set(out[batch])
-        assert not extra, f"{name}: batch {batch} attempt {attempt} wrote rows its last did not: {extra}"
-    return out
+    return last_attempts([value for _p, _o, value in consume(bootstrap, f"{name}-out")], name)
 
 
 def attempts(bootstrap: str, name: str) -> dict[int, int]:

@@ -143,22 +143,7 @@ class KafkaRun:
         """Per batch id, the sorted rows of its last attempt, read back from the output topic;
         asserts that no attempt wrote a row its batch's last attempt did not."""
         assert self.sink == "foreachBatch", "batch ids are in the records of the foreachBatch sink only"
-        values = [value for _, _, value in self.records()]
-        by_attempt: dict[tuple[int, int], list[tuple]] = {}
-        for value in values:
-            rec = json.loads(value)
-            by_attempt.setdefault((rec["batch"], rec["attempt"]), []).append(tuple(rec["row"].values()))
-        last: dict[int, int] = {}
-        for batch, attempt in by_attempt:
-            last[batch] = max(attempt, last.get(batch, attempt))
-        # A task retried inside one attempt's write may have written some rows twice: the rows
-        # of an attempt are a set (the queries here never emit the same row twice in a batch).
-        out = {b: sorted(set(by_attempt[(b, a)]), key=repr) for b, a in last.items()}
-        for (batch, attempt), rows in by_attempt.items():
-            extra = set(rows) - set(out[batch])
-            assert not extra, f"{self.name}: batch {batch} attempt {attempt} wrote rows its last attempt " \
-                              f"did not: {sorted(extra, key=repr)}"
-        return out
+        return last_attempts([value for _, _, value in self.records()], self.name)
 
     def retried_batches(self) -> list[int]:
         """Batch ids the sink was called for more than once (by this driver)."""
@@ -198,3 +183,24 @@ def batch_times(spark: SparkSession, checkpoint: str) -> dict[int, int]:
             .select(F.input_file_name().alias("path"), "value").collect())
     return {int(r.path.rsplit("/", 1)[1]): json.loads(r.value.splitlines()[1])["batchTimestampMs"]
             for r in rows}
+
+
+def last_attempts(values: list[str], name: str) -> dict[int, list[tuple]]:
+    """Per batch id, the sorted rows of its last attempt, from a foreachBatch sink's records
+    (JSON with batch, attempt and row); asserts that no attempt wrote a row its batch's last
+    attempt did not."""
+    by_attempt: dict[tuple[int, int], list[tuple]] = {}
+    for value in values:
+        rec = json.loads(value)
+        by_attempt.setdefault((rec["batch"], rec["attempt"]), []).append(tuple(rec["row"].values()))
+    last: dict[int, int] = {}
+    for batch, attempt in by_attempt:
+        last[batch] = max(attempt, last.get(batch, attempt))
+    # A task retried inside one attempt's write may have written some rows twice: the rows
+    # of an attempt are a set (the queries here never emit the same row twice in a batch).
+    out = {b: sorted(set(by_attempt[(b, a)]), key=repr) for b, a in last.items()}
+    for (batch, attempt), rows in by_attempt.items():
+        extra = set(rows) - set(out[batch])
+        assert not extra, f"{name}: batch {batch} attempt {attempt} wrote rows its last attempt " \
+                          f"did not: {sorted(extra, key=repr)}"
+    return out
