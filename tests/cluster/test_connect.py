@@ -39,8 +39,12 @@ def server() -> Iterator[ConnectServer]:
 
 
 def _write(folder: Path, name: str, rows: list[dict]) -> None:
-    (folder / f"{name}.tmp").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / f"{name}.tmp").rename(folder / f"{name}.json")
+    """Written under a hidden name first: Spark's file source lists every file not starting with
+    '.' or '_', so a visible temporary file caught empty made a batch of its own (a CI failure:
+    the expiries landed in that batch, not in the last one)."""
+    hidden = folder / f".{name}.json.tmp"
+    hidden.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    hidden.rename(folder / f"{name}.json")
 
 
 def test_ttl_per_query_over_spark_connect(server: ConnectServer, tmp_path: Path) -> None:
