@@ -41,9 +41,9 @@ def _checkpoint_costs(spark: Any, ck: str, batches: list[dict[str, Any]]) -> dic
 
 
 def run_one(spark: Any, workload: str, input_dir: str, ck: str, ttlstate: bool,
-            fmt: str = "json") -> dict[str, Any]:
+            fmt: str = "json", key_type: str = "string") -> dict[str, Any]:
     """One query over every file of input_dir (one file per batch, availableNow), timed."""
-    reader = spark.readStream.schema("key STRING, v LONG").option("maxFilesPerTrigger", 1)
+    reader = spark.readStream.schema(f"key {key_type.upper()}, v LONG").option("maxFilesPerTrigger", 1)
     src = reader.parquet(input_dir) if fmt == "parquet" else reader.json(input_dir)
     if workload == "aggregation":
         df, mode = src.groupBy("key").count(), "update"
@@ -74,11 +74,12 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     spark = session("ttlstate-side-by-side", params["provider_class"], params["confs"],
                     bool(params["ttlstate"]), params["spark_confs"])
     ck_root, ttl, fmt = params["ck_root"], bool(params["ttlstate"]), params.get("input_format", "json")
+    key_type = params.get("key_type", "string")
     jars = spark.conf.get("spark.jars", "")
     try:
-        for workload in params["workloads"]:  # unmeasured
-            run_one(spark, workload, params["warm_dir"], join(ck_root, f"warm-{workload}"), ttl, fmt)
-        rows = [run_one(spark, w, params["input_dir"], join(ck_root, f"ck-{w}"), ttl, fmt)
+        for w in params["workloads"]:  # unmeasured
+            run_one(spark, w, params["warm_dir"], join(ck_root, f"warm-{w}"), ttl, fmt, key_type)
+        rows = [run_one(spark, w, params["input_dir"], join(ck_root, f"ck-{w}"), ttl, fmt, key_type)
                 for w in params["workloads"]]
     finally:
         spark.stop()

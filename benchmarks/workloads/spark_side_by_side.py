@@ -6,7 +6,8 @@
 workload's working set), `ttlstate-ttl-on-no-read-ahead` without the read-ahead of state
 (`readAhead.chunkRows=0`): the before/after of those optimisations, measured in the same run.
 `--distribution zipf` draws keys from a Zipf distribution (s = 1.1) instead of uniformly.
-`--input parquet` writes the batches as Parquet files instead of JSON. `--preset cold-uniform`
+`--input parquet` writes the batches as Parquet files instead of JSON, `--key-type long` the
+keys as integers (`LONG`) instead of strings. `--preset cold-uniform`
 is large, cold state where no executor cache can help: 8 batches of 500k rows drawn uniformly
 from 4M keys (about 2.5M distinct), Parquet input, Spark's HDFS and RocksDB providers and
 ttlstate with TTL on (`--quick`: a fiftieth of it).
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import itertools
+import json
 import os
 import random
 import shutil
@@ -81,8 +83,9 @@ QUICK_FACTOR = 50  # --quick with a preset: rows and keys divided by this
 
 
 def write_input(directory: str, rows: int, keys: int, batches: int, seed: int = 7,
-                distribution: str = "uniform", fmt: str = "json") -> None:
-    """`batches` files of `rows / batches` rows (`key`, `v`), in the order they are read."""
+                distribution: str = "uniform", fmt: str = "json", key_type: str = "string") -> None:
+    """`batches` files of `rows / batches` rows (`key`, `v`), in the order they are read; a key
+    is `k<i>` (string) or `i` (long)."""
     rnd = random.Random(seed)
     os.makedirs(directory, exist_ok=True)
     per = rows // batches
@@ -91,23 +94,27 @@ def write_input(directory: str, rows: int, keys: int, batches: int, seed: int = 
         draw = lambda: bisect.bisect(weights, rnd.random() * weights[-1])  # noqa: E731
     else:
         draw = lambda: rnd.randrange(keys)  # noqa: E731
+    longs = key_type == "long"
+    key = (lambda: draw()) if longs else (lambda: f"k{draw()}")  # noqa: E731
+    key_schema = "int64" if longs else "string"
     for b in range(batches):
         path = os.path.join(directory, f"part-{b:03d}.{fmt}")
         if fmt == "parquet":
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            table = pa.table({"key": [f"k{draw()}" for _ in range(per)], "v": list(range(per))},
-                             schema=pa.schema([("key", pa.string()), ("v", pa.int64())]))
+            table = pa.table({"key": [key() for _ in range(per)], "v": list(range(per))},
+                             schema=pa.schema([("key", key_schema), ("v", pa.int64())]))
             pq.write_table(table, path)
         else:
             with open(path, "w") as f:
-                f.writelines(f'{{"key":"k{draw()}","v":{i}}}\n' for i in range(per))
+                f.writelines(json.dumps({"key": key(), "v": i}, separators=(",", ":")) + "\n"
+                             for i in range(per))
 
 
 def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: float,
                 round_no: int = 0, ck_root: str | None = None,
-                fmt: str = "json") -> list[dict[str, Any]]:
+                fmt: str = "json", key_type: str = "string") -> list[dict[str, Any]]:
     """Both workloads of one variant in a fresh child process; one row per workload. The
     checkpoints go under ck_root (default: `work`)."""
     name = f"{v.name.replace('@', '-at-')}-r{round_no}"
@@ -115,7 +122,7 @@ def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: f
     os.makedirs(here)
     params = {"provider_class": v.provider_class, "confs": dict(v.confs), "ttlstate": v.is_ttlstate,
               "workloads": list(WORKLOADS), "input_dir": input_dir, "input_format": fmt,
-              "warm_dir": warm_dir,
+              "key_type": key_type, "warm_dir": warm_dir,
               "ck_root": here if ck_root is None else join(ck_root, name),
               "spark_confs": {"spark.sql.shuffle.partitions": "4"}}
     out, rss = run_child("benchmarks.workloads.side_by_side_child", params, v.env(), here + ".log", timeout)
@@ -194,6 +201,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--distribution", choices=("uniform", "zipf"), default="uniform")
     checkpoint_fs.add_option(ap)
     ap.add_argument("--input", choices=("json", "parquet"), default="json", help="input file format")
+    ap.add_argument("--key-type", choices=("string", "long"), default="string",
+                    help="the key column's type: `k<i>` strings or the integers themselves")
     ap.add_argument("--preset", choices=sorted(PRESETS),
                     help="a named workload; overrides --rows, --keys, --batches, --input, --distribution "
                          "and the default --providers")
@@ -219,13 +228,13 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     try:
         input_dir, warm_dir = os.path.join(work, "input"), os.path.join(work, "warmup")
         write_input(input_dir, args.rows, args.keys, args.batches, distribution=args.distribution,
-                    fmt=args.input)
-        write_input(warm_dir, 5_000, 1_000, 1, fmt=args.input)
+                    fmt=args.input, key_type=args.key_type)
+        write_input(warm_dir, 5_000, 1_000, 1, fmt=args.input, key_type=args.key_type)
         with checkpoint_root(args.checkpoint_fs, work) as ck_root:
             for round_no in range(args.rounds):
                 for v in variants if round_no % 2 == 0 else list(reversed(variants)):
                     runs += run_variant(v, input_dir, warm_dir, work, args.timeout, round_no, ck_root,
-                                        args.input)
+                                        args.input, args.key_type)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results = combine_rounds(runs)
