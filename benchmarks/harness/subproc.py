@@ -221,7 +221,11 @@ class RssPoller(threading.Thread):
 
 
 class ChildFailed(RuntimeError):
-    pass
+    """A child that failed or timed out; `peak` is the memory it reached until then."""
+
+    def __init__(self, message: str, peak: PeakRss | None = None) -> None:
+        super().__init__(message)
+        self.peak = peak
 
 
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
@@ -267,11 +271,12 @@ def run_child(module: str, params: dict[str, object], env: dict[str, str], log: 
         except subprocess.TimeoutExpired:
             _kill_tree(proc)
             proc.wait()
-            raise ChildFailed(f"{module} timed out after {timeout:.0f}s; log {log}:\n{_tail(log)}") from None
+            raise ChildFailed(f"{module} timed out after {timeout:.0f}s; log {log}:\n{_tail(log)}",
+                              poller.stop()) from None
         finally:
-            peak = poller.stop()
+            peak = poller.stop()  # stopping twice is harmless
         if rc != 0 or not os.path.exists(out_path):
             raise ChildFailed(f"{module} exited {rc} after {time.monotonic() - started:.0f}s; "
-                              f"log {log}:\n{_tail(log)}")
+                              f"log {log}:\n{_tail(log)}", peak)
         with open(out_path) as f:
             return json.load(f), peak

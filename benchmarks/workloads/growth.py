@@ -13,7 +13,11 @@ Variants: `rocksdb` (Spark's RocksDB provider, defaults), `rocksdb-changelog` (t
 changelog checkpointing), `ttlstate` (TTL 1h, so nothing expires, `snapshotInterval` 2), and
 with `--baseline REF` `ttlstate@<sha>`: the same ttlstate settings run by an older checkout in
 the same invocation (see `benchmarks/harness/baseline.py`), because only same-run ratios mean
-something on this machine.
+something on this machine. For state larger than memory: `ttlstate-churn` (TTL 5 minutes of
+batch time, so a long run's first keys expire and are cleaned up while the state still grows)
+and `hdfs` (Spark's HDFS-backed provider, every entry on the heap: where it fails, the run
+records the batches it completed, the memory it reached and why it stopped, instead of failing
+the benchmark).
 
 `--checkpoint-fs hdfs` keeps the checkpoints on a real HDFS (a MiniDFSCluster in its own JVM,
 two DataNodes, replication 2; `benchmarks/harness/checkpoint_fs.py`) instead of the local disk; the
@@ -45,10 +49,11 @@ from benchmarks.harness import checkpoint_fs
 from benchmarks.harness.baseline import prepare
 from benchmarks.harness.checkpoint_fs import checkpoint_root, join
 from benchmarks.harness.machine import describe
-from benchmarks.harness.subproc import run_child
+from benchmarks.harness.subproc import ChildFailed, run_child
 from benchmarks.harness.variants import (
     CACHE_KEY,
     CHANGELOG_KEY,
+    HDFS,
     KEY_FILTER_KEY,
     ROCKSDB,
     SNAPSHOT_INTERVAL_KEY,
@@ -82,7 +87,16 @@ VARIANTS: dict[str, Variant] = {
     # the same without the shim's key filter: what rebuilding it after a restore costs
     "ttlstate-no-keyfilter": Variant("ttlstate-no-keyfilter", TTLSTATE,
                                      {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", KEY_FILTER_KEY: "0"}),
+    # TTL churn in a long run: keys expire 5 minutes (batch time) after they came, so the early
+    # batches' keys are cleaned up (read, compaction filter) while the state keeps growing
+    "ttlstate-churn": Variant("ttlstate-churn", TTLSTATE, {TTL_KEY: "5m"}),
+    # Spark's HDFS-backed provider: all state on the JVM's heap (expected to run out of it on
+    # state larger than memory; its failure is reported, not raised: see MAY_FAIL)
+    "hdfs": Variant("hdfs", HDFS),
 }
+# Variants whose grow step may fail without failing the benchmark: the run records how far it
+# got, what it reached in memory and why it stopped. Any other variant's failure is an error.
+MAY_FAIL = frozenset({"hdfs"})
 REFERENCE = "rocksdb"
 # Summary fields compared across variants (all "lower is better").
 COMPARED = ("median_batch_ms", "restore_ms", "restore_load_ms", "median_commit_ms", "total_peak_rss_mb",
@@ -91,11 +105,12 @@ COMPARED = ("median_batch_ms", "restore_ms", "restore_load_ms", "median_commit_m
 # provider (whose RocksDB lives inside its JVM) at the same heap setting, by RSS and by PSS.
 MEMORY_RATIOS = {"total_to_rocksdb_jvm_peak_rss": ("total_peak_rss_mb", "jvm_peak_rss_mb"),
                  "total_to_rocksdb_jvm_peak_pss": ("total_peak_pss_mb", "jvm_peak_pss_mb")}
-SNAPSHOT_METRIC = {"ttlstate": "storeSnapshotTimeMs", "rocksdb": "rocksdbSaveZipFilesLatencyMs"}
+# (Spark's HDFS provider reports neither.)
+SNAPSHOT_METRIC = {"ttlstate": "storeSnapshotTimeMs", "rocksdb": "rocksdbSaveZipFilesLatencyMs", "hdfs": None}
 REPLAY_METRIC = "rocksdbNumReplayChangelogFiles"
 # What the restore batch spent loading state, summed over partitions: each provider's load
 # latency, by the same name (ttlstate's includes filling the shim's key filter).
-LOAD_METRIC = {"ttlstate": "rocksdbLoadLatencyMs", "rocksdb": "rocksdbLoadLatencyMs"}
+LOAD_METRIC = {"ttlstate": "rocksdbLoadLatencyMs", "rocksdb": "rocksdbLoadLatencyMs", "hdfs": None}
 
 
 # ---- input: generated once, outside every timing ----
@@ -178,7 +193,7 @@ def _heap_confs(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _kind(v: Variant) -> str:
-    return "ttlstate" if v.is_ttlstate else "rocksdb"
+    return "ttlstate" if v.is_ttlstate else "hdfs" if v.provider_class == HDFS else "rocksdb"
 
 
 def _normalized(rows: list[dict[str, Any]], v: Variant) -> list[dict[str, Any]]:
@@ -187,7 +202,8 @@ def _normalized(rows: list[dict[str, Any]], v: Variant) -> list[dict[str, Any]]:
     commit; with changelog checkpointing uploads run in maintenance and are not reported), and
     `load_ms` (see LOAD_METRIC)."""
     snapshot, load = SNAPSHOT_METRIC[_kind(v)], LOAD_METRIC[_kind(v)]
-    return [{**r, "snapshot_ms": r["custom"].get(snapshot), "load_ms": r["custom"].get(load)} for r in rows]
+    return [{**r, "snapshot_ms": r["custom"].get(snapshot) if snapshot else None,
+             "load_ms": r["custom"].get(load) if load else None} for r in rows]
 
 
 def _shim_jars(child_result: dict[str, Any]) -> list[str]:
@@ -205,10 +221,16 @@ def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_
     for f in files:
         _place(f, input_dir)
     print(f"growth: {v.name} (round {round_no}): {len(files)} batches", flush=True)
-    grown, grow_rss = run_child("benchmarks.workloads.growth_child",
-                                _child_params(v, args, "grow", input_dir, ck), v.env(),
-                                os.path.join(work, "logs", f"{os.path.basename(here)}-grow.log"),
-                                args.timeout, jvm_breakdown_every=args.jvm_breakdown)
+    partial = os.path.join(work, "logs", f"{os.path.basename(here)}-grow-batches.json")
+    try:
+        params = {**_child_params(v, args, "grow", input_dir, ck), "partial_path": partial}
+        grown, grow_rss = run_child("benchmarks.workloads.growth_child", params, v.env(),
+                                    os.path.join(work, "logs", f"{os.path.basename(here)}-grow.log"),
+                                    args.timeout, jvm_breakdown_every=args.jvm_breakdown)
+    except ChildFailed as e:
+        if v.name not in MAY_FAIL:
+            raise
+        return _failed_run(v, round_no, ck, partial, e)
     # on local disk with Hadoop's .crc files, as before; elsewhere as the child listed it
     ck_bytes = dir_bytes(os.path.join(ck, "state")) if ck_root == work else grown["checkpoint_state_bytes"]
     _place(restore_file, input_dir)
@@ -224,6 +246,22 @@ def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_
     if not args.keep:
         shutil.rmtree(here, ignore_errors=True)
     _print_run(run)
+    return run
+
+
+def _failed_run(v: Variant, round_no: int, ck: str, partial: str, e: ChildFailed) -> dict[str, Any]:
+    """A grow step that failed (a MAY_FAIL variant): the batches it completed, the memory it
+    reached, and the end of its log (why it stopped)."""
+    batches = []
+    if os.path.exists(partial):
+        with open(partial) as f:
+            batches = _normalized(json.load(f), v)
+    run = {"variant": v.name, "round": round_no, "checkpoint": ck, "failed": str(e)[-3000:],
+           "batches": batches, "ttlstate_file": None, "shim_jars": [],
+           **(e.peak.as_dict() if e.peak is not None else {})}
+    last = batches[-1]["state_rows"] if batches else 0
+    print(f"growth: {v.name} (round {round_no}) failed after {len(batches)} batches at {last} state rows; "
+          f"peak RSS {run.get('jvm_peak_rss_mb')} MB:\n{str(e)[-1500:]}", flush=True)
     return run
 
 
@@ -262,8 +300,21 @@ def _written(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "last_batch_checkpoint_bytes_written": per[-1]}
 
 
+def summarize_failed_run(run: dict[str, Any]) -> dict[str, Any]:
+    """How far a failed run got: batches, state rows, its peaks (nothing to compare)."""
+    rows = run["batches"]
+    return {"failed": True, "batches_completed": len(rows),
+            "final_state_rows": rows[-1]["state_rows"] if rows else 0,
+            "median_batch_ms": _median([r["batch_ms"] for r in rows]),
+            "max_batch_ms": max((r["batch_ms"] for r in rows), default=None),
+            "jvm_peak_rss_mb": run.get("jvm_peak_rss_mb"), "jvm_peak_pss_mb": run.get("jvm_peak_pss_mb"),
+            "why": run["failed"][-600:]}
+
+
 def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:
     """The scalars of one variant's run."""
+    if "failed" in run:
+        return summarize_failed_run(run)
     rows, rs = run["batches"], run["restore"]
     return {"median_batch_ms": _median([r["batch_ms"] for r in rows]),
             "first_batch_ms": rows[0]["batch_ms"], "max_batch_ms": max(r["batch_ms"] for r in rows),
@@ -294,7 +345,7 @@ def _combine_rounds(per_round: list[dict[str, Any]]) -> dict[str, Any]:
         else:
             out[key] = all(values) if isinstance(first, bool) else _median(values)
     out["median_batch_ms_per_round"] = [s["median_batch_ms"] for s in per_round]
-    out["restore_ms_per_round"] = [s["restore_ms"] for s in per_round]
+    out["restore_ms_per_round"] = [s.get("restore_ms") for s in per_round]
     out["restore_replayed_changelogs_per_round"] = [s.get("restore_replayed_changelogs") for s in per_round]
     return out
 
@@ -310,12 +361,12 @@ def summarize(variants: list[Variant], runs: list[dict[str, Any]],
     for v in variants:
         s = rows[v.name]
         if ref is not None and v.name != REFERENCE:
-            s["ratio_to_rocksdb"] = {k: ratio(s[k], ref[k]) for k in COMPARED}
+            s["ratio_to_rocksdb"] = {k: ratio(s.get(k), ref.get(k)) for k in COMPARED}
             for name, (mine, theirs) in MEMORY_RATIOS.items():
                 s["ratio_to_rocksdb"][name] = ratio(s.get(mine), ref.get(theirs))
             if len(rounds[v.name]) > 1 and len(rounds[v.name]) == len(rounds[REFERENCE]):
                 pairs = list(zip(rounds[v.name], rounds[REFERENCE], strict=True))
-                per = {k: [ratio(a[k], b[k]) for a, b in pairs] for k in COMPARED}
+                per = {k: [ratio(a.get(k), b.get(k)) for a, b in pairs] for k in COMPARED}
                 for name, (mine, theirs) in MEMORY_RATIOS.items():
                     per[name] = [ratio(a.get(mine), b.get(theirs)) for a, b in pairs]
                 s["ratio_to_rocksdb_per_round"] = per
@@ -388,7 +439,7 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
 def _check_baseline_runs(variants: list[Variant], runs: list[dict[str, Any]]) -> None:
     """A baseline variant must have imported the old package and run the old server."""
     for v in variants:
-        for r in (r for r in runs if r["variant"] == v.name):
+        for r in (r for r in runs if r["variant"] == v.name and "failed" not in r):
             v.check_code([r["ttlstate_file"], r["restore"]["ttlstate_file"], *r["shim_jars"]],
                          [*r["server_files"], *r["restore"]["server_files"]])
 

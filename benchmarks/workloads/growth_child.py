@@ -12,6 +12,8 @@ loads the whole state from the checkpoint before it can commit.
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from typing import Any
@@ -40,14 +42,34 @@ def _start(spark: Any, params: dict[str, Any], available_now: bool) -> Any:
     return writer.start()
 
 
-def _wait_for_batches(query: Any, count: int, timeout_s: float, files: CheckpointFiles) -> None:
+def _save_partial(path: str | None, query: Any) -> None:
+    """The batches done so far, for the parent to report if this process dies (a provider
+    that runs out of memory can take the JVM with it)."""
+    if path:
+        with open(path + ".tmp", "w") as f:
+            json.dump([batch_row(p) for p in progresses(query)], f)
+        os.replace(path + ".tmp", path)
+
+
+def _batches_done(query: Any) -> int:
+    """Batches done, from the last progress (one cheap call, where parsing every progress
+    grows with the run: every batch here has data, and batch ids start at 0)."""
+    last = query.lastProgress  # a dict on pyspark 3.5, a StreamingQueryProgress later
+    if last is None:
+        return 0
+    return int(last["batchId"] if isinstance(last, dict) else last.batchId) + 1
+
+
+def _wait_for_batches(query: Any, count: int, timeout_s: float, files: CheckpointFiles,
+                      partial: str | None = None) -> None:
     """Until `count` data batches have completed (or the query failed, or time ran out),
-    listing the checkpoint whenever another batch has completed."""
+    listing the checkpoint (and saving the rows so far) whenever another batch has completed."""
     deadline = time.monotonic() + timeout_s
     listed = 0
-    while (done := len(progresses(query))) < count:
+    while (done := _batches_done(query)) < count:
         if done > listed:
             files.scan()
+            _save_partial(partial, query)
             listed = done
         if query.exception() is not None:
             raise RuntimeError(f"growth query failed: {query.exception()}")
@@ -60,7 +82,8 @@ def grow(spark: Any, params: dict[str, Any]) -> dict[str, Any]:
     files = CheckpointFiles(spark, join(params["checkpoint"], "state"))
     started = time.monotonic()
     query = _start(spark, params, available_now=False)
-    _wait_for_batches(query, int(params["batches"]), float(params["timeout_s"]), files)
+    _wait_for_batches(query, int(params["batches"]), float(params["timeout_s"]), files,
+                      params.get("partial_path"))
     grown = time.monotonic() - started
     files.scan()
     time.sleep(float(params["settle_s"]))

@@ -3,6 +3,7 @@ the RSS poller's roles and the baseline environment (seconds, no JVM)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import time
 import pytest
 from benchmarks.harness import report, variants
 from benchmarks.harness.baseline import Baseline, environment
-from benchmarks.harness.subproc import RssPoller, parse_nmt_summary
+from benchmarks.harness.subproc import ChildFailed, RssPoller, parse_nmt_summary
 from benchmarks.workloads import growth, restore_rerun, spark_side_by_side
 
 from ttlstate.config import keys as K
@@ -131,6 +132,23 @@ def test_ratios_per_round_pair_each_round_with_the_reference_round() -> None:
     assert per["total_to_rocksdb_jvm_peak_pss"] == [round(680 / 380, 3), round(680 / 780, 3)]
 
 
+def test_a_failed_hdfs_run_is_summarized_with_how_far_it_got(tmp_path: object) -> None:
+    vs = [variants.Variant("rocksdb", variants.ROCKSDB), growth.VARIANTS["hdfs"]]
+    partial = os.path.join(str(tmp_path), "batches.json")
+    with open(partial, "w") as f:
+        json.dump([{"batch_ms": t, "commit_ms": 1, "state_rows": n, "custom": {}}
+                   for t, n in ((100, 500), (900, 1000))], f)
+    failed = ChildFailed("... java.lang.OutOfMemoryError: Java heap space", None)
+    hdfs_run = growth._failed_run(vs[1], 0, "ck", partial, failed)
+    s = {r["variant"]: r for r in growth.summarize(vs, [_run("rocksdb", [100, 200], 1000), hdfs_run], 310)}
+    assert s["hdfs"]["failed"] is True and s["hdfs"]["batches_completed"] == 2
+    assert s["hdfs"]["final_state_rows"] == 1000 and s["hdfs"]["max_batch_ms"] == 900
+    assert "OutOfMemoryError" in s["hdfs"]["why"]
+    assert s["hdfs"]["ratio_to_rocksdb"]["median_batch_ms"] == 3.333  # 500 / 150
+    assert s["hdfs"]["ratio_to_rocksdb"]["restore_ms"] is None
+    assert "hdfs" in growth.MAY_FAIL and "ttlstate" not in growth.MAY_FAIL
+
+
 def test_plot_and_report_render(tmp_path: object) -> None:
     from benchmarks.workloads.growth_plot import plot
 
@@ -180,6 +198,18 @@ def test_side_by_side_parquet_input_has_every_row_in_batch_order(tmp_path: objec
     assert [t.num_rows for t in tables] == [250] * 4
     keys = {k for t in tables for k in t.column("key").to_pylist()}
     assert 1 < len(keys) <= 50 and all(k.startswith("k") for k in keys)
+
+
+@pytest.mark.parametrize("fmt", ["json", "parquet"])
+def test_side_by_side_long_keys_are_integers(tmp_path: object, fmt: str) -> None:
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    spark_side_by_side.write_input(str(tmp_path), 100, 10, 1, fmt=fmt, key_type="long")
+    path = os.path.join(str(tmp_path), f"part-000.{fmt}")
+    table = pq.read_table(path) if fmt == "parquet" else pj.read_json(path)
+    assert str(table.schema.field("key").type) == "int64"
+    assert 1 < len(set(table.column("key").to_pylist())) <= 10
 
 
 def test_rss_poller_sees_a_server_process_behind_a_launcher() -> None:
