@@ -27,6 +27,7 @@ SNAPSHOT_LAYOUT_KEY = TTL_PREFIX + "snapshot.layout"
 CACHE_KEY = TTL_PREFIX + "cache.maxBytes"
 READ_AHEAD_KEY = TTL_PREFIX + "readAhead.chunkRows"
 WORKERS_KEY = TTL_PREFIX + "workers"
+MEMORY_KEY = TTL_PREFIX + "memory.maxBytes"
 COMPACT_EVERY_KEY = TTL_PREFIX + "cleanup.compactionFilter.compactEvery"
 CHANGELOG_KEY = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 

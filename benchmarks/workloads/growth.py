@@ -13,8 +13,9 @@ Variants: `rocksdb` (Spark's RocksDB provider, defaults), `rocksdb-changelog` (t
 changelog checkpointing), `ttlstate` (TTL 1h, so nothing expires, `snapshotInterval` 2), and
 with `--baseline REF` `ttlstate@<sha>`: the same ttlstate settings run by an older checkout in
 the same invocation (see `benchmarks/harness/baseline.py`), because only same-run ratios mean
-something on this machine. For state larger than memory: `ttlstate-churn` (TTL 5 minutes of
-batch time, so a long run's first keys expire and are cleaned up while the state still grows)
+something on this machine. For state larger than memory: `ttlstate-budget` (each state server
+worker's RocksDB memory held to 128 MiB), `ttlstate-churn` (the same with a TTL of 3 minutes
+of batch time, so a long run's first keys expire and are cleaned up while new ones come)
 and `hdfs` (Spark's HDFS-backed provider, every entry on the heap: where it fails, the run
 records the batches it completed, the memory it reached and why it stopped, instead of failing
 the benchmark).
@@ -55,6 +56,7 @@ from benchmarks.harness.variants import (
     CHANGELOG_KEY,
     HDFS,
     KEY_FILTER_KEY,
+    MEMORY_KEY,
     ROCKSDB,
     SNAPSHOT_INTERVAL_KEY,
     SNAPSHOT_LAYOUT_KEY,
@@ -87,9 +89,12 @@ VARIANTS: dict[str, Variant] = {
     # the same without the shim's key filter: what rebuilding it after a restore costs
     "ttlstate-no-keyfilter": Variant("ttlstate-no-keyfilter", TTLSTATE,
                                      {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", KEY_FILTER_KEY: "0"}),
-    # TTL churn in a long run: keys expire 5 minutes (batch time) after they came, so the early
-    # batches' keys are cleaned up (read, compaction filter) while the state keeps growing
-    "ttlstate-churn": Variant("ttlstate-churn", TTLSTATE, {TTL_KEY: "5m"}),
+    # State larger than memory: each state server worker's RocksDB memory (block cache and
+    # memtables) held to 128 MiB; nothing expires (TTL 1h), as in Spark RocksDB's run
+    "ttlstate-budget": Variant("ttlstate-budget", TTLSTATE, {TTL_KEY: "1h", MEMORY_KEY: "128m"}),
+    # the same with TTL churn: keys expire 3 minutes (batch time) after they came, so a long run's
+    # early keys are cleaned up (on read, by the compaction filter) while new ones keep coming
+    "ttlstate-churn": Variant("ttlstate-churn", TTLSTATE, {TTL_KEY: "3m", MEMORY_KEY: "128m"}),
     # Spark's HDFS-backed provider: all state on the JVM's heap (expected to run out of it on
     # state larger than memory; its failure is reported, not raised: see MAY_FAIL)
     "hdfs": Variant("hdfs", HDFS),
