@@ -304,6 +304,8 @@ void ttl_memory_usage(uint64_t* budget_bytes, double* write_buffer_ratio, uint64
   *write_buffer_bytes = ttlstate::SharedWriteBufferUsage();
 }
 
+int ttl_block_cache_shard_bits(uint64_t capacity) { return ttlstate::BlockCacheShardBits(capacity); }
+
 int ttl_release_free_memory(void) {
 #if defined(__GLIBC__)
   return malloc_trim(0);

@@ -20,7 +20,7 @@ struct Shared {
 
   void EnsureCreated() {  // requires mu
     if (cache) return;
-    cache = rocksdb::NewLRUCache(budget.total_bytes, -1, false, 0.1);
+    cache = rocksdb::NewLRUCache(budget.total_bytes, BlockCacheShardBits(budget.total_bytes), false, 0.1);
     write_buffers = std::make_shared<rocksdb::WriteBufferManager>(
         static_cast<size_t>(budget.total_bytes * budget.write_buffer_ratio), cache);
   }
@@ -32,6 +32,12 @@ Shared& Memory() {
 }
 
 }  // namespace
+
+int BlockCacheShardBits(uint64_t capacity) {
+  int bits = 0;
+  while (bits < kMaxBlockCacheShardBits && (capacity >> (bits + 1)) >= kMinBlockCacheShardBytes) ++bits;
+  return bits;
+}
 
 void ConfigureMemory(const MemoryBudget& budget) {
   if (budget.total_bytes < (16u << 20)) throw std::invalid_argument("memory budget below 16 MiB");

@@ -80,6 +80,11 @@ def memory_usage() -> dict[str, Any]:
             "block_cache_bytes": cache.value, "write_buffer_bytes": buffers.value}
 
 
+def block_cache_shard_bits(capacity: int) -> int:
+    """log2 of the shards of a worker's block cache of `capacity` bytes."""
+    return int(lib.ttl_block_cache_shard_bits(capacity))
+
+
 def release_free_memory() -> bool:
     """Hands what the allocator holds free back to the OS (glibc's malloc_trim): a batch's
     writes are freed on whichever thread ends them, and glibc keeps such memory in per-thread

@@ -129,6 +129,9 @@ FUNCTIONS: tuple[Function, ...] = (
     fn("ttl_status ttl_configure_memory(size_t total_bytes, double write_buffer_ratio)"),
     fn("void ttl_memory_usage(uint64_t* budget_bytes, double* write_buffer_ratio, "
        "uint64_t* block_cache_bytes, uint64_t* write_buffer_bytes)", keep_gil=True),
+    fn("int ttl_block_cache_shard_bits(uint64_t capacity)", keep_gil=True,
+       comment="log2 of the shards a block cache of this capacity gets (each big enough for a "
+               "large SST's Bloom filter)."),
     fn("int ttl_release_free_memory(void)",
        comment="Hands memory the process's allocator holds free back to the OS (glibc's "
                "malloc_trim; elsewhere nothing); returns 1 if it released any."),

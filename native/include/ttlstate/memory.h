@@ -17,6 +17,15 @@ struct MemoryBudget {
   size_t total_bytes;
   double write_buffer_ratio;
 };
+// The block cache's shards: as many as leave each at least kMinBlockCacheShardBytes (one shard
+// below twice that). RocksDB's own choice (shards of 512 KiB and up, at most 64) gives a 128 MiB
+// cache shards of 2 MiB, and a block larger than its shard (the Bloom filter of an SST of a few
+// million keys) is evicted as soon as its read ends: every lookup then re-reads the filter from
+// the file. A worker has a handful of threads, so few shards cost no contention.
+constexpr uint64_t kMinBlockCacheShardBytes = 32ull << 20;
+constexpr int kMaxBlockCacheShardBits = 6;
+int BlockCacheShardBits(uint64_t capacity);
+
 // Applies to DBs opened afterwards; the first call (or the default) fixes the shared objects.
 void ConfigureMemory(const MemoryBudget& budget);
 MemoryBudget CurrentMemory();
