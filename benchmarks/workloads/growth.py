@@ -313,7 +313,14 @@ def summarize_failed_run(run: dict[str, Any]) -> dict[str, Any]:
             "median_batch_ms": _median([r["batch_ms"] for r in rows]),
             "max_batch_ms": max((r["batch_ms"] for r in rows), default=None),
             "jvm_peak_rss_mb": run.get("jvm_peak_rss_mb"), "jvm_peak_pss_mb": run.get("jvm_peak_pss_mb"),
-            "why": run["failed"][-600:]}
+            "why": _why(run["failed"])}
+
+
+def _why(failure: str) -> str:
+    """The lines of a failed child's log that name errors (the cause), else its last lines."""
+    named = [line.strip()[:400] for line in failure.splitlines()
+             if any(w in line for w in ("Error", "Exception", "exited", "timed out"))]
+    return "\n".join(named[-6:]) if named else failure[-600:]
 
 
 def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:

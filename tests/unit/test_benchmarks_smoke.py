@@ -144,7 +144,7 @@ def test_a_failed_hdfs_run_is_summarized_with_how_far_it_got(tmp_path: object) -
     s = {r["variant"]: r for r in growth.summarize(vs, [_run("rocksdb", [100, 200], 1000), hdfs_run], 310)}
     assert s["hdfs"]["failed"] is True and s["hdfs"]["batches_completed"] == 2
     assert s["hdfs"]["final_state_rows"] == 1000 and s["hdfs"]["max_batch_ms"] == 900
-    assert "OutOfMemoryError" in s["hdfs"]["why"]
+    assert s["hdfs"]["why"] == "... java.lang.OutOfMemoryError: Java heap space"
     assert s["hdfs"]["ratio_to_rocksdb"]["median_batch_ms"] == 3.333  # 500 / 150
     assert s["hdfs"]["ratio_to_rocksdb"]["restore_ms"] is None
     assert "hdfs" in growth.MAY_FAIL and "ttlstate" not in growth.MAY_FAIL
