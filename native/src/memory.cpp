@@ -21,11 +21,8 @@ struct Shared {
   void EnsureCreated() {  // requires mu
     if (cache) return;
     cache = rocksdb::NewLRUCache(budget.total_bytes, BlockCacheShardBits(budget.total_bytes), false, 0.1);
-    // allow_stall: past its size, writers wait for flushes instead of piling up memtables
-    // (without it the size only triggers flushes: immutable memtables waiting behind a
-    // compaction backlog were outside the budget).
     write_buffers = std::make_shared<rocksdb::WriteBufferManager>(
-        static_cast<size_t>(budget.total_bytes * budget.write_buffer_ratio), cache, /*allow_stall=*/true);
+        static_cast<size_t>(budget.total_bytes * budget.write_buffer_ratio), cache);
   }
 };
 
