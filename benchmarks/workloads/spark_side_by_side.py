@@ -130,7 +130,7 @@ def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: f
     v.check_code([out["ttlstate_file"], *jars], sorted(rss.server_files))
     rows = []
     for r in out["rows"]:
-        row = {"provider": v.name, **r, "round": round_no}
+        row = {"provider": v.name, **r, "round": round_no, "input_format": fmt, "key_type": key_type}
         if v.is_ttlstate:
             row["ttlstate_file"] = out["ttlstate_file"]
             row["server_peak_rss_mb"] = rss.as_dict()["server_peak_rss_mb"]
