@@ -207,8 +207,7 @@ def _normalized(rows: list[dict[str, Any]], v: Variant) -> list[dict[str, Any]]:
     commit; with changelog checkpointing uploads run in maintenance and are not reported), and
     `load_ms` (see LOAD_METRIC)."""
     snapshot, load = SNAPSHOT_METRIC[_kind(v)], LOAD_METRIC[_kind(v)]
-    return [{**r, "snapshot_ms": r["custom"].get(snapshot) if snapshot else None,
-             "load_ms": r["custom"].get(load) if load else None} for r in rows]
+    return [{**r, "snapshot_ms": r["custom"].get(snapshot), "load_ms": r["custom"].get(load)} for r in rows]
 
 
 def _shim_jars(child_result: dict[str, Any]) -> list[str]:

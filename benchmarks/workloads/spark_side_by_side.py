@@ -95,7 +95,7 @@ def write_input(directory: str, rows: int, keys: int, batches: int, seed: int = 
     else:
         draw = lambda: rnd.randrange(keys)  # noqa: E731
     longs = key_type == "long"
-    key = (lambda: draw()) if longs else (lambda: f"k{draw()}")  # noqa: E731
+    key = draw if longs else (lambda: f"k{draw()}")  # noqa: E731
     key_schema = "int64" if longs else "string"
     for b in range(batches):
         path = os.path.join(directory, f"part-{b:03d}.{fmt}")
