@@ -24,7 +24,8 @@ RSS of the variant's JVM (and state server) over its whole child process. `--rou
 every variant N times in alternating order and reports medians. `--checkpoint-fs hdfs` keeps
 the checkpoints on a MiniDFSCluster started for the run (`benchmarks/harness/checkpoint_fs.py`); every
 row also gives the state operator's commit time per batch and the bytes each batch wrote to
-the checkpoint's state folder.
+the checkpoint's state folder. `--driver-memory` sets every variant's JVM heap (default 1g, on
+which Spark's HDFS provider runs out of memory on the cold preset).
 """
 
 from __future__ import annotations
@@ -114,7 +115,8 @@ def write_input(directory: str, rows: int, keys: int, batches: int, seed: int = 
 
 def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: float,
                 round_no: int = 0, ck_root: str | None = None,
-                fmt: str = "json", key_type: str = "string") -> list[dict[str, Any]]:
+                fmt: str = "json", key_type: str = "string",
+                driver_memory: str = "1g") -> list[dict[str, Any]]:
     """Both workloads of one variant in a fresh child process; one row per workload. The
     checkpoints go under ck_root (default: `work`)."""
     name = f"{v.name.replace('@', '-at-')}-r{round_no}"
@@ -124,13 +126,14 @@ def run_variant(v: Variant, input_dir: str, warm_dir: str, work: str, timeout: f
               "workloads": list(WORKLOADS), "input_dir": input_dir, "input_format": fmt,
               "key_type": key_type, "warm_dir": warm_dir,
               "ck_root": here if ck_root is None else join(ck_root, name),
-              "spark_confs": {"spark.sql.shuffle.partitions": "4"}}
+              "spark_confs": {"spark.sql.shuffle.partitions": "4", "spark.driver.memory": driver_memory}}
     out, rss = run_child("benchmarks.workloads.side_by_side_child", params, v.env(), here + ".log", timeout)
     jars = [j for j in out["spark_jars"].split(",") if "ttlstate" in j]
     v.check_code([out["ttlstate_file"], *jars], sorted(rss.server_files))
     rows = []
     for r in out["rows"]:
-        row = {"provider": v.name, **r, "round": round_no, "input_format": fmt, "key_type": key_type}
+        row = {"provider": v.name, **r, "round": round_no, "input_format": fmt, "key_type": key_type,
+               "driver_memory": driver_memory}
         if v.is_ttlstate:
             row["ttlstate_file"] = out["ttlstate_file"]
             row["server_peak_rss_mb"] = rss.as_dict()["server_peak_rss_mb"]
@@ -215,6 +218,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=1,
                     help="run every variant this many times, in alternating order; medians")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per variant")
+    ap.add_argument("--driver-memory", default="1g",
+                    help="every variant's JVM heap (spark.driver.memory): Spark's HDFS provider keeps "
+                         "all state on it and needs several times 1g on the cold preset")
     ap.add_argument("--json", help="write results here")
     return apply_preset(ap.parse_args(argv))
 
@@ -234,7 +240,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
             for round_no in range(args.rounds):
                 for v in variants if round_no % 2 == 0 else list(reversed(variants)):
                     runs += run_variant(v, input_dir, warm_dir, work, args.timeout, round_no, ck_root,
-                                        args.input, args.key_type)
+                                        args.input, args.key_type, args.driver_memory)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results = combine_rounds(runs)

@@ -28,28 +28,50 @@ class CheckpointLocation(Protocol):
         """The file's full path or URI, for error messages."""
 
 
+def _checksum_name(name: str) -> str:
+    """The checksum file Hadoop's local file system keeps beside `name` when it wrote it."""
+    return f".{name}.crc"
+
+
 class LocalCheckpointLocation:
+    """A checkpoint folder on a local (or mounted) file system, read and written directly.
+
+    The state server uses it for `file:` checkpoints (`checkpoint.localFiles`): as Hadoop's
+    local file system sees them, minus its cost per file. Names starting with a dot are not
+    listed (Hadoop's `.crc` files, temporary files); a `.crc` that Hadoop wrote for a file
+    this replaces or deletes goes with it, so a later read through Hadoop never checks the new
+    content against the old checksum. The folder is created by the first publish, not before
+    (a state reader's load must not create folders in a checkpoint)."""
+
     def __init__(self, directory: str) -> None:
         self.directory = directory
-        os.makedirs(directory, exist_ok=True)
 
     def list_files(self) -> list[str]:
-        return [n for n in os.listdir(self.directory)
-                if os.path.isfile(os.path.join(self.directory, n))]
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        return [n for n in names
+                if not n.startswith(".") and os.path.isfile(os.path.join(self.directory, n))]
 
     def fetch(self, name: str, local_path: str) -> None:
         src = os.path.join(self.directory, name)
-        if not os.path.exists(src):
-            raise FileNotFoundError(f"checkpoint file {src} does not exist")
-        shutil.copyfile(src, local_path)
+        try:
+            shutil.copyfile(src, local_path)
+        except FileNotFoundError:
+            if os.path.exists(src):
+                raise  # the local side is what is missing
+            raise FileNotFoundError(f"checkpoint file {src} does not exist") from None
 
     def publish(self, local_path: str, name: str) -> None:
+        os.makedirs(self.directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.directory)
         os.close(fd)
         try:
             shutil.copyfile(local_path, tmp)
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
+            self._remove_checksum(name)
             os.replace(tmp, os.path.join(self.directory, name))
         except BaseException:
             if os.path.exists(tmp):
@@ -65,3 +87,10 @@ class LocalCheckpointLocation:
                 os.unlink(os.path.join(self.directory, name))
             except FileNotFoundError:
                 pass
+            self._remove_checksum(name)
+
+    def _remove_checksum(self, name: str) -> None:
+        try:
+            os.unlink(os.path.join(self.directory, _checksum_name(name)))
+        except FileNotFoundError:
+            pass

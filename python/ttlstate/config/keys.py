@@ -129,6 +129,16 @@ SNAPSHOT_LAYOUT = ConfKey("snapshot.layout", SnapshotLayout.SST.value,
                           "state, rewritten at every snapshot, which `cleanup.fullSnapshot` "
                           "applies to (what the rocksdict engine always writes). Both read both.",
                           Kind.ENUM, option="snapshot_layout", choices=SnapshotLayout)
+CHECKPOINT_LOCAL_FILES = ConfKey("checkpoint.localFiles", "true",
+                                 "Where the checkpoint location is on Hadoop's local file system "
+                                 "(`file:`, a local disk or a mounted NFS or FUSE share), the state "
+                                 "server reads and writes its files there itself (atomically: a "
+                                 "temporary file, fsync, rename) instead of through the executor's "
+                                 "Hadoop FileSystem, which costs tens of milliseconds per file "
+                                 "there. `false`: always through Hadoop. Other file systems, and "
+                                 "a custom `spark.sql.streaming.checkpointFileManagerClass`, "
+                                 "always go through Hadoop.",
+                                 Kind.BOOL, option="checkpoint_local_files")
 _INTERPRETER = " to a Python interpreter with ttlstate installed"
 PYTHON = ConfKey("python", "",
                  "Interpreter of the state server, needed only where PySpark's own setting is "
@@ -245,7 +255,8 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     TTL, UPDATE_TYPE, STATE_VISIBILITY, TIME_SOURCE, CLOCK_MAX_GAP, READER_INCLUDE_EXPIRED,
     FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
-    FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, SNAPSHOT_LAYOUT, PYTHON,
+    FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, SNAPSHOT_LAYOUT,
+    CHECKPOINT_LOCAL_FILES, PYTHON,
     LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES,
     READ_AHEAD_CHUNK_ROWS, MEMORY_MAX_BYTES, MEMORY_WRITE_BUFFER_RATIO, CACHE_MAX_BYTES, REQUEST_TIMEOUT,
     OPERATOR_TTL, OPERATOR_NAME_TTL, REAL_TIME_CLOCK_INTERVAL,

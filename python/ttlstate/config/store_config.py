@@ -72,6 +72,7 @@ class StoreConfig:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     ttl_key: str = K.TTL.key  # the conf key the TTL comes from (the global one, or an operator's)
     reader_include_expired: bool = K.READER_INCLUDE_EXPIRED.default_value  # expired entries too
+    checkpoint_local_files: bool = K.CHECKPOINT_LOCAL_FILES.default_value
 
 
 def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = None,
@@ -113,6 +114,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
         memory=MemoryConfig(v[K.MEMORY_MAX_BYTES], v[K.MEMORY_WRITE_BUFFER_RATIO]),
         ttl_key=ttl_key,
         reader_include_expired=v[K.READER_INCLUDE_EXPIRED],
+        checkpoint_local_files=v[K.CHECKPOINT_LOCAL_FILES],
     )
 
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass, replace
 from typing import cast
 
 from ttlstate.checkpoint.identity import store_label
+from ttlstate.checkpoint.location import CheckpointLocation, LocalCheckpointLocation
 from ttlstate.config import keys as K
-from ttlstate.config.store_config import MemoryConfig, store_config_from_confs
+from ttlstate.config.store_config import MemoryConfig, StoreConfig, store_config_from_confs
 from ttlstate.engine.select import native_module
 from ttlstate.errors import RequestError
 from ttlstate.server import protocol as P
@@ -23,6 +24,16 @@ from ttlstate.store.planes.base import StoreVersion
 from ttlstate.store.provider import StoreProvider
 
 log = logging.getLogger("ttlstate.server")
+
+
+def _location(info: dict[str, object], config: StoreConfig) -> CheckpointLocation:
+    """The store's checkpoint folder: read and written here when the shim found it on Hadoop's
+    local file system (`localCheckpointDir`) and `checkpoint.localFiles` allows it, else through
+    the shim's Hadoop FileSystem."""
+    local = info.get("localCheckpointDir")
+    if local and config.checkpoint_local_files:
+        return LocalCheckpointLocation(str(local))
+    return RemoteCheckpointLocation(str(info.get("checkpointDir", "")))
 
 
 @dataclass
@@ -64,7 +75,7 @@ class Registry:
             store_id = store_label(info.get("operatorId", "?"), info.get("partitionId", "?"),  # type: ignore[arg-type]
                                    str(info.get("storeName", "default")))
             query = info.get("queryId")
-            location = RemoteCheckpointLocation(str(info.get("checkpointDir", "")))
+            location = _location(info, config)
             provider = StoreProvider(store_id, local, location, config,
                                      query_id=str(query) if query else None,
                                      checkpoint_ids=bool(info.get("checkpointIds", False)),

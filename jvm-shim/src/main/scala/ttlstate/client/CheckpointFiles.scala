@@ -3,8 +3,11 @@ package ttlstate.client
 import java.io.{File, FileNotFoundException, IOException}
 import java.nio.file.{Files, StandardCopyOption}
 
+import scala.util.Try
+
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.local.LocalFs
 import ttlstate.spark.SparkLine
 
 /** Moves one store's files between the state server's local staging dir and the checkpoint
@@ -12,6 +15,20 @@ import ttlstate.spark.SparkLine
  *  Spark's own providers). Publishing is atomic: temp file + rename, overwriting. */
 final class CheckpointFiles(dir: Path, hadoopConf: Configuration) {
   private lazy val fm: SparkLine.FileManager = SparkLine.fileManager(dir, hadoopConf)
+
+  /** The folder's path when it is on the local file system as Hadoop ships it and Spark's
+   *  default file manager would serve it: the state server may then read and write it itself
+   *  (a file through Hadoop's local file system costs tens of milliseconds). None for any other
+   *  scheme, a local file system replaced in the conf (`fs.file.impl`,
+   *  `fs.AbstractFileSystem.file.impl`) or a custom `checkpointFileManagerClass`. */
+  lazy val localDirectory: Option[String] = {
+    def set(key: String) = Option(hadoopConf.get(key)).filter(_.nonEmpty)
+    val replaced = set(CheckpointFiles.ManagerClassKey).isDefined || set("fs.file.impl").isDefined ||
+      set("fs.AbstractFileSystem.file.impl").exists(_ != classOf[LocalFs].getName)
+    if (replaced) None
+    else Try(dir.getFileSystem(hadoopConf).makeQualified(dir).toUri).toOption
+      .filter(_.getScheme == "file").map(_.getPath)
+  }
 
   def list(): Seq[String] = {
     if (!fm.exists(dir)) Seq.empty
@@ -77,4 +94,9 @@ final class CheckpointFiles(dir: Path, hadoopConf: Configuration) {
           .frame(Protocol.CB_RESULT_ERROR)
     }
   }
+}
+
+object CheckpointFiles {
+  /** Spark's conf naming a custom CheckpointFileManager (read from the Hadoop conf, as Spark does). */
+  val ManagerClassKey = "spark.sql.streaming.checkpointFileManagerClass"
 }

@@ -90,6 +90,7 @@ final class ProviderCore(val spec: StoreSpec) {
       // No streaming query: the state data source (or an offline tool) reads this store.
       "stateReader" -> (!inQuery).toString) ++
       operatorName.map(n => "operatorName" -> Json.str(n)) ++
+      files.localDirectory.map(d => "localCheckpointDir" -> Json.str(d)) ++
       QueryIdentity.forStateRoot(id.checkpointRootLocation, spec.hadoopConf).map(q => "queryId" -> Json.str(q))
 
   private def workerOf(server: RunningServer): Int = Math.floorMod(providerKey.hashCode, server.sockets.size)
