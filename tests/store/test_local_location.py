@@ -89,3 +89,12 @@ def test_the_server_reads_directly_only_where_the_shim_found_a_local_folder_and_
     assert isinstance(loc, LocalCheckpointLocation if local else RemoteCheckpointLocation)
     if local:
         assert loc.describe("1.changelog") == "/ck/state/0/1/1.changelog"
+
+
+def test_a_published_file_has_the_umasks_mode_as_any_file(tmp_path: os.PathLike[str]) -> None:
+    old = os.umask(0o022)
+    try:
+        LocalCheckpointLocation(str(tmp_path)).publish(_local_file(tmp_path, b"x"), "1.changelog")
+    finally:
+        os.umask(old)
+    assert os.stat(os.path.join(tmp_path, "1.changelog")).st_mode & 0o777 == 0o644

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
+import uuid
 from typing import Protocol
 
 
@@ -65,8 +65,9 @@ class LocalCheckpointLocation:
 
     def publish(self, local_path: str, name: str) -> None:
         os.makedirs(self.directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.directory)
-        os.close(fd)
+        # Created as any file is (the umask's mode, as Hadoop's would be), not mkstemp's 0600:
+        # another user's state reader must be able to read the checkpoint.
+        tmp = os.path.join(self.directory, f".{name}.{uuid.uuid4().hex}.tmp")
         try:
             shutil.copyfile(local_path, tmp)
             with open(tmp, "rb+") as f:
