@@ -89,6 +89,14 @@ Db::Db(const std::string& path, const DbOptions& o) {
   table.cache_index_and_filter_blocks = true;
   table.pin_l0_filter_and_index_blocks_in_cache = true;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  // What a compaction's output filter holds while it is built (8 bytes a key: tens of MB for a
+  // large file) and what an open table reader holds are charged to the shared cache too, which
+  // evicts blocks to make room, so the worker stays near its budget with large state.
+  for (const auto role : {rocksdb::CacheEntryRole::kFilterConstruction, rocksdb::CacheEntryRole::kBlockBasedTableReader}) {
+    table.cache_usage_options.options_overrides.insert(
+        {role, rocksdb::CacheEntryRoleOptions{rocksdb::CacheEntryRoleOptions::Decision::kEnabled}});
+  }
+  table.optimize_filters_for_memory = true;
   options_.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   if (o.state_type == StateType::kList) {
     options_.merge_operator = std::make_shared<ListAppendOperator>(o.variable_length_list ? "" : ",");
