@@ -21,7 +21,6 @@ import gc
 import os
 import sys
 import threading
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,40 +53,6 @@ def fix_mmap_threshold() -> bool:
         return bool(_libc().mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
     except (OSError, AttributeError):
         return False
-
-
-# glibc keeps what its arenas freed for the next allocation instead of handing it back: at 50M
-# keys with `memory.maxBytes=128m`, a worker's malloc held 338 MB from the system of which 211 MB
-# was free (malloc_info), because RocksDB's cache, compactions and the batches' buffers free in
-# one arena what they allocated in another. malloc_trim(0) gives free pages back in every arena
-# (one call took that worker from 321 to 167 MB PSS), so each worker calls it this often.
-TRIM_INTERVAL_S = 10.0
-
-
-def trim_malloc() -> bool:
-    """Hands the pages glibc's arenas hold free back to the OS; False where there is no
-    malloc_trim (not glibc)."""
-    try:
-        _libc().malloc_trim(0)
-        return True
-    except (OSError, AttributeError):
-        return False
-
-
-def start_trimming(interval_s: float = TRIM_INTERVAL_S) -> threading.Thread | None:
-    """A daemon thread in this (worker) process calling `trim_malloc` every `interval_s`; None
-    where there is no malloc_trim."""
-    if not trim_malloc():
-        return None
-
-    def loop() -> None:
-        while True:
-            time.sleep(interval_s)
-            trim_malloc()
-
-    thread = threading.Thread(target=loop, name="ttlstate-malloc-trim", daemon=True)
-    thread.start()
-    return thread
 
 
 # The worker's process name (`ps -o comm`, psutil's name()): its command line is the
@@ -172,7 +137,6 @@ def fork_worker(run: Callable[[Callable[[str], None]], None], siblings: list[Wor
         os.dup2(2, 1)
         supervise.default_stop_signals()
         _set_name(WORKER_NAME)
-        start_trimming()
 
         def ready(line: str) -> None:
             os.write(ready_w, (line + "\n").encode())
