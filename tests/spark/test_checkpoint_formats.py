@@ -35,10 +35,8 @@ def spark() -> Iterator[SparkSession]:
     s.stop()
 
 
-def _run(spark: SparkSession, provider: str, first: str, then: str, key: str = FORMAT_KEY,
-         *more: str) -> Run:
-    """The steps in equal parts, `key` set to `first`, `then` and each of `more` at each start."""
-    values = [first, then, *more]
+def _run(spark: SparkSession, provider: str, values: list[str], key: str = FORMAT_KEY) -> Run:
+    """The steps in equal parts, one per start, `key` set to the next of `values` at each."""
     per = len(STEPS) // len(values)
     run = Run(spark, provider, _build, SCHEMA, "update")
     try:
@@ -57,8 +55,8 @@ def _run(spark: SparkSession, provider: str, first: str, then: str, key: str = F
 @pytest.mark.parametrize(("first", "then"), [("1", "2"), ("2", "1")])
 def test_a_restart_in_the_other_format_goes_on_exactly(spark: SparkSession, first: str,
                                                        then: str) -> None:
-    ours = _run(spark, TTLSTATE, first, then)
-    assert ours.outputs == _run(spark, ROCKSDB, first, then).outputs
+    ours = _run(spark, TTLSTATE, [first, then])
+    assert ours.outputs == _run(spark, ROCKSDB, [first, then]).outputs
     assert len(ours.outputs) == len(STEPS)
     files = [f for f in os.listdir(os.path.join(ours.checkpoint, "state", "0", "0")) if f[0].isdigit()]
     with_ids = [f for f in files if "_" in f]
@@ -68,9 +66,9 @@ def test_a_restart_in_the_other_format_goes_on_exactly(spark: SparkSession, firs
 def test_files_the_server_wrote_and_files_hadoop_wrote_continue_each_other(spark: SparkSession) -> None:
     # Through Hadoop (a checksum file beside each file), then direct, then through Hadoop again:
     # each reads what the other wrote, and a direct write leaves no checksum of its own.
-    key, values = K.CHECKPOINT_LOCAL_FILES.key, ("false", "true", "false")
-    ours = _run(spark, TTLSTATE, *values[:2], key, *values[2:])
-    assert ours.outputs == _run(spark, ROCKSDB, *values[:2], key, *values[2:]).outputs
+    key, values = K.CHECKPOINT_LOCAL_FILES.key, ["false", "true", "false"]
+    ours = _run(spark, TTLSTATE, values, key)
+    assert ours.outputs == _run(spark, ROCKSDB, values, key).outputs
     assert len(ours.outputs) == len(STEPS)
     files = os.listdir(os.path.join(ours.checkpoint, "state", "0", "0"))
     checksums = {f[1:-len(".crc")] for f in files if f.endswith(".crc")}
