@@ -208,23 +208,19 @@ bool Connection::Dispatch(uint8_t code, std::string_view payload) {
     const auto value = txn->GetEntry(r.Bytes(), &ts);
     PutBytes(&out_, value ? &*value : nullptr);
     big_endian::Append<uint64_t>(&out_, static_cast<uint64_t>(ts));
-  } else if (code == p::kOpGetEntries) {  // n OP_GETs in one round trip, in order
-    const uint32_t n = r.U32();
-    big_endian::Append<uint32_t>(&out_, n);
-    for (uint32_t i = 0; i < n; ++i) {
-      int64_t ts = 0;
-      const auto value = txn->GetEntry(r.Bytes(), &ts);
-      PutBytes(&out_, value ? &*value : nullptr);
-      big_endian::Append<uint64_t>(&out_, static_cast<uint64_t>(ts));
-    }
-  } else if (code == p::kOpMultiGet) {
+  } else if (code == p::kOpGetEntries || code == p::kOpMultiGet) {
+    // n keys; GET_ENTRIES: n OP_GETs in one round trip (values and last-access times)
     const uint32_t n = r.U32();
     std::vector<std::string_view> keys;
     keys.reserve(n);
     for (uint32_t i = 0; i < n; ++i) keys.push_back(r.Bytes());
-    const auto values = txn->MultiGet(keys);
+    std::vector<int64_t> ts;
+    const auto values = code == p::kOpGetEntries ? txn->GetEntries(keys, &ts) : txn->MultiGet(keys);
     big_endian::Append<uint32_t>(&out_, n);
-    for (const auto& v : values) PutBytes(&out_, v ? &*v : nullptr);
+    for (uint32_t i = 0; i < n; ++i) {
+      PutBytes(&out_, values[i] ? &*values[i] : nullptr);
+      if (code == p::kOpGetEntries) big_endian::Append<uint64_t>(&out_, static_cast<uint64_t>(ts[i]));
+    }
   } else {
     std::unique_ptr<Scan> scan;
     if (code == p::kOpKeys) {

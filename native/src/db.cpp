@@ -89,6 +89,10 @@ Db::Db(const std::string& path, const DbOptions& o) {
   table.cache_index_and_filter_blocks = true;
   table.pin_l0_filter_and_index_blocks_in_cache = true;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  // A hash index in each data block: a point lookup (every read of state is one) finds its
+  // key's restart interval at once instead of by binary search over the block.
+  table.data_block_index_type = rocksdb::BlockBasedTableOptions::kDataBlockBinaryAndHash;
+  table.data_block_hash_table_util_ratio = 0.75;
   // What a compaction's output filter holds while it is built (8 bytes a key: tens of MB for a
   // large file) and what an open table reader holds are charged to the shared cache too, which
   // evicts blocks to make room, so the worker stays near its budget with large state.

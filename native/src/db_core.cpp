@@ -30,14 +30,21 @@ rocksdb::DB* DbCore::Handle() const {
 
 std::vector<char> DbCore::Contains(const std::vector<std::string_view>& sorted_keys) {
   std::vector<char> found(sorted_keys.size(), 0);
+  Lookup(sorted_keys, [&](size_t i, const rocksdb::PinnableSlice* value) { found[i] = value != nullptr ? 1 : 0; });
+  return found;
+}
+
+void DbCore::Lookup(const std::vector<std::string_view>& sorted_keys, const Found& found) {
   constexpr size_t kLookupChunk = 4096;  // bounds the values pinned at once
+  std::vector<rocksdb::Slice> slices;
+  std::vector<rocksdb::PinnableSlice> values;
+  std::vector<rocksdb::Status> statuses;
   for (size_t start = 0; start < sorted_keys.size(); start += kLookupChunk) {
     const size_t end = std::min(sorted_keys.size(), start + kLookupChunk);
-    std::vector<rocksdb::Slice> slices;
-    slices.reserve(end - start);
+    slices.clear();
     for (size_t i = start; i < end; ++i) slices.emplace_back(sorted_keys[i].data(), sorted_keys[i].size());
-    std::vector<rocksdb::PinnableSlice> values(slices.size());
-    std::vector<rocksdb::Status> statuses(slices.size());
+    values = std::vector<rocksdb::PinnableSlice>(slices.size());
+    statuses.assign(slices.size(), rocksdb::Status());
     {
       std::shared_lock<std::shared_mutex> lock(mu);
       rocksdb::DB* h = Handle();
@@ -46,10 +53,9 @@ std::vector<char> DbCore::Contains(const std::vector<std::string_view>& sorted_k
     }
     for (size_t i = 0; i < slices.size(); ++i) {
       if (!statuses[i].IsNotFound()) CheckStatus(statuses[i], "multi_get");
-      found[start + i] = statuses[i].ok() ? 1 : 0;
+      found(start + i, statuses[i].ok() ? &values[i] : nullptr);
     }
   }
-  return found;
 }
 
 void DbCore::WriteSorted(const std::vector<SortedWrite>& writes, const std::string& sst_path,

@@ -126,19 +126,68 @@ std::optional<std::string> Txn::Visible(std::string_view key, std::string_view s
   return user;
 }
 
+bool Txn::NeedsDb(std::string_view key) const {
+  const auto* entry = pending_.Find(key);
+  return entry == nullptr || (entry->value.op == Op::kNone && entry->value.in_db != 0);
+}
+
 std::optional<std::string> Txn::ReadOne(std::string_view key, int64_t* ts) {
   if (ts != nullptr) *ts = 0;
-  const auto* entry = pending_.Find(key);
-  if (entry != nullptr && entry->value.op != Op::kNone) {
-    if (entry->value.op == Op::kDelete) return std::nullopt;
-    return Visible(key, entry->value.value(), true, ts);  // the arena keeps it if Visible rewrites the entry
+  if (NeedsDb(key)) {
+    const auto stored = DbGet(key);
+    return FromDb(key, stored ? std::optional<std::string_view>(*stored) : std::nullopt, ts);
   }
-  if (entry != nullptr && entry->value.in_db == 0) return std::nullopt;
-  auto stored = DbGet(key);
+  const auto* entry = pending_.Find(key);
+  if (entry->value.op != Op::kPut) return std::nullopt;  // deleted in this batch, or known absent
+  return Visible(key, entry->value.value(), true, ts);  // the arena keeps it if Visible rewrites the entry
+}
+
+std::optional<std::string> Txn::FromDb(std::string_view key, std::optional<std::string_view> stored, int64_t* ts) {
   if (writable_) SetInDb(Entry(key), stored ? 1 : 0);  // the commit then needs no read
   if (!stored) return std::nullopt;
   auto out = Visible(key, *stored, true, ts);
   if (!out && ts != nullptr) *ts = 0;
+  return out;
+}
+
+std::vector<std::optional<std::string>> Txn::GetEntries(const std::vector<std::string_view>& keys,
+                                                        std::vector<int64_t>* ts) {
+  CheckOpen();
+  if (!(rules_.incremental_per_record && writable_)) return ReadMany(keys, ts);
+  std::vector<std::optional<std::string>> out(keys.size());  // a cleanup step before each read, as GetEntry does
+  ts->assign(keys.size(), 0);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    IncrementalStep();
+    out[i] = ReadOne(keys[i], &(*ts)[i]);
+  }
+  return out;
+}
+
+std::vector<std::optional<std::string>> Txn::ReadMany(const std::vector<std::string_view>& keys,
+                                                      std::vector<int64_t>* ts) {
+  std::vector<std::optional<std::string>> out(keys.size());
+  if (ts != nullptr) ts->assign(keys.size(), 0);
+  auto ts_of = [&](size_t i) { return ts == nullptr ? nullptr : &(*ts)[i]; };
+  // The keys the pending writes cannot answer, looked up in the committed DB together: one
+  // sorted MultiGet shares its filter probes, block lookups and locking among them.
+  std::vector<uint32_t> asked;
+  for (uint32_t i = 0; i < keys.size(); ++i) {
+    if (NeedsDb(keys[i])) asked.push_back(i);
+  }
+  std::sort(asked.begin(), asked.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+  std::vector<std::string_view> sorted;
+  sorted.reserve(asked.size());
+  for (const uint32_t i : asked) sorted.push_back(keys[i]);
+  std::vector<std::optional<std::string>> stored(keys.size());
+  std::vector<char> looked_up(keys.size(), 0);
+  core_->Lookup(sorted, [&](size_t j, const rocksdb::PinnableSlice* value) {
+    looked_up[asked[j]] = 1;
+    if (value != nullptr) stored[asked[j]].emplace(value->data(), value->size());
+  });
+  // In request order, so a key asked twice reads what its first read wrote (a refresh, a delete).
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out[i] = looked_up[i] && NeedsDb(keys[i]) ? FromDb(keys[i], stored[i], ts_of(i)) : ReadOne(keys[i], ts_of(i));
+  }
   return out;
 }
 
@@ -170,10 +219,7 @@ std::optional<std::string> Txn::Get(std::string_view key) {
 std::vector<std::optional<std::string>> Txn::MultiGet(const std::vector<std::string_view>& keys) {
   CheckOpen();
   if (rules_.incremental_per_record && writable_) IncrementalStep();
-  std::vector<std::optional<std::string>> out;
-  out.reserve(keys.size());
-  for (const auto& key : keys) out.push_back(ReadOne(key));
-  return out;
+  return ReadMany(keys, nullptr);
 }
 
 void Txn::Put(std::string_view key, std::string_view value, Committed known) {

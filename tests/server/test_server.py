@@ -87,16 +87,17 @@ def test_get_entries_answers_as_gets_one_by_one(server, confs, update_type: str)
         c.writes(h, [(b"live", b"3")])  # written at 1050
         c.commit(h)
         c.load(h, 2, 1120)  # "old" (1000) has expired, "live" (1050) has not
-        keys = [b"live", b"old", b"none", b"live"]
+        c.writes(h, [(b"fresh", b"4")])  # pending in this batch: answered without the DB
+        keys = [b"live", b"old", b"none", b"fresh", b"live", b"none", b"old"]
         got = [c.get_entry(h, k) for k in keys] if way == "one by one" else c.get_entries(h, keys)
         _version, num_keys, _metrics = c.commit(h)
         c.load(h, 3, 1160)  # 1160 - 1050 > 100ms unless the read at 1120 refreshed "live"
         answers[way] = (got, num_keys, c.get(h, b"live"))
     assert answers["in one request"] == answers["one by one"]
     got, num_keys, later = answers["one by one"]
-    assert got == [(b"3", 1050 if update_type == "OnCreateAndWrite" else 1120), (None, 0), (None, 0),
-                   (b"3", 1050 if update_type == "OnCreateAndWrite" else 1120)]
-    assert num_keys == 1  # the expired entry was deleted by the read
+    live = (b"3", 1050 if update_type == "OnCreateAndWrite" else 1120)
+    assert got == [live, (None, 0), (None, 0), (b"4", 1120), live, (None, 0), (None, 0)]
+    assert num_keys == 2  # the expired entry was deleted by the read
     assert later == (None if update_type == "OnCreateAndWrite" else b"3")
 
 

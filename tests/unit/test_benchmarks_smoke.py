@@ -13,7 +13,7 @@ import pytest
 from benchmarks.harness import report, variants
 from benchmarks.harness.baseline import Baseline, environment
 from benchmarks.harness.subproc import ChildFailed, RssPoller, parse_nmt_summary
-from benchmarks.workloads import growth, restore_rerun, spark_side_by_side
+from benchmarks.workloads import growth, read_ahead_lookups, restore_rerun, spark_side_by_side
 
 from ttlstate.config import keys as K
 
@@ -296,3 +296,11 @@ def test_churn_summary_bound_ratios_and_a_variant_that_did_not_finish(tmp_path: 
     path = os.path.join(str(tmp_path), "churn.png")
     plot(result, path)
     assert os.path.getsize(path) > 10_000
+
+
+def test_read_ahead_lookups_reads_back_every_key_of_its_grown_store(tmp_path: object) -> None:
+    out = os.path.join(str(tmp_path), "r.json")
+    rows = read_ahead_lookups.main(["--versions", "2", "--keys-per-version", "500", "--chunk", "50",
+                                    "--requests", "4", "--rounds", "1", "--json", out])
+    assert [(r["variant"], r["keys"], r["found"]) for r in rows] == [("ttlstate", 1000, 1.0)]
+    assert float(rows[0]["server_cpu_us_per_key"]) >= 0 and json.load(open(out)) == rows  # type: ignore[arg-type]

@@ -68,6 +68,10 @@ struct DbCore {
   // Whether each key is stored, for keys in ascending order (one batched lookup per chunk):
   // what a commit or a changelog replay needs to keep the key count exact.
   std::vector<char> Contains(const std::vector<std::string_view>& sorted_keys);
+  // Looks up keys given in ascending order, a chunk per batched lookup, and hands each result
+  // to `found(i, value)` (value null when absent; valid only during the call).
+  using Found = std::function<void(size_t i, const rocksdb::PinnableSlice* value)>;
+  void Lookup(const std::vector<std::string_view>& sorted_keys, const Found& found);
   // Writes distinct keys given in ascending order, atomically. At least `ingest_min_keys` of
   // them (and an `sst_path`) are written as one SST file there and ingested above everything
   // stored (a newer sequence number: they win as later writes do); fewer go through the

@@ -13,6 +13,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ttlstate {
@@ -33,7 +34,8 @@ class PendingIndex {
   typename std::deque<Record>::const_iterator end() const { return records_.end(); }
 
   // The record of `key`, or nullptr.
-  Record* Find(std::string_view key) {
+  Record* Find(std::string_view key) { return const_cast<Record*>(std::as_const(*this).Find(key)); }
+  const Record* Find(std::string_view key) const {
     if (slots_.empty()) return nullptr;
     const uint32_t h = HashOf(key);
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {

@@ -75,6 +75,10 @@ class Txn : public std::enable_shared_from_this<Txn> {
   // Get, and the entry's last-access time after the read (0 if absent): what the shim's
   // cross-batch cache keeps to apply TTL itself in later batches.
   std::optional<std::string> GetEntry(std::string_view key, int64_t* ts);
+  // GetEntry of each key, with the same results (a key given twice included); the keys the
+  // pending writes do not answer are looked up in the committed DB together (the read-ahead).
+  std::vector<std::optional<std::string>> GetEntries(const std::vector<std::string_view>& keys,
+                                                     std::vector<int64_t>* ts);
   // The shim's cache found `key` expired: delete it if it is stored and expired now, counted
   // as expired on read.
   void RemoveIfExpired(std::string_view key);
@@ -148,6 +152,13 @@ class Txn : public std::enable_shared_from_this<Txn> {
   // and the key and value bytes of a nearer one (records lie in write order, not key order).
   void PrefetchAhead(const std::vector<uint32_t>& order, size_t i) const;
   std::optional<std::string> ReadOne(std::string_view key, int64_t* ts = nullptr);
+  // ReadOne of each key, the committed DB's lookups batched; no incremental cleanup step.
+  std::vector<std::optional<std::string>> ReadMany(const std::vector<std::string_view>& keys,
+                                                   std::vector<int64_t>* ts);
+  // Whether a read of `key` must look in the committed DB (the pending writes do not answer it).
+  bool NeedsDb(std::string_view key) const;
+  // ReadOne's second half: what the committed DB holds for `key` (`stored`) as this reads it.
+  std::optional<std::string> FromDb(std::string_view key, std::optional<std::string_view> stored, int64_t* ts);
   std::optional<std::string> DbGet(std::string_view key);
 
   std::shared_ptr<DbCore> core_;
