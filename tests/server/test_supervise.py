@@ -84,3 +84,18 @@ def test_a_worker_that_exits_stops_the_others(tmp_path: Path, capfd: pytest.Capt
 def test_unknown_arguments_are_refused_by_name(capfd: pytest.CaptureFixture[str]) -> None:
     assert supervise.main(["--workers", "2"]) == 2
     assert "not '--workers'" in capfd.readouterr().err
+
+
+def test_a_server_whose_workers_fail_says_why_instead_of_ready(tmp_path: Path) -> None:
+    """The shim reads one line from the server: READY, or `FAILED <reason>` when it ran but its
+    workers did not start (here the check before they are forked refuses an unknown fault
+    point), which the shim's error then names instead of guessing that ttlstate is missing."""
+    root = tmp_path / "srv"
+    out = subprocess.run([sys.executable, "-m", "ttlstate.server", "--root", str(root), "--workers", "2"],
+                         env={**os.environ, "TTLSTATE_FAULTS": "no-such-point"}, stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    [line] = out.stdout.splitlines()
+    assert line.startswith("FAILED the workers failed to start (ValueError: TTLSTATE_FAULTS: bad entry "
+                           "'no-such-point'"), line
+    assert "Traceback" in out.stderr and not root.exists()

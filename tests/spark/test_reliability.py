@@ -184,10 +184,11 @@ def test_every_bad_conf_value_fails_the_query_at_start(spark: SparkSession) -> N
 
 @pytest.mark.parametrize("how", ["worker-fails", "interpreter-fails"])
 def test_a_failed_server_start_leaves_no_directory(spark: SparkSession, tmp_path, how: str) -> None:  # noqa: ANN001
-    """A state server that does not start: a worker of it cannot start (the supervisor cleans
-    up), or the interpreter fails at once, as one without ttlstate does (the shim cleans up).
-    The query fails saying the server did not start, and no directory the shim made for it is
-    left. The interpreter is a wrapper that records its arguments, so the test knows them."""
+    """A state server that does not start: its workers cannot start (the supervisor cleans up
+    and says why), or the interpreter fails at once, as one without ttlstate does (the shim
+    cleans up). The query fails saying the server did not start, and why, and no directory the
+    shim made for it is left. The interpreter is a wrapper that records its arguments, so the
+    test knows them."""
     args = tmp_path / "args"
     wrapper = tmp_path / "python"
     run_it = (f'TTLSTATE_FAULTS=no-such-point exec {sys.executable} "$@"' if how == "worker-fails"
@@ -198,8 +199,14 @@ def test_a_failed_server_start_leaves_no_directory(spark: SparkSession, tmp_path
     run = Run(spark, TTLSTATE, agg, SCHEMA, "update", {K.PYTHON.key: str(wrapper)})
     run.start()
     try:
-        with pytest.raises(StreamingQueryException, match="state server did not start"):
+        with pytest.raises(StreamingQueryException, match="state server did not start") as failed:
             run.step(STEPS[0])
+        # The server's own reason when it ran; a guess at the cause when the interpreter failed first.
+        said = str(failed.value)
+        if how == "worker-fails":
+            assert "bad entry 'no-such-point'" in said and "Is ttlstate installed" not in said, said
+        else:
+            assert "Is ttlstate installed for that interpreter?" in said, said
     finally:
         run.stop()
     starts = [line.split() for line in args.read_text().splitlines()]

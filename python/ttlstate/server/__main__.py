@@ -3,7 +3,8 @@
 A supervisor that forks `--workers` worker processes (worker_processes.py; the shim passes the
 executor's cores unless `...ttlstate.workers` says otherwise; stores are sharded over the
 workers, so concurrent tasks do not serialize on one interpreter), prints one line
-`READY <pid>@<socket> <pid>@<socket> ...` (each worker's process id and socket) and then
+`READY <pid>@<socket> <pid>@<socket> ...` (each worker's process id and socket; if the workers
+do not start, `FAILED <reason>` instead, and it exits) and then
 waits, as a bare interpreter running `supervise.py` (it execs itself into one, to drop what it
 loaded for the workers to share). The sockets live under `--root` with the stores, or under
 `--socket-dir` when the shim found `--root` too deep for a Unix socket path (107 bytes). It
@@ -73,7 +74,7 @@ def _start_workers(root: str, socket_dir: str, n: int, workers: list[Worker]) ->
         serve = _preload()
     except Exception as e:  # noqa: BLE001 - reported as the workers' failure to start
         traceback.print_exc()
-        print(f"ttlstate server: the workers failed to start ({e}); the error is above", file=sys.stderr)
+        _failed(f"the workers failed to start ({type(e).__name__}: {e})")
         return None
     if not fix_mmap_threshold():
         logging.getLogger("ttlstate.server").info(
@@ -93,10 +94,16 @@ def _start_workers(root: str, socket_dir: str, n: int, workers: list[Worker]) ->
     for i, w in enumerate(workers):
         if not w.ready_line().startswith("READY"):
             w.kill()
-            print(f"ttlstate server: worker {i} failed to start (exit {w.exit_code}); its error is "
-                  "above", file=sys.stderr)
+            _failed(f"worker {i} failed to start (exit {w.exit_code})")
             return None
     return entries
+
+
+def _failed(reason: str) -> None:
+    """Says why the server did not start: on stderr after the error itself, and to the shim as
+    the line it reads instead of READY (`FAILED <reason>`), so its error names the cause."""
+    print(f"ttlstate server: {reason}; the error is above", file=sys.stderr)
+    print(f"FAILED {reason}".replace("\n", " "), flush=True)
 
 
 def _stop(workers: list[Worker], dirs: list[str]) -> None:

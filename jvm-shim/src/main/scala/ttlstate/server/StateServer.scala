@@ -262,10 +262,7 @@ object StateServer {
     val line = try awaitReady(process, timeoutNanos) catch { case e: Throwable => abandon(); throw e }
     if (line == null || !line.startsWith("READY ")) {
       abandon()
-      throw new IllegalStateException(
-        s"ttlstate: the state server did not start (interpreter '$python', exit " +
-          s"${if (process.isAlive) "n/a" else process.exitValue().toString}). Is ttlstate installed for that " +
-          s"interpreter? ${ServerPython.howToSet} The executor's stderr has the server's error.")
+      throw new IllegalStateException(startFailure(python, line, if (process.isAlive) None else Some(process.exitValue())))
     }
     // Every worker is up (the supervisor waited for each one's READY): `<pid>@<socket>` each.
     val entries = line.stripPrefix("READY ").trim.split(" ").toIndexedSeq.map(readyEntry)
@@ -276,6 +273,20 @@ object StateServer {
     watchdog.setDaemon(true)
     watchdog.start()
     server
+  }
+
+  /** Why the server did not start, from the line it printed instead of READY: its own reason
+   *  (`FAILED <reason>`: it ran, but its workers did not start), or nothing, when the interpreter
+   *  failed before the server ran (as one without ttlstate does). */
+  private[server] def startFailure(python: String, line: String, exit: Option[Int]): String = {
+    val how = s"interpreter '$python', exit ${exit.fold("n/a")(_.toString)}"
+    Option(line).filter(_.startsWith("FAILED ")).map(_.stripPrefix("FAILED ").trim) match {
+      case Some(reason) =>
+        s"ttlstate: the state server did not start ($how): $reason. The executor's stderr has the server's error."
+      case None =>
+        s"ttlstate: the state server did not start ($how). Is ttlstate installed for that interpreter? " +
+          s"${ServerPython.howToSet} The executor's stderr has the server's error."
+    }
   }
 
   /** One worker of the READY line: its process (None if it is gone already) and socket. */

@@ -17,4 +17,14 @@ class ReadyLineSuite extends AnyFunSuite {
     val (gone, socket) = StateServer.readyEntry(s"${Long.MaxValue}@/tmp/x/w2.sock")
     assert(gone.isEmpty && socket == "/tmp/x/w2.sock")
   }
+
+  test("a start failure names the server's own reason, or asks whether ttlstate is installed") {
+    val own = StateServer.startFailure("/usr/bin/python3", "FAILED worker 1 failed to start (exit 1)", Some(1))
+    assert(own.contains("(interpreter '/usr/bin/python3', exit 1): worker 1 failed to start (exit 1).") &&
+      !own.contains("Is ttlstate installed"))
+    for (line <- Seq(null, "", "Traceback (most recent call last):")) {
+      val none = StateServer.startFailure("/usr/bin/python3", line, None)
+      assert(none.contains("exit n/a") && none.contains("Is ttlstate installed for that interpreter?"), none)
+    }
+  }
 }
