@@ -172,19 +172,23 @@ def test_key_scan_and_lineage_for_the_shims_key_filter(server, confs) -> None:  
 
 
 def _layer_bits(keys: list[bytes], bits_log2: int, probes: int) -> bytes:
-    """The shim's KeyFilter layer bits for `keys`, transcribed from its Scala: probe i of a key
-    is bit (h1 + i * (h2 | 1)) mod 2^bits_log2, both hashes signed 32-bit."""
+    """The shim's KeyFilter layer bits for `keys`, transcribed from its Scala (`probeBit`): all
+    probes of a key in one block of 2^9 bits (the whole layer if smaller), the block chosen by
+    h1's bits above the low 9, probe i at (h1 + i * (h2 | 1)) mod the block's size within it,
+    both hashes signed 32-bit."""
     from ttlstate import _native
 
     def signed(x: int) -> int:
         return x - (1 << 32) if x >= 1 << 31 else x
 
+    block_log2 = min(9, bits_log2)
     words = [0] * (1 << (bits_log2 - 6))
     for k in keys:
         a, b = _native.key_hashes(k)
         h1, step = signed(a), signed(b | 1)
+        start = (((h1 % (1 << 64)) >> 9) & ((1 << (bits_log2 - block_log2)) - 1)) << block_log2
         for i in range(probes):
-            bit = (h1 + i * step) & ((1 << bits_log2) - 1)
+            bit = start | ((h1 + i * step) & ((1 << block_log2) - 1))
             words[bit >> 6] |= 1 << (bit & 63)
     return b"".join(w.to_bytes(8, "little") for w in words)
 

@@ -59,16 +59,22 @@ class KeyHashes {
   void Reserve(size_t more) { pairs_.reserve(pairs_.size() + more); }
 
   // One Bloom filter layer of 2^bits_log2 bits holding every key added, set exactly as the
-  // shim's KeyFilter layer sets a key: probe i is bit (h1 + i * (h2 | 1)) mod 2^bits_log2, both
-  // hashes read as signed 32-bit numbers (Scala Ints widened to Longs). Little-endian u64 words.
+  // shim's KeyFilter layer sets a key (KeyFilter.probeBit): blocked, every probe of a key in one
+  // block of 2^9 bits (the whole layer if it is smaller), the block chosen by h1's bits above the
+  // low 9, probe i at (h1 + i * (h2 | 1)) mod the block's size within it; both hashes read as
+  // signed 32-bit numbers (Scala Ints widened to Longs). Little-endian u64 words.
   std::string BloomWords(int bits_log2, int probes) const {
-    const uint64_t mask = (uint64_t{1} << bits_log2) - 1;
+    constexpr int kBlockBitsLog2 = 9;
+    const int block_log2 = bits_log2 < kBlockBitsLog2 ? bits_log2 : kBlockBitsLog2;
+    const uint64_t blocks_mask = (uint64_t{1} << (bits_log2 - block_log2)) - 1;
+    const uint64_t in_block_mask = (uint64_t{1} << block_log2) - 1;
     std::vector<uint64_t> words(size_t{1} << (bits_log2 - 6), 0);
     for (const auto& [a, b] : pairs_) {
       const int64_t h1 = static_cast<int32_t>(a);
       const int64_t step = static_cast<int32_t>(b | 1u);
+      const uint64_t block_start = ((static_cast<uint64_t>(h1) >> kBlockBitsLog2) & blocks_mask) << block_log2;
       for (int i = 0; i < probes; ++i) {
-        const uint64_t bit = static_cast<uint64_t>(h1 + i * step) & mask;
+        const uint64_t bit = block_start | (static_cast<uint64_t>(h1 + i * step) & in_block_mask);
         words[bit >> 6] |= uint64_t{1} << (bit & 63);
       }
     }

@@ -21,7 +21,7 @@ class KeyFilterSuite extends AnyFunSuite {
     for (k <- loaded) {
       val (h1, h2) = KeyFilter.hashes(k)
       for (i <- 0 until KeyFilter.Hashes) {
-        val bit = (h1.toLong + i * (h2 | 1).toLong) & ((1L << bitsLog2) - 1)
+        val bit = KeyFilter.probeBit(h1.toLong, (h2 | 1).toLong, i, bitsLog2)
         words((bit >>> 6).toInt) |= 1L << (bit & 63)
       }
     }
