@@ -36,7 +36,7 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
   @volatile private var lacking: Long = -1L
   private val reserved = new AtomicLong // bytes of the executor's budget this filter holds
   private val release = cleaner.register(this, new Release(reserved)) // also when dropped unclosed
-  private var layers: List[Layer] = Nil // newest first
+  private var layers: Array[Layer] = Array.empty // newest first: an array, as every read and put walks it
   private var keys = 0L
   private var gaveUp = false
   synchronized(grow(firstCapacity, 0))
@@ -44,7 +44,7 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
   /** Stacks a layer, if the budget has room for it; else gives up. */
   private def grow(capacity: Long, index: Int): Unit = {
     val bytes = Layer.bytes(capacity, index)
-    if (reserve(bytes)) { reserved.addAndGet(bytes); layers = new Layer(capacity, index) :: layers }
+    if (reserve(bytes)) { reserved.addAndGet(bytes); layers = new Layer(capacity, index) +: layers }
     else giveUp(s"the executor's key filters would pass ${ConfKeys.KEY_FILTER_MAX_BYTES}=${budget} bytes " +
       s"(${usedBytes} used; this one needed ${bytes} more)")
   }
@@ -54,12 +54,16 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
     if (!gaveUp) KeyFilter.log.warn(s"$owner: key filter dropped at $keys keys: $why; reads of " +
       "keys the store does not have now cost a round trip to the state server")
     gaveUp = true
-    layers = Nil
+    layers = Array.empty
     unreserve(reserved.getAndSet(0L))
   }
 
   private def contains(h1: Long, h2: Long): Boolean = gaveUp || lacking >= 0 || inLayers(h1, h2)
-  private def inLayers(h1: Long, h2: Long): Boolean = layers.exists(_.contains(h1, h2))
+  private def inLayers(h1: Long, h2: Long): Boolean = {
+    var i = 0
+    while (i < layers.length && !layers(i).contains(h1, h2)) i += 1
+    i < layers.length
+  }
 
   def mightContain(key: KeyBytes): Boolean = synchronized(contains(hash1(key), hash2(key)))
   def mightContain(key: Array[Byte]): Boolean = mightContain(new KeyBytes().set(key))
@@ -113,7 +117,7 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
 
   /** Gives up for good and returns its bytes to the executor's budget (a newer filter
    *  replaced it, or its provider closed). A store still using it stays exact. */
-  def close(): Unit = { synchronized { gaveUp = true; layers = Nil }; release.clean() }
+  def close(): Unit = { synchronized { gaveUp = true; layers = Array.empty }; release.clean() }
 
   /** Keys added (at most one per distinct key). */
   def size: Long = synchronized(keys)

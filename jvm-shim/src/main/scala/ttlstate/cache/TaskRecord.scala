@@ -40,8 +40,10 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
   private var hashes = new Array[Int](firstEntries)
   private var flags = new Array[Byte](firstEntries)
   private var count = 0
-  // Slot -> entry index + 1 (0: empty); at most half full.
-  private var table = new Array[Int](slotsFor(firstEntries))
+  // Slot -> the entry's key hash (high 32 bits) and index + 1 (low 32 bits; 0: empty); at most
+  // half full. The hash in the slot lets a probe pass over other keys (and find a key absent)
+  // without reading the per-entry arrays: each such read is a cache miss in a large record.
+  private var table = new Array[Long](slotsFor(firstEntries))
   private var cost = 0L
   private var dropCount = 0L
 
@@ -71,9 +73,11 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
     var slot = hash & mask
     while (true) {
       val e = table(slot)
-      if (e == 0) return -1
-      val i = e - 1
-      if (hashes(i) == hash && (flags(i) & Dropped) == 0 && key.equalsAt(bytesArray, keyOff(i), keyLen(i))) return i
+      if (e == 0L) return -1
+      if ((e >>> 32).toInt == hash) {
+        val i = e.toInt - 1
+        if ((flags(i) & Dropped) == 0 && key.equalsAt(bytesArray, keyOff(i), keyLen(i))) return i
+      }
       slot = (slot + 1) & mask
     }
     -1
@@ -147,7 +151,7 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
 
   /** Forgets every entry and keeps the arrays (a reused record, or a new version). */
   def reset(): Unit = {
-    java.util.Arrays.fill(table, 0)
+    java.util.Arrays.fill(table, 0L)
     count = 0
     used = 0
     cost = 0L
@@ -169,7 +173,7 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
         stamps = new Array[Long](n.toInt)
         hashes = new Array[Int](n.toInt)
         flags = new Array[Byte](n.toInt)
-        table = new Array[Int](slotsFor(n))
+        table = new Array[Long](slotsFor(n))
       }
     }
   }
@@ -177,8 +181,8 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
   private def insertSlot(i: Int): Unit = {
     val mask = table.length - 1
     var slot = hashes(i) & mask
-    while (table(slot) != 0) slot = (slot + 1) & mask
-    table(slot) = i + 1
+    while (table(slot) != 0L) slot = (slot + 1) & mask
+    table(slot) = (hashes(i).toLong << 32) | (i + 1).toLong
   }
 
   /** Room for `n` more bytes of keys and values, within the bound. */
@@ -204,7 +208,7 @@ final class TaskRecord(val limitBytes: Long, entriesHint: Int = 0, bytesHint: Lo
       stamps = java.util.Arrays.copyOf(stamps, cap)
       hashes = java.util.Arrays.copyOf(hashes, cap)
       flags = java.util.Arrays.copyOf(flags, cap)
-      table = new Array[Int](slotsFor(cap))
+      table = new Array[Long](slotsFor(cap))
       var i = 0
       while (i < count) { insertSlot(i); i += 1 }
       true
@@ -229,7 +233,7 @@ object TaskRecord {
     n
   }
 
-  private def footprint(dataBytes: Long, entries: Long, slots: Long): Long = dataBytes + entries * PerEntry + slots * 4
+  private def footprint(dataBytes: Long, entries: Long, slots: Long): Long = dataBytes + entries * PerEntry + slots * 8
 
   /** A task's bound: 32 MiB, or 1/64 of the JVM's maximum heap if that is less (two tasks per
    *  core may hold one each while the cross-batch cache learns the previous ones). */
