@@ -8,27 +8,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
-import tempfile
 import time
 
+from benchmarks.harness.bench_store import bench_store
 from benchmarks.harness.output import save
-from ttlstate.config import keys as K
-from ttlstate.server.client import Client
 
 
 def run(n: int) -> dict[str, object]:
-    root = tempfile.mkdtemp(prefix="ttlstate-bridge-")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ttlstate.server", "--root", f"{root}/srv", "--workers", "1"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    # "READY <worker pid>@<socket path>" (server/__main__.py)
-    sock = proc.stdout.readline().split()[1].split("@", 1)[-1]  # type: ignore[union-attr]
-    try:
-        c = Client(sock)
-        c.hello()
-        h = c.open("bench", {K.TTL.key: "1h"}, {"operatorId": 0, "storeName": "default"}, f"{root}/ck")
+    with bench_store() as (c, h, _worker):
         c.load(h, 0, 1000)
         keys = [b"key-%09d" % i for i in range(n)]
         started = time.perf_counter()
@@ -52,9 +39,6 @@ def run(n: int) -> dict[str, object]:
         return {"rows": n, "pipelined_writes_per_s": round(writes), "get_hit_per_s": round(hits),
                 "get_miss_per_s": round(misses), "round_trip_us": round(1e6 / misses, 1),
                 "scan_rows_per_s": round(scan)}
-    finally:
-        proc.stdin.close()  # type: ignore[union-attr]
-        proc.wait(timeout=10)
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, object]]:

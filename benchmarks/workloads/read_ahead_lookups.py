@@ -16,15 +16,13 @@ import os
 import random
 import statistics
 import struct
-import subprocess
-import sys
-import tempfile
 import time
 from typing import Any
 
+import psutil
+
+from benchmarks.harness.bench_store import bench_store
 from benchmarks.harness.output import save
-from ttlstate.config import keys as K
-from ttlstate.server.client import Client
 
 
 def _key(i: int) -> bytes:
@@ -33,23 +31,13 @@ def _key(i: int) -> bytes:
 
 
 def _cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
 
 
 def run(env: dict[str, str] | None, versions: int, keys_per_version: int, chunk: int,
         requests: int, seed: int) -> dict[str, Any]:
-    root = tempfile.mkdtemp(prefix="ttlstate-read-ahead-")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ttlstate.server", "--root", f"{root}/srv", "--workers", "1"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-    # "READY <worker pid>@<socket path>" (server/__main__.py)
-    worker, sock = proc.stdout.readline().split()[1].split("@", 1)  # type: ignore[union-attr]
-    try:
-        c = Client(sock)
-        c.hello()
-        h = c.open("bench", {K.TTL.key: "1h"}, {"operatorId": 0, "storeName": "default"}, f"{root}/ck")
+    with bench_store(env) as (c, h, worker):
         rnd = random.Random(seed)
         ids = list(range(versions * keys_per_version))
         rnd.shuffle(ids)
@@ -64,16 +52,13 @@ def run(env: dict[str, str] | None, versions: int, keys_per_version: int, chunk:
         c.load(h, versions, now)
         asks = [[_key(rnd.randrange(len(ids))) for _ in range(chunk)] for _ in range(requests)]
         found = 0
-        cpu, started = _cpu_s(int(worker)), time.perf_counter()
+        cpu, started = _cpu_s(worker), time.perf_counter()
         for keys in asks:
             found += sum(value is not None for value, _ts in c.get_entries(h, keys))
-        wall, cpu = time.perf_counter() - started, _cpu_s(int(worker)) - cpu
+        wall, cpu = time.perf_counter() - started, _cpu_s(worker) - cpu
         n = chunk * requests
         return {"keys": len(ids), "chunk": chunk, "requests": requests, "found": round(found / n, 4),
                 "server_cpu_us_per_key": round(1e6 * cpu / n, 2), "wall_us_per_key": round(1e6 * wall / n, 2)}
-    finally:
-        proc.stdin.close()  # type: ignore[union-attr]
-        proc.wait(timeout=30)
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, object]]:

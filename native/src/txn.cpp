@@ -126,20 +126,22 @@ std::optional<std::string> Txn::Visible(std::string_view key, std::string_view s
   return user;
 }
 
-bool Txn::NeedsDb(std::string_view key) const {
+const Txn::Pending* Txn::PendingAnswer(std::string_view key) const {
   const auto* entry = pending_.Find(key);
-  return entry == nullptr || (entry->value.op == Op::kNone && entry->value.in_db != 0);
+  if (entry == nullptr || (entry->value.op == Op::kNone && entry->value.in_db != 0)) return nullptr;
+  return &entry->value;
 }
 
 std::optional<std::string> Txn::ReadOne(std::string_view key, int64_t* ts) {
   if (ts != nullptr) *ts = 0;
-  if (NeedsDb(key)) {
-    const auto stored = DbGet(key);
-    return FromDb(key, stored ? std::optional<std::string_view>(*stored) : std::nullopt, ts);
-  }
-  const auto* entry = pending_.Find(key);
-  if (entry->value.op != Op::kPut) return std::nullopt;  // deleted in this batch, or known absent
-  return Visible(key, entry->value.value(), true, ts);  // the arena keeps it if Visible rewrites the entry
+  if (const Pending* p = PendingAnswer(key)) return FromPending(key, *p, ts);
+  const auto stored = DbGet(key);
+  return FromDb(key, stored ? std::optional<std::string_view>(*stored) : std::nullopt, ts);
+}
+
+std::optional<std::string> Txn::FromPending(std::string_view key, const Pending& p, int64_t* ts) {
+  if (p.op != Op::kPut) return std::nullopt;  // deleted in this batch, or known absent
+  return Visible(key, p.value(), true, ts);   // the arena keeps it if Visible rewrites the entry
 }
 
 std::optional<std::string> Txn::FromDb(std::string_view key, std::optional<std::string_view> stored, int64_t* ts) {
@@ -172,21 +174,22 @@ std::vector<std::optional<std::string>> Txn::ReadMany(const std::vector<std::str
   // sorted MultiGet shares its filter probes, block lookups and locking among them.
   std::vector<uint32_t> asked;
   for (uint32_t i = 0; i < keys.size(); ++i) {
-    if (NeedsDb(keys[i])) asked.push_back(i);
+    if (PendingAnswer(keys[i]) == nullptr) asked.push_back(i);
   }
   std::sort(asked.begin(), asked.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
   std::vector<std::string_view> sorted;
   sorted.reserve(asked.size());
   for (const uint32_t i : asked) sorted.push_back(keys[i]);
   std::vector<std::optional<std::string>> stored(keys.size());
-  std::vector<char> looked_up(keys.size(), 0);
   core_->Lookup(sorted, [&](size_t j, const rocksdb::PinnableSlice* value) {
-    looked_up[asked[j]] = 1;
     if (value != nullptr) stored[asked[j]].emplace(value->data(), value->size());
   });
-  // In request order, so a key asked twice reads what its first read wrote (a refresh, a delete).
+  // In request order, so a key asked twice reads what its first read wrote (a refresh, a
+  // delete). A key the pending writes answered when asked still has its entry: entries are
+  // never removed, only rewritten.
   for (size_t i = 0; i < keys.size(); ++i) {
-    out[i] = looked_up[i] && NeedsDb(keys[i]) ? FromDb(keys[i], stored[i], ts_of(i)) : ReadOne(keys[i], ts_of(i));
+    const Pending* p = PendingAnswer(keys[i]);
+    out[i] = p != nullptr ? FromPending(keys[i], *p, ts_of(i)) : FromDb(keys[i], stored[i], ts_of(i));
   }
   return out;
 }

@@ -155,9 +155,12 @@ class Txn : public std::enable_shared_from_this<Txn> {
   // ReadOne of each key, the committed DB's lookups batched; no incremental cleanup step.
   std::vector<std::optional<std::string>> ReadMany(const std::vector<std::string_view>& keys,
                                                    std::vector<int64_t>* ts);
-  // Whether a read of `key` must look in the committed DB (the pending writes do not answer it).
-  bool NeedsDb(std::string_view key) const;
-  // ReadOne's second half: what the committed DB holds for `key` (`stored`) as this reads it.
+  // The pending entry that answers a read of `key` (a write, or a read that found it absent);
+  // nullptr when the read must look in the committed DB.
+  const Pending* PendingAnswer(std::string_view key) const;
+  // A read of `key` as its pending entry `p` answers it.
+  std::optional<std::string> FromPending(std::string_view key, const Pending& p, int64_t* ts);
+  // A read of `key` as the committed DB answers it (`stored`).
   std::optional<std::string> FromDb(std::string_view key, std::optional<std::string_view> stored, int64_t* ts);
   std::optional<std::string> DbGet(std::string_view key);
 
