@@ -140,14 +140,21 @@ def run_a(run: Run, first: int, errors: list[BaseException], done: threading.Eve
         done.set()
 
 
-def cancel_while_running(spark: SparkSession, b: Run, rnd: random.Random, attempt: int) -> bool:
+def cancel_while_running(spark: SparkSession, b: Run, feeder: Feeder, rnd: random.Random,
+                         attempt: int) -> bool:
     """Starts B, cancels its job group at a random point of its stateful stage, then stops it.
     True if the cancel found B's stateful tasks still running."""
     b.start()
     assert b.query is not None
     query, group = b.query, str(b.query.runId)
     running: Callable[[], bool] = lambda: stateful_tasks_running(spark, group)  # noqa: E731
-    seen = poll_until(lambda: not query.isActive or running(), 60, every_s=0.01)
+
+    def found() -> bool:
+        # Fed while waiting: on a loaded machine the status store can report B's few ahead
+        # batches only after they ran, and B, caught up, would then wait for input forever.
+        feeder.ahead()
+        return not query.isActive or running()
+    seen = poll_until(found, 60, every_s=0.01)
     assert query.isActive, f"cancel {attempt}: query B failed: {query.exception()}"
     assert seen, f"cancel {attempt}: query B never ran a stateful task: {query.lastProgress}"
     time.sleep(rnd.uniform(0.0, 0.15))
@@ -183,7 +190,7 @@ def test_cancelled_tasks_leave_the_server_and_other_queries_alone(spark: SparkSe
         # task late, so a cancel meant for its middle lands after it.
         while attempt < CANCELS or (hits < CANCELS // 2 and attempt < MAX_CANCELS):
             feeder.ahead()
-            hits += cancel_while_running(spark, b, rnd, attempt)
+            hits += cancel_while_running(spark, b, feeder, rnd, attempt)
             assert server_pids() == pids, f"cancel {attempt}: the state server was replaced"
             assert not a_errors, f"query A failed during B's cancel {attempt}: {a_errors[0]}"
             attempt += 1
