@@ -36,7 +36,7 @@ from collections.abc import Callable
 from ttlstate.config import keys as K
 from ttlstate.engine.select import native_import_error, native_module
 from ttlstate.server import store_log, supervise
-from ttlstate.server.worker_processes import Worker, fix_mmap_threshold, fork_worker, freeze_for_fork
+from ttlstate.server.worker_processes import Worker, fork_worker, freeze_for_fork, tune_malloc
 
 
 def engine_status() -> str:
@@ -76,10 +76,10 @@ def _start_workers(root: str, socket_dir: str, n: int, workers: list[Worker]) ->
         traceback.print_exc()
         _failed(f"the workers failed to start ({type(e).__name__}: {e})")
         return None
-    if not fix_mmap_threshold():
+    if not tune_malloc():
         logging.getLogger("ttlstate.server").info(
             "glibc's mallopt is not available here: the workers keep the C library's own mmap "
-            "threshold (freed batch buffers may stay in the workers' memory)")
+            "threshold and arenas (freed memory may stay in the workers' memory)")
     freeze_for_fork()
     entries = []
     for i in range(n):

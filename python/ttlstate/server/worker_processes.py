@@ -37,6 +37,17 @@ from ttlstate.server import supervise
 MMAP_THRESHOLD_ENV = "MALLOC_MMAP_THRESHOLD_"
 MMAP_THRESHOLD_BYTES = 256 << 10
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+# One malloc arena per worker, shared by its threads. glibc gives each new thread its own arena
+# (up to 8 per core), and memory freed into an arena is reused only by the threads attached to
+# it: with state larger than the block cache, a lookup thread allocates each block it reads
+# into its arena while the cache frees the evicted ones into the arenas of whichever threads
+# read them, so every arena grows by what the others free, until the next trim. At 50M keys
+# with `memory.maxBytes=128m` the server peaked at 725 MB PSS with glibc's default and at
+# 373 MB with one arena, batches 0.88x (same run). A worker has a few threads and a lock per
+# allocation is not what its batches wait for.
+ARENA_MAX_ENV = "MALLOC_ARENA_MAX"
+ARENA_MAX = 1
+_M_ARENA_MAX = -8  # glibc's mallopt parameter
 
 
 @functools.cache
@@ -44,13 +55,20 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(ctypes.util.find_library("c") or None)
 
 
-def fix_mmap_threshold() -> bool:
-    """Fixes glibc's mmap threshold for this process (and the workers forked from it) unless the
-    environment set one; False where there is no glibc mallopt (the default then applies)."""
-    if os.environ.get(MMAP_THRESHOLD_ENV):
+def tune_malloc() -> bool:
+    """Fixes glibc's mmap threshold and its number of arenas for this process (and the workers
+    forked from it), each unless the environment set it; False where there is no glibc mallopt
+    (its defaults then apply)."""
+    return all(_mallopt(env, param, value) for env, param, value in (
+        (MMAP_THRESHOLD_ENV, _M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES),
+        (ARENA_MAX_ENV, _M_ARENA_MAX, ARENA_MAX)))
+
+
+def _mallopt(env: str, param: int, value: int) -> bool:
+    if os.environ.get(env):
         return True  # glibc read it at start
     try:
-        return bool(_libc().mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+        return bool(_libc().mallopt(param, value))
     except (OSError, AttributeError):
         return False
 
