@@ -44,7 +44,7 @@ _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 # read them, so every arena grows by what the others free, until the next trim. At 50M keys
 # with `memory.maxBytes=128m` the server peaked at 725 MB PSS with glibc's default and at
 # 373 MB with one arena, batches 0.88x (same run). The price is one allocation lock for the
-# worker's threads: the large, cold benchmark ran 3-5% slower, one growth round's batches 14%.
+# worker's threads: the large, cold benchmark ran 3-5% slower, growth batches 0.97-1.14x.
 # The environment undoes it.
 ARENA_MAX_ENV = "MALLOC_ARENA_MAX"
 ARENA_MAX = 1
