@@ -50,11 +50,24 @@ object HotCache {
   private val MaxSegmentBytes = 256 << 10
   private val MinSlots = 64
   private val MinSegmentBytes = 256L
-  // An index slot: 0 empty, else 1 + the entry's location: 19 bits of its hash (a probe reads
-  // the entry's segment only when they match), the segment's sequence number (its low 24 bits)
-  // and the offset in it (20 bits: segments hold at most 1 MiB, or one larger entry at offset
-  // 0). Linear probing; a removal shifts the entries after it back (no tombstones).
-  private val SeqMask = 0xffffffL
+  // An index slot: 0 empty, else 1 + the entry's location: the low 25 bits of its hash, the
+  // segment's sequence number (its low 20 bits) and the offset in it (18 bits: segments hold at
+  // most 256 KiB, or one larger entry at offset 0). Linear probing; a removal shifts the entries
+  // after it back (no tombstones). The hash bits in the slot are what a probe compares before it
+  // reads the entry's segment, and, for an index of up to 2^25 slots, the entry's home slot: a
+  // removal's shifting reads only the index. It read each following entry's hash from its
+  // segment, a cache miss per entry of the run, and was a fifth of a cold deduplication's task
+  // time (cache hits move their entry, evictions remove whole segments).
+  private val OffsetBits = 18
+  private val SeqBits = 20
+  private val HashBits = 25
+  private val OffsetMask = (1L << OffsetBits) - 1
+  private val SeqMask = (1L << SeqBits) - 1
+  private val HashMask = (1L << HashBits) - 1
+  private val HashShift = OffsetBits + SeqBits
+  // Live segments must have distinct sequence numbers in the slot's bits.
+  private val MaxSegments = (1 << SeqBits) - 1
+  require(MaxSegmentBytes <= (1 << OffsetBits), "a segment's offsets must fit the slot's offset bits")
 
   private final class Segment(val seq: Long, val data: Array[Byte]) {
     val buf: java.nio.ByteBuffer = java.nio.ByteBuffer.wrap(data).order(java.nio.ByteOrder.LITTLE_ENDIAN)
@@ -113,12 +126,18 @@ object HotCache {
     h ^ (h >>> 16)
   }
 
-  private def fragment(h: Int): Long = ((h * 0x9e3779b9) >>> 13).toLong
-  private def slotOf(h: Int, seq: Long, off: Int): Long = ((fragment(h) << 44) | ((seq & SeqMask) << 20) | off) + 1
-  private def seqOf(v: Long): Long = firstSeq + ((((v - 1) >>> 20) - firstSeq) & SeqMask)
+  private def hashBits(h: Int): Long = h & HashMask
+  private def slotOf(h: Int, seq: Long, off: Int): Long =
+    ((hashBits(h) << HashShift) | ((seq & SeqMask) << OffsetBits) | off) + 1
+  private def seqOf(v: Long): Long = firstSeq + ((((v - 1) >>> OffsetBits) - firstSeq) & SeqMask)
   private def segment(v: Long): Segment = segments.get((seqOf(v) - firstSeq).toInt)
-  private def offset(v: Long): Int = ((v - 1) & 0xfffffL).toInt
+  private def offset(v: Long): Int = ((v - 1) & OffsetMask).toInt
   private def hashAt(v: Long): Int = segment(v).buf.getInt(offset(v) + 4)
+
+  /** The hash bits that place slot value `v` in an index of `mask` + 1 slots: from the slot
+   *  itself when the index is small enough, else from the entry's segment. */
+  private def homeHash(v: Long, mask: Int): Int =
+    if (mask <= HashMask) ((v - 1) >>> HashShift).toInt else hashAt(v)
 
   private def sizeAt(seg: Segment, off: Int): Long =
     seg.buf.getInt(off + 24).toLong + seg.buf.getInt(off + 28) + Overhead
@@ -127,11 +146,11 @@ object HotCache {
    *  them), or -1. */
   private def find(owner: Owner, key: AnyRef, at: Long, len: Int, h: Int): Int = {
     val mask = slots.length - 1
-    val frag = fragment(h)
+    val bits = hashBits(h)
     var s = h & mask
     while (slots(s) != 0L) {
       val v = slots(s)
-      if (((v - 1) >>> 44) == frag) {
+      if (((v - 1) >>> HashShift) == bits) {
         val seg = segment(v)
         val off = offset(v)
         if (seg.buf.getInt(off + 4) == h && seg.buf.getInt(off) == owner.id && seg.buf.getInt(off + 24) == len &&
@@ -213,6 +232,7 @@ object HotCache {
     else {
       val size = math.max(n, math.min(MaxSegmentBytes.toLong, math.max(MinSegmentBytes, limit / 32)).toInt)
       evict(size)
+      while (segments.size >= MaxSegments) evictOldest() // a limit of 256 GiB or more
       val data = if (spare != null && spare.length == size) spare else new Array[Byte](size)
       spare = null
       val seg = new Segment(nextSeq, data)
@@ -247,10 +267,10 @@ object HotCache {
     while (i < old.length) { // a loop, not `foreach`: that boxed every slot (3% of a growth run's allocations)
       val v = old(i)
       if (v != 0L) {
-        val seg = segment(v)
-        val off = offset(v)
-        if (without != null && seg.buf.getInt(off) == without.id) account(without, -sizeAt(seg, off))
-        else { place(v, seg.buf.getInt(off + 4)); live += 1 }
+        // Only a removal of an owner reads the entries' segments.
+        if (without != null && segment(v).buf.getInt(offset(v)) == without.id)
+          account(without, -sizeAt(segment(v), offset(v)))
+        else { place(v, homeHash(v, size - 1)); live += 1 }
       }
       i += 1
     }
@@ -262,7 +282,7 @@ object HotCache {
     var hole = s
     var j = (s + 1) & mask
     while (slots(j) != 0L) {
-      val home = hashAt(slots(j)) & mask
+      val home = homeHash(slots(j), mask) & mask
       if (((j - home) & mask) >= ((j - hole) & mask)) {
         slots(hole) = slots(j)
         hole = j
@@ -316,30 +336,33 @@ object HotCache {
   /** Evicts the oldest segments (and their live entries) while segments and index, with `more`
    *  bytes of a new segment, would pass the limit; then shrinks an index that is mostly empty. */
   private def evict(more: Long): Unit = {
-    while (!segments.isEmpty && segmentBytes + more + slots.length * 8L > limit) {
-      val seg = segments.get(0)
-      var off = 0
-      while (off < seg.used) {
-        val h = seg.buf.getInt(off + 4)
-        val v = slotOf(h, seg.seq, off)
-        val mask = slots.length - 1
-        var s = h & mask
-        while (slots(s) != 0L && slots(s) != v) s = (s + 1) & mask
-        if (slots(s) == v) {
-          account(owners.get(seg.buf.getInt(off)), -sizeAt(seg, off))
-          deleteSlot(s)
-        }
-        off += Header + seg.buf.getInt(off + 24) + seg.buf.getInt(off + 28)
-      }
-      segments.remove(0)
-      firstSeq += 1
-      segmentBytes -= seg.data.length
-      if (limit > 0) spare = seg.data
-    }
+    while (!segments.isEmpty && segmentBytes + more + slots.length * 8L > limit) evictOldest()
     if (segments.isEmpty) firstSeq = nextSeq
     var size = slots.length
     while (size > MinSlots && live * 4L < size) size /= 2
     if (size < slots.length) resize(size)
+  }
+
+  /** Drops the oldest segment and its live entries. */
+  private def evictOldest(): Unit = {
+    val seg = segments.get(0)
+    var off = 0
+    while (off < seg.used) {
+      val h = seg.buf.getInt(off + 4)
+      val v = slotOf(h, seg.seq, off)
+      val mask = slots.length - 1
+      var s = h & mask
+      while (slots(s) != 0L && slots(s) != v) s = (s + 1) & mask
+      if (slots(s) == v) {
+        account(owners.get(seg.buf.getInt(off)), -sizeAt(seg, off))
+        deleteSlot(s)
+      }
+      off += Header + seg.buf.getInt(off + 24) + seg.buf.getInt(off + 28)
+    }
+    segments.remove(0)
+    firstSeq += 1
+    segmentBytes -= seg.data.length
+    if (limit > 0) spare = seg.data
   }
 }
 

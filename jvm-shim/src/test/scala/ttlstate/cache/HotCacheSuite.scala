@@ -102,6 +102,43 @@ class HotCacheSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(HotCache.usedBytes == 0)
   }
 
+  test("under eviction, hits that move entries and removes, a read returns the latest value or nothing") {
+    // Removals shift the index's entries back using the hash bits kept in each slot: a wrong home
+    // would leave an entry unreachable, and a later shift could bring an older copy back.
+    val rnd = new scala.util.Random(11)
+    HotCache.setLimit(96L << 10)
+    val owners = Seq(HotCache.newOwner(), HotCache.newOwner())
+    var model = Map.empty[(Int, String), Seq[Byte]]
+    var hits = 0
+    (1 to 60000).foreach { n =>
+      val o = rnd.nextInt(2)
+      val k = s"key${rnd.nextInt(4000)}"
+      rnd.nextInt(6) match {
+        case 0 =>
+          HotCache.remove(owners(o), key(k))
+          model -= ((o, k))
+        case 1 | 2 =>
+          val v = value(1 + rnd.nextInt(40)).map(_ => rnd.nextInt(256).toByte)
+          put(owners(o), 1, k -> v)
+          model += (o, k) -> v.toSeq
+        case _ =>
+          val got = Option(HotCache.get(owners(o), 1, key(k))).map(_.value.toSeq)
+          assert(got.isEmpty || got == model.get((o, k)), s"op $n: $k")
+          if (got.nonEmpty) hits += 1
+      }
+      assert(HotCache.heapBytes <= (96L << 10))
+    }
+    assert(hits > 2000, s"only $hits hits: the test did not exercise moves")
+    val kept = model.count { case ((o, k), v) =>
+      val e = HotCache.get(owners(o), 1, key(k))
+      assert(e == null || e.value.toSeq == v, k)
+      e != null
+    }
+    assert(kept > 0 && kept < model.size, s"$kept of ${model.size}: eviction not exercised")
+    owners.foreach(HotCache.removeOwner)
+    assert(HotCache.usedBytes == 0)
+  }
+
   test("a value larger than a quarter of the cache is not kept, nor is an absent one") {
     val o = HotCache.newOwner()
     HotCache.setLimit(4000)
