@@ -22,7 +22,7 @@ DATE = "2026-11-27"
 DEFAULTS = {
     "hot_set": RESULTS / f"{DATE}-hot-set-pending-index-ab.json",
     "cold_uniform": RESULTS / f"{DATE}-cold-uniform-pending-index.json",
-    "growth": RESULTS / "2026-11-28-growth-5m-shim-keys.json",
+    "growth": RESULTS / "2026-11-28-growth-5m-final.json",
 }
 OUT = Path(__file__).resolve().parents[2] / "docs" / "img" / "headline.png"
 SPARK, TTLSTATE = "Spark RocksDB", "ttlstate (TTL on)"
