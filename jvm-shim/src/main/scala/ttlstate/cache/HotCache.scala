@@ -173,14 +173,14 @@ object HotCache {
       val v = slots(s)
       val seg = segment(v)
       val off = offset(v)
-      if (seg.buf.getLong(off + 8) != epoch) { drop(s, owner); null }
+      if (seg.buf.getLong(off + 8) != epoch) { drop(s); null }
       else {
         val ts = seg.buf.getLong(off + 16)
         val valueAt = off + Header + key.length
         val value = java.util.Arrays.copyOfRange(seg.data, valueAt, valueAt + seg.buf.getInt(off + 28))
         // In the older half: moved to the newest segment, so that entries in use are not evicted.
         if (seqOf(v) - firstSeq < segments.size / 2) {
-          drop(s, owner)
+          drop(s)
           put0(owner, h, epoch, ts, key.baseObject, key.baseOffset, key.length, value, 0, value.length)
         }
         new Entry(epoch, ts, value)
@@ -301,15 +301,14 @@ object HotCache {
 
   private def remove0(owner: Owner, key: AnyRef, at: Long, len: Int, h: Int): Unit = {
     val s = find(owner, key, at, len, h)
-    if (s >= 0) drop(s, owner)
+    if (s >= 0) drop(s)
   }
 
-  /** Removes `owner`'s entry in slot `s` (its bytes stay in its segment until that is evicted).
-   *  The caller found it, so the owner is known: looking it up by id boxed the id (past 127 an
-   *  allocation) in the hot path of every cache hit that moves its entry. */
-  private def drop(s: Int, owner: Owner): Unit = {
+  /** Removes the entry in slot `s` (its bytes stay in its segment until that is evicted). */
+  private def drop(s: Int): Unit = {
     val seg = segment(slots(s))
-    account(owner, -sizeAt(seg, offset(slots(s))))
+    val off = offset(slots(s))
+    account(owners.get(seg.buf.getInt(off)), -sizeAt(seg, off))
     deleteSlot(s)
   }
 
