@@ -57,8 +57,8 @@ object HotCache {
   // after it back (no tombstones). The hash bits in the slot are what a probe compares before it
   // reads the entry's segment, and, for an index of up to 2^25 slots, the entry's home slot: a
   // removal's shifting reads only the index. It read each following entry's hash from its
-  // segment, a cache miss per entry of the run, and was a fifth of a cold deduplication's task
-  // time (cache hits move their entry, evictions remove whole segments).
+  // segment, a cache miss per entry of the run (cache hits move their entry, evictions remove
+  // whole segments); a cold deduplication ran at 0.9x the rows/s with it.
   private val OffsetBits = 18
   private val SeqBits = 20
   private val HashBits = 25
