@@ -44,17 +44,17 @@ class SnapshotWriter:
         self._timeline = timeline
         self._times = times
 
-    def write_if_due(self) -> None:
-        """Snapshot the loaded version when `snapshot_interval` versions passed since the last."""
+    def write_if_due(self) -> str | None:
+        """Snapshot the loaded version when `snapshot_interval` versions passed since the last (or
+        a repair passed one over); returns the file name published, if any."""
         db = self._db
         with self._ctx.lock:
             db.settle()
             if db.closed or not db.is_open or db.version is None:
-                return
+                return None
             since = db.version - self._timeline.newest_trusted(db.version)
             due = self._ctx.snapshot_due or since >= self._ctx.config.snapshot_interval
-        if due:
-            self.write()
+        return self.write() if due else None
 
     def write(self) -> str | None:
         """Write and publish the snapshot of the loaded version; returns its file name (None: it
