@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 
 import pytest
+from tests.damage import DAMAGES, damage
 
 from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
 from ttlstate.checkpoint.record_file import verify_record_file
@@ -21,26 +22,6 @@ from ttlstate.store import metric_names as M
 from ttlstate.store.provider import StoreProvider
 
 VERSIONS = 7
-DAMAGES = ("flip", "truncate", "zero", "delete", "garbage")
-
-
-def damage(path: str, how: str) -> None:
-    """What happens to files on a DFS: bit rot, a copy cut short, a zeroed block, a clean-up
-    script, a writer that appended to the wrong file."""
-    if how == "delete":
-        os.unlink(path)
-        return
-    data = bytearray(open(path, "rb").read())
-    if how == "flip":
-        data[len(data) // 2] ^= 0x01
-    elif how == "truncate":
-        data = data[: len(data) // 2]
-    elif how == "zero":
-        start = len(data) // 3
-        data[start:start + max(1, len(data) // 3)] = bytes(max(1, len(data) // 3))
-    elif how == "garbage":
-        data += b"garbage appended by another writer"
-    open(path, "wb").write(bytes(data))
 
 
 def writes(v: int) -> dict[bytes, bytes | None]:
