@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass, field
 
 from ttlstate.checkpoint.errors import CheckpointError
+from ttlstate.checkpoint.restore_plan import RestorePlan
 from ttlstate.config import keys as K
 from ttlstate.store import metric_names as M
 from ttlstate.store.context import StoreContext
@@ -100,3 +101,10 @@ class Repair:
 
     def _located(self, error: CheckpointError) -> CheckpointError:
         return error if error.where else error.located(self.ctx.files.describe(error.file_name))
+
+
+def describe_base(ctx: StoreContext, plan: RestorePlan) -> str:
+    """What `plan` starts from, for messages."""
+    if plan.from_local:
+        return f"the local state of version {plan.base_version}"
+    return ctx.files.describe(plan.snapshot) if plan.snapshot else "the empty state"
