@@ -7,12 +7,13 @@ Spark sets that flag for a store whose reported snapshot uploads trail the query
 reports each snapshot it publishes (since 2026-11-29; before, it could not, so every store
 looked lagging and was asked at every commit). Here the coordinator's threshold is low
 (`minDeltasForSnapshot=1`, maintenance every second: 5 versions); ttlstate runs with
-`snapshotInterval=10`, so the coordinator's asks set the cadence. A `dropDuplicates` is fed `--batches` files of `--keys-per-batch`
-new keys, one per trigger, on `local[2]` with 2 partitions; then the checkpoint's snapshot files
-are counted. With `--baseline REF` the same query runs on that older checkout in the same
-invocation (each variant in its own child process), so the two are compared in one run.
+`snapshotInterval=10`, so the coordinator's asks set the cadence. A `dropDuplicates` is fed
+`--batches` files of `--keys-per-batch` new keys, one per trigger, on `local[2]` with 2
+partitions; then the checkpoint's snapshot files are counted. With `--baseline REF` the same
+query runs on that older checkout in the same invocation (each variant in its own child
+process), so the two are compared in one run.
 
-`python -m benchmarks snapshot_cadence --baseline e712623 --json benchmarks/results/X.json`
+`python -m benchmarks snapshot_cadence --baseline 144b278 --json benchmarks/results/X.json`
 """
 
 from __future__ import annotations

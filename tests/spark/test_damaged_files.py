@@ -221,19 +221,21 @@ def test_a_damaged_newest_changelog_fails_naming_it(spark: SparkSession, bases: 
     assert f"operator {operator}, partition {partition}" in msg, msg
 
 
+@pytest.mark.parametrize("variant", ["ttlstate-sst-format1", "ttlstate-sst-format2"])
 def test_rollback_takes_the_stopped_query_back_and_it_runs_on_exactly(
-        spark: SparkSession, bases: dict[str, Base], capsys: pytest.CaptureFixture[str]) -> None:
+        spark: SparkSession, bases: dict[str, Base], capsys: pytest.CaptureFixture[str],
+        variant: str) -> None:
     """The newest changelog of one store is damaged: `rollback --dry-run` says what it would move
     and moves nothing; `rollback` moves the last batch out, and the restarted query re-runs it
     from its sources and goes on, batch for batch as the undamaged query did."""
-    base = base_of(spark, bases, "ttlstate-sst-format1")
+    base = base_of(spark, bases, variant)
     run, (path,) = base.copy([("changelog", "truncate")])
     ck, last = run.checkpoint, os.path.basename(path)
     before = sorted(os.listdir(os.path.join(ck, "offsets")))
 
     assert cli(["rollback", "--dry-run", ck]) == 0
     out = capsys.readouterr().out
-    batch = int(last.split(".")[0]) - 1  # the batch that wrote the damaged version
+    batch = version_of(last) - 1  # the batch that wrote the damaged version
     assert f"rolling back from batch {batch} to batch {batch - 1}" in out and "would move" in out, out
     assert f"offsets/{batch}" in out and f"commits/{batch}" in out and last in out, out
     assert sorted(os.listdir(os.path.join(ck, "offsets"))) == before  # a dry run changes nothing
