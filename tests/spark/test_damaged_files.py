@@ -225,7 +225,8 @@ def test_damaged_snapshots_are_repaired_exactly(spark: SparkSession, bases: dict
             return True
         newer = version_of(newest(os.path.dirname(path), ".changelog")) > version_of(path)
         return "format2" in variant and newer
-    assert repaired(run) == sum(seen(kind, how, path) for (kind, how), path in zip(cases, victims))
+    assert repaired(run) == sum(seen(kind, how, path)
+                                for (kind, how), path in zip(cases, victims, strict=True))
 
 
 @pytest.mark.parametrize(("variant", "how"), [("ttlstate-sst-format1", "flip"),
