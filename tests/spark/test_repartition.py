@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -205,9 +206,12 @@ def _copy(run: Run, tmp_path) -> str:  # noqa: ANN001
 
 
 def _files(root: str) -> dict[str, bytes]:
+    """Every file of a checkpoint but its lock (whose holder line changes with every holder)."""
     out = {}
     for d, _dirs, names in os.walk(root):
         for n in names:
+            if n.startswith("_ttlstate_lock"):
+                continue
             with open(os.path.join(d, n), "rb") as f:
                 out[os.path.relpath(os.path.join(d, n), root)] = f.read()
     return out
@@ -259,6 +263,60 @@ def test_another_providers_checkpoint_is_refused_naming_migrate(spark: SparkSess
     run.stop()
     with pytest.raises(RepartitionError, match="RocksDBStateStoreProvider.*ttlstate migrate"):
         repartition(spark, run.checkpoint, 3)
+
+
+def test_a_running_query_and_a_running_repartition_exclude_each_other(spark: SparkSession, stopped: Run,
+                                                                      tmp_path) -> None:  # noqa: ANN001
+    """The checkpoint's lock: a query of this session, or another process holding the lock file,
+    makes the command refuse; a query does not start while a tool holds it (here another process
+    holds it as `ttlstate repartition` does), but does while another query's driver holds it."""
+    ck = _copy(stopped, tmp_path)
+    run = Run(spark, TTLSTATE, agg_by_two_columns, SCHEMA, "update", TTL_CONFS, root=stopped.root)
+    run.checkpoint = ck
+    run.start()
+    try:
+        with pytest.raises(RepartitionError, match="running query .* of this session: stop it first"):
+            repartition(spark, ck, 3)
+    finally:
+        run.stop()
+    lock = os.path.join(ck, "_ttlstate_lock")
+    with _held(lock, "tool ttlstate repartition in a test"):
+        with pytest.raises(RepartitionError, match="in use by ttlstate repartition in a test"):
+            repartition(spark, ck, 3)
+        with pytest.raises(Exception, match="TTLSTATE_CHECKPOINT_LOCKED.*by ttlstate repartition in a test"):
+            run.start()
+    with _held(lock, "query a streaming query of another driver"):
+        with pytest.raises(RepartitionError, match="in use by a streaming query of another driver"):
+            repartition(spark, ck, 3)
+        run.start()  # another query's driver (or a dead one's lease) never stops a query from starting
+        run.stop()
+    assert repartition(spark, ck, 3, out=open(os.devnull, "w"))["to"] == 3  # noqa: SIM115
+
+
+@contextmanager
+def _held(path: str, line: str) -> Iterator[None]:
+    """The lock file held by another process, with `line` as its holder."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, path, line], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"  # type: ignore[union-attr]
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# Another process holding a checkpoint's lock: an fcntl lock on the file (what Java's
+# FileChannel.tryLock takes on Linux), with its holder line (its first word: query or tool).
+HOLD_LOCK = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o644)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+os.ftruncate(fd, 0)
+os.write(fd, sys.argv[2].encode() + b"\\n")
+print("held", flush=True)
+sys.stdin.read()
+"""
 
 
 def test_dry_run_says_what_it_would_move_and_changes_nothing(spark: SparkSession, stopped: Run, tmp_path,

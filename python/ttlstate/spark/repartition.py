@@ -228,6 +228,23 @@ def _resume(fs: CheckpointFs, partitions: int, dry_run: bool, out: Any) -> dict 
     return summary
 
 
+def _locked(spark: Any, fs: CheckpointFs) -> Any:
+    """The checkpoint's lock (CheckpointLock.scala), taken for this command: refused while a query
+    runs on the checkpoint, in this session or in any process whose lock the file system shows.
+    Returns the lock's class, to give it back."""
+    for q in spark.streams.active:
+        if str(q._jsq.streamingQuery().resolvedCheckpointRoot()) == fs.root:
+            raise RP.Refused(f"{fs.root} is the checkpoint of the running query {q.name or q.id} of this "
+                             "session: stop it first")
+    lock = spark.sparkContext._jvm.ttlstate.spark.CheckpointLock
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    holder = lock.forTool(fs.root, lock.describe("ttlstate repartition"), conf, True)
+    if holder is not None:
+        raise RP.Refused(f"{fs.root} is in use by {holder}: repartition a stopped query (stop that one "
+                         "first, or wait until that command ends)")
+    return lock
+
+
 def repartition(spark: Any, checkpoint: str, partitions: int, dry_run: bool = False, out: Any = None) -> dict:
     """Repartition the stopped query of `checkpoint` to `partitions` state partitions (or say
     what it would do, `dry_run`). Returns a summary; raises RepartitionError."""
@@ -237,6 +254,17 @@ def repartition(spark: Any, checkpoint: str, partitions: int, dry_run: bool = Fa
         fs = CheckpointFs(spark, checkpoint)
         if not fs.exists("metadata"):
             raise RP.Refused(f"{checkpoint} is not a streaming query checkpoint (no metadata file)")
+        lock = _locked(spark, fs)
+    except (RP.Refused, ToolError) as e:
+        raise RepartitionError(str(e)) from None
+    try:
+        return _repartition(spark, fs, partitions, dry_run, out)
+    finally:
+        lock.toolDone(fs.root, spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def _repartition(spark: Any, fs: CheckpointFs, partitions: int, dry_run: bool, out: Any) -> dict:
+    try:
         resumed = _resume(fs, partitions, dry_run, out)
         if resumed is not None:
             return resumed
