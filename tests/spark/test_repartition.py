@@ -29,6 +29,7 @@ from tests.spark.harness import (
     Run,
     is_worker,
     our_server_processes,
+    outputs_per_step,
     session,
 )
 from tests.spark.test_differential import JOIN_SCHEMAS, JOIN_STEPS, join
@@ -98,6 +99,7 @@ def rescaled(spark: SparkSession, reference: str, build: Callable, steps: list, 
     assert not os.path.exists(os.path.join(first.checkpoint, "_ttlstate_repartition"))
     got = Run(spark, TTLSTATE, build, schemas, mode, confs, root=first.root)
     got.checkpoint, got.step_no, got.outputs = first.checkpoint, first.step_no, dict(first.outputs)
+    got.step_of_batch = dict(first.step_of_batch)
     got.start()
     side_by_side([got, expected], steps[stop_after:])
     got.stop()
@@ -186,7 +188,8 @@ def test_operator_against_spark_rocksdb(spark: SparkSession, name: str) -> None:
 def test_stream_stream_join_against_spark_rocksdb(spark: SparkSession) -> None:
     got, expected = rescaled(spark, ROCKSDB, join("left_outer"), JOIN_STEPS, "append", 2, 3, 2,
                              schemas=JOIN_SCHEMAS)
-    assert got.outputs == expected.outputs
+    # Two sources: Spark may split a step into two batches in one run and not the other (harness.py).
+    assert outputs_per_step(got) == outputs_per_step(expected)
 
 
 @pytest.fixture(scope="module")
@@ -328,7 +331,7 @@ def test_dry_run_says_what_it_would_move_and_changes_nothing(spark: SparkSession
     assert main(["repartition", ck, "--partitions", "7", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "would move the state after batch 1 from 2 to 7 partitions (21 rows" in out
-    assert "operator 0 (stateStoreSave), store default: 2 -> 7 partitions" in out and "dry run" in out
+    assert "store default: 2 -> 7 partitions" in out and "dry run" in out
     assert _files(ck) == before
     assert main(["repartition", ck, "--partitions", "2"]) == 1
     assert "already has 2 state partitions" in capsys.readouterr().err

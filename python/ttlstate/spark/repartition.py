@@ -86,8 +86,8 @@ def _checkpoint(spark: Any, fs: CheckpointFs) -> RP.Checkpoint:
 def _read_confs(spark: Any) -> dict[str, str]:
     """The session's ttlstate confs (how the stores are opened: engine, interpreter, workers),
     without per-operator TTLs: the new stores record what the old ones did."""
-    return {k: v for k, v in spark.conf.getAll.items()
-            if k.startswith(PREFIX) and not k.startswith(PREFIX + "operator.")}
+    confs = {row[0]: row[1] for row in spark.sql("SET").collect()}  # RuntimeConfig.getAll: 4.0+
+    return {k: v for k, v in confs.items() if k.startswith(PREFIX) and not k.startswith(PREFIX + "operator.")}
 
 
 def _progress(spark: Any, done: threading.Event, out: Any) -> None:
