@@ -54,9 +54,8 @@ object CheckpointLock {
       case Some(h) if h.queries > 0 => h.queries += 1
       case Some(h) => throw locked(checkpoint, h.owner)
       case None => take(path, s"$Query $owner", hadoopConf, queries = 1).foreach { holder =>
-        if (!holder.startsWith(Query + " ")) throw locked(checkpoint, withoutKind(holder))
-        val again = leaseRecovered(path, hadoopConf) && take(path, s"$Query $owner", hadoopConf, queries = 1).isEmpty
-        if (!again) {
+        if (!holder.startsWith(Query + " ") && !gone(holder)) throw locked(checkpoint, withoutKind(holder))
+        if (!retaken(path, s"$Query $owner", hadoopConf, queries = 1)) {
           log.warn(s"ttlstate: the checkpoint $checkpoint is locked by ${withoutKind(holder)}, which " +
             "is gone or runs the same query (Spark stops one of two drivers of a query): this run goes on " +
             "without the lock")
@@ -83,7 +82,9 @@ object CheckpointLock {
         case Some(h) if !(staleRuns && h.queries > 0) => h.owner
         case existing =>
           existing.foreach { h => held.remove(path.toString); h.free() }
-          take(path, s"$Tool $owner", hadoopConf, queries = 0).map(withoutKind).orNull
+          take(path, s"$Tool $owner", hadoopConf, queries = 0).filterNot { holder =>
+            gone(holder) && retaken(path, s"$Tool $owner", hadoopConf, queries = 0)
+          }.map(withoutKind).orNull
       }
     }
 
@@ -100,18 +101,34 @@ object CheckpointLock {
 
   private def withoutKind(line: String): String = line.stripPrefix(Query + " ").stripPrefix(Tool + " ")
 
-  /** HDFS: the lease of a lock file whose holder is gone, recovered now (true once the file is
-   *  closed); elsewhere false. */
-  private def leaseRecovered(path: Path, hadoopConf: Configuration): Boolean = Try {
+  /** Whether the holder `line` names a process of this host that no longer runs (the lease of a
+   *  holder killed on HDFS outlives it by about a minute). */
+  private def gone(line: String): Boolean = HolderLine.findFirstMatchIn(line).exists { m =>
+    Try(InetAddress.getLocalHost.getHostName).toOption.contains(m.group(2)) &&
+      !ProcessHandle.of(m.group(1).toLong).isPresent
+  }
+  private val HolderLine = """\(pid (\d+) on ([^,]+),""".r
+
+  /** HDFS: the lock file's lease taken from a holder that is gone (or a query's driver: queries
+   *  share the lock), then the lock taken, waiting up to 10 s for the NameNode's recovery; false
+   *  when it could not be taken (and elsewhere, where a lock is not held after its holder). */
+  private def retaken(path: Path, line: String, hadoopConf: Configuration, queries: Int): Boolean =
     path.getFileSystem(hadoopConf) match {
-      case dfs: DistributedFileSystem => dfs.recoverLease(path)
+      case dfs: DistributedFileSystem =>
+        val deadline = System.nanoTime() + 10000000000L
+        var taken = false
+        while (!taken && System.nanoTime() < deadline) {
+          taken = Try(dfs.recoverLease(path)).getOrElse(false) && take(path, line, hadoopConf, queries).isEmpty
+          if (!taken) Thread.sleep(500)
+        }
+        taken
       case _ => false
     }
-  }.getOrElse(false)
 
   private def locked(checkpoint: String, holder: String): Locked = new Locked(
     s"[TTLSTATE_CHECKPOINT_LOCKED] The checkpoint $checkpoint is in use by $holder. A query and " +
-    "`ttlstate repartition` never use one checkpoint at the same time: wait until it ends, or stop that query.")
+    "`ttlstate repartition` never use one checkpoint at the same time: wait until it ends (on HDFS, the lock " +
+    "of a process killed on another host frees itself within about a minute).")
 
   /** Takes the lock at `path` for this JVM; None, or the holder's line when another process holds it. */
   private def take(path: Path, owner: String, hadoopConf: Configuration, queries: Int): Option[String] = {
