@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 
 DAMAGES = ("flip", "truncate", "zero", "delete", "garbage")
+# What leaves a file unusable; bytes appended after a file's end ("garbage") leave the file
+# itself intact (its recorded size and checksum still hold), so it is read up to its end.
+BREAKING = ("flip", "truncate", "zero", "delete")
 
 
 def damage(path: str, how: str) -> None:

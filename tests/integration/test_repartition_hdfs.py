@@ -17,7 +17,14 @@ from pyspark.sql import SparkSession
 
 from tests.integration.test_kafka_hdfs import HDFS_CLIENT
 from tests.spark.harness import TTLSTATE, Run, session
-from tests.spark.test_repartition import SCHEMA, TTL_CONFS, TTL_STEPS, agg_by_two_columns, partitioned, side_by_side
+from tests.spark.test_repartition import (
+    SCHEMA,
+    TTL_CONFS,
+    TTL_STEPS,
+    agg_by_two_columns,
+    partitioned,
+    side_by_side,
+)
 from ttlstate import faults
 from ttlstate.spark.repartition import repartition
 
@@ -44,12 +51,12 @@ def test_repartition_on_hdfs_killed_mid_switch_then_finished(spark: SparkSession
     first.stop()
 
     marker = tmp_path / "killed"
-    env = {**os.environ, faults.ENV: f"repartition-offsets-switched:{marker}",
-           "PYTHONPATH": os.pathsep.join([os.path.join(REPO, "python"), os.environ.get("PYTHONPATH", "")])}
+    path = os.pathsep.join([os.path.join(REPO, "python"), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, faults.ENV: f"repartition-offsets-switched:{marker}", "PYTHONPATH": path}
     confs = [arg for k, v in HDFS_CLIENT.items() for arg in ("--conf", f"{k}={v}")]
-    killed = subprocess.run([sys.executable, "-m", "ttlstate", "repartition", first.checkpoint, "--partitions",
-                             "5", "--master", "local[2]", *confs], env=env, cwd=REPO, capture_output=True,
-                            text=True, timeout=600)
+    command = [sys.executable, "-m", "ttlstate", "repartition", first.checkpoint, "--partitions", "5",
+               "--master", "local[2]", *confs]
+    killed = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert killed.returncode == -9 and marker.exists(), killed.stderr[-3000:]
     assert "stores written 5/5" in killed.stdout or "moving the state after batch 3" in killed.stdout
 

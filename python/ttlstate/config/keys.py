@@ -134,7 +134,7 @@ REPAIR_MAX_REPLAY = ConfKey("repair.maxChangelogReplay", "500",
                             "A snapshot that is damaged or missing (its file, an SST manifest or an "
                             "SST file it names) is passed over with a WARN, and the version is rebuilt "
                             "from the newest intact older snapshot (or the empty state) and the "
-                            "changelogs since, as Spark's own providers repair since 4.1 "
+                            "changelogs since, as Spark's own providers repair since 4.2 "
                             "(`numSnapshotsAutoRepaired`). A repair replays at most this many "
                             "changelogs; past it the load fails naming the damaged file and this key.",
                             Kind.INT, option="repair_max_changelog_replay", minimum=0, maximum=INT64_MAX,

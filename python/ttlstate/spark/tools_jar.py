@@ -1,24 +1,25 @@
-"""Calling into the tools jar (`ttlstate-tools-spark<line>.jar`) from a running session.
+"""The tools jar (`ttlstate-tools-spark<line>.jar`: `ttlstate migrate`, `ttlstate repartition`, the
+Scala queries of the tests) from a running session.
 
-The tools jar is not on a session's classpath (`configure` gives the executors only the shim):
-it is added to the running context, so the executors fetch it for a tool's tasks, and loaded on
-the driver by a class loader over the session's, so any session can run a tool. Arguments and
-results are strings, numbers and the SparkContext: the tool's classes never reach Python.
-"""
+The tools jar is not on a session's classpath (`configure` gives the executors only the shim): it
+is added to the running context (the executors fetch it for their tasks) and loaded on the driver
+by a class loader over the session's, so any session can use it. `call`'s arguments and results are
+strings, numbers and the SparkContext: the tool's classes never reach Python."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from ttlstate.spark.configure import tools_jar_path
+from ttlstate.spark.jars import tools_jar_path
 
 
 class ToolError(RuntimeError):
     """A tool failed: its message without the JVM's stack trace."""
 
 
-def _tool_class(spark: Any, name: str) -> Any:
+def tools_class(spark: Any, name: str) -> Any:
+    """The JVM class `name` of the tools jar of `spark`'s line (a py4j `java.lang.Class`)."""
     sc = spark.sparkContext
     jvm = sc._jvm
     path = tools_jar_path()
@@ -34,7 +35,7 @@ def _tool_class(spark: Any, name: str) -> Any:
 def call(spark: Any, class_name: str, method: str, *args: Any) -> Any:
     """The static `method` of `class_name` (a Scala object's) called with `args`; a failure
     raises ToolError with the JVM exception's message."""
-    tool = _tool_class(spark, class_name)
+    tool = tools_class(spark, class_name)
     found = next(m for m in tool.getMethods() if m.getName() == method)
     array = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.java.lang.Object, len(args))
     for i, arg in enumerate(args):

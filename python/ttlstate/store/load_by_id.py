@@ -17,7 +17,7 @@ from ttlstate.store.context import StoreContext
 from ttlstate.store.local_db import LocalDb
 from ttlstate.store.planes.base import Fetched
 from ttlstate.store.rebuild import Checked, Rebuilder
-from ttlstate.store.repair import Repair, UnusableSnapshot
+from ttlstate.store.repair import Repair, UnusableSnapshot, describe_base
 from ttlstate.store.timeline import Lineage, Timeline
 
 
@@ -43,11 +43,12 @@ class IdLoader:
                 try:
                     lineage = self._fetch_lineage(version, ckpt_id, from_snapshot, listing, fetched)
                     if from_snapshot is None:
-                        lineage = self._below_missing(version, lineage, listing, fetched, repair, refreshed)
+                        lineage = self._below_missing(version, lineage, listing, fetched, repair, refreshed,
+                                                      local)
                     wanted_snapshot = None if from_snapshot is None else (from_snapshot, snapshot_id)
                     plan = plan_by_id(self._ctx.store_id, listing, version, ckpt_id, lineage, local,
                                       wanted_snapshot)
-                    repair.check_base(plan.base_version, self._base(plan))
+                    repair.check_base(plan.base_version, describe_base(self._ctx, plan))
                     if plan.snapshot:
                         try:
                             fetched.append((plan.snapshot, *files.fetch_verified(
@@ -79,23 +80,24 @@ class IdLoader:
                         raise
                     repair.pass_over(plan.snapshot, e)
                     continue
-                repair.done(self._base(plan), len(plan.changelogs))
+                repair.done(describe_base(self._ctx, plan), len(plan.changelogs))
                 self._timeline.loaded_lineage(lineage, format1=False)
                 return
 
     def _below_missing(self, version: int, lineage: Lineage, listing: list[str], fetched: list[Fetched],
-                       repair: Repair, refreshed: bool) -> Lineage:
+                       repair: Repair, refreshed: bool, local: tuple[int, str] | None) -> Lineage:
         """`lineage`, followed on below its last element while that is a snapshot the checkpoint
         does not hold (any more) or that a repair passed over: the changelog of that version
         records the lineage it was built on, down to an older snapshot or the empty state. A
         snapshot missing from a cached `listing` (not `refreshed`) may be another writer's new
-        one: VersionNotFound then, so the load lists again first."""
+        one: VersionNotFound then, so the load lists again first. The local DB holding exactly
+        that version is a base as good (`local`)."""
         files, present = self._ctx.files, set(listing)
         have = {name for name, _p, _h in fetched}
         while lineage and lineage[-1][1] not in (EMPTY, FORMAT1):
             k, kid = lineage[-1]
             snapshot = names.snapshot_name(k, kid)
-            if snapshot in present:
+            if snapshot in present or local == (k, kid):
                 break
             if snapshot not in repair.passed_over:
                 if not refreshed:
@@ -111,12 +113,6 @@ class IdLoader:
                 break
             lineage = lineage + older
         return lineage
-
-    def _base(self, plan: RestorePlan) -> str:
-        """What `plan` starts from, for messages."""
-        if plan.from_local:
-            return f"the local state of version {plan.base_version}"
-        return self._ctx.files.describe(plan.snapshot) if plan.snapshot else "the empty state"
 
     def _fetch_lineage(self, version: int, ckpt_id: str, from_snapshot: int | None,
                        listing: list[str], fetched: list[Fetched]) -> Lineage:

@@ -23,7 +23,7 @@ from ttlstate.store.load_by_id import IdLoader
 from ttlstate.store.local_db import LocalDb
 from ttlstate.store.planes.base import Fetched
 from ttlstate.store.rebuild import Checked, Rebuilder
-from ttlstate.store.repair import Repair, UnusableSnapshot
+from ttlstate.store.repair import Repair, UnusableSnapshot, describe_base
 from ttlstate.store.timeline import Timeline
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class VersionLoader:
                         raise
                     refreshed = True
                     continue
-                repair.check_base(plan.base_version, self._base(plan))
+                repair.check_base(plan.base_version, describe_base(self._ctx, plan))
             with files.staged() as fetched:
                 try:
                     stale, checked = self._fetch_plan(plan, version, fetched,
@@ -105,15 +105,9 @@ class VersionLoader:
                     repair.pass_over(plan.snapshot, e)
                     skip.add(plan.base_version)
                     continue
-                repair.done(self._base(plan), len(plan.changelogs))
+                repair.done(describe_base(self._ctx, plan), len(plan.changelogs))
                 self._timeline.loaded_lineage((), format1=True)
                 return
-
-    def _base(self, plan: RestorePlan) -> str:
-        """What `plan` starts from, for messages."""
-        if plan.from_local:
-            return f"the local state of version {plan.base_version}"
-        return self._ctx.files.describe(plan.snapshot) if plan.snapshot else "the empty state"
 
     def _fetch_plan(self, plan: RestorePlan, version: int, fetched: list[Fetched],
                     strict: bool) -> tuple[str | None, Checked]:
@@ -131,7 +125,7 @@ class VersionLoader:
         for name in plan.changelogs:
             fetched.append((name, *files.fetch_verified(name, KIND_CHANGELOG, version)))
         changelogs = [h for _n, _p, h in fetched if h.kind == KIND_CHANGELOG]
-        base = self._base(plan)
+        base = describe_base(self._ctx, plan)
         if plan.from_local:
             base_state = self._db.state_id
         elif plan.snapshot:

@@ -84,7 +84,7 @@ SNAPSHOTS_AUTO_REPAIRED = MetricName("numSnapshotsAutoRepaired", "sum",
                                      "loads that passed over a damaged or missing snapshot and "
                                      "rebuilt the version from an older one and the changelogs "
                                      "since (each WARN names the file and why)",
-                                     "the same name and meaning (Spark 4.1+; Spark's RocksDB "
+                                     "the same name and meaning (Spark 4.2+; Spark's RocksDB "
                                      "provider: `rocksdbNumSnapshotsAutoRepaired`)")
 ENGINE_FALLBACK = MetricName("engineFallback", "sum",
                              "stores running on rocksdict because engine=auto found no native build",

@@ -4,7 +4,7 @@ A snapshot only shortens a load: the changelogs before it rebuild the same versi
 snapshot a plan starts from cannot be used (its file is damaged or gone, an SST manifest is
 damaged, an SST file it names is missing or altered), the load passes it over and rebuilds the
 version from the newest intact older base and the changelogs since, as Spark's providers do
-since 4.1 (its `AutoSnapshotLoader`, counted in `numSnapshotsAutoRepaired`). A repair replays at
+since 4.2 (its `AutoSnapshotLoader`, counted in `numSnapshotsAutoRepaired`). A repair replays at
 most `repair.maxChangelogReplay` changelogs. What no older file replaces (a damaged changelog of
 the versions to rebuild) still fails the load, naming the file. Nothing is ever overwritten or
 deleted here: the damaged file stays for the operator, and the repaired version's next snapshot
@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass, field
 
 from ttlstate.checkpoint.errors import CheckpointError
+from ttlstate.checkpoint.restore_plan import RestorePlan
 from ttlstate.config import keys as K
 from ttlstate.store import metric_names as M
 from ttlstate.store.context import StoreContext
@@ -100,3 +101,10 @@ class Repair:
 
     def _located(self, error: CheckpointError) -> CheckpointError:
         return error if error.where else error.located(self.ctx.files.describe(error.file_name))
+
+
+def describe_base(ctx: StoreContext, plan: RestorePlan) -> str:
+    """What `plan` starts from, for messages."""
+    if plan.from_local:
+        return f"the local state of version {plan.base_version}"
+    return ctx.files.describe(plan.snapshot) if plan.snapshot else "the empty state"
