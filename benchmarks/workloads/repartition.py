@@ -19,16 +19,16 @@ Reported: each step's time, and the repartition's time as a ratio of the restore
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
+import sys
 import tempfile
 import time
-from typing import Any
 
 from benchmarks.harness import checkpoint_fs
 from benchmarks.harness.checkpoint_fs import checkpoint_root, join
-from benchmarks.harness.machine import describe
+from benchmarks.harness.machine import describe, uptime
+from benchmarks.harness.output import report
 from benchmarks.harness.subproc import run_child
 from benchmarks.harness.variants import ratio
 from benchmarks.workloads.growth import (
@@ -53,7 +53,7 @@ def _restore(args: argparse.Namespace, partitions: int, input_dir: str, ck: str,
             "state_rows": b["state_rows"], "partitions": partitions, **rss.as_dict()}
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def main(argv: list[str] | None = None) -> dict[str, object]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keys", type=int, default=5_000_000)
     ap.add_argument("--batches", type=int, default=10)
@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     checkpoint_fs.add_option(ap)
     args = ap.parse_args(argv)
     args.fixed_heap, args.partitions = False, args.old
+    load_before = uptime()
     work = tempfile.mkdtemp(prefix="ttlstate-bench-repartition-")
     logs = os.path.join(work, "logs")
     os.makedirs(logs)
@@ -102,17 +103,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"repartition: restore with {args.to} partitions: {rescaled['batch_ms']} ms", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result = {"benchmark": "repartition", "machine": describe(), "keys": args.keys, "from": args.old,
+    given = sys.argv[1:] if argv is None else argv
+    result = {"benchmark": "repartition", "machine": describe(), "uptime_before": load_before,
+              "command": " ".join(["python -m benchmarks repartition", *given]),
+              "keys": args.keys, "from": args.old,
               "to": args.to, "checkpoint_fs": args.checkpoint_fs, "restore": restore,
               "repartition": {**moved, "command_s": round(command_s, 3), **rss.as_dict()},
               "restore_after": rescaled,
               "repartition_to_restore": ratio(moved["repartition_s"] * 1000, restore["batch_ms"])}
-    shown = ("keys", "from", "to", "checkpoint_fs", "repartition_to_restore")
-    print(json.dumps({k: result[k] for k in shown}), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-    return result
+    return report(result, ("keys", "from", "to", "checkpoint_fs", "repartition_to_restore"), args.json)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,11 +18,14 @@ from contextlib import contextmanager
 
 import pandas as pd
 import psutil
+import pyspark
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from tests.damage import damage
 from tests.spark.harness import (
     EVENTS_SCHEMA,
     ROCKSDB,
@@ -30,6 +34,7 @@ from tests.spark.harness import (
     is_worker,
     our_server_processes,
     outputs_per_step,
+    poll_until,
     session,
 )
 from tests.spark.test_differential import JOIN_SCHEMAS, JOIN_STEPS, join
@@ -283,6 +288,7 @@ def test_a_running_query_and_a_running_repartition_exclude_each_other(spark: Spa
     finally:
         run.stop()
     lock = os.path.join(ck, "_ttlstate_lock")
+    assert poll_until(lambda: _lockable(ck), 30, every_s=0.1)  # the stopped run let its lock go
     with _held(lock, "tool ttlstate repartition in a test"):
         with pytest.raises(RepartitionError, match="in use by ttlstate repartition in a test"):
             repartition(spark, ck, 3)
@@ -291,9 +297,73 @@ def test_a_running_query_and_a_running_repartition_exclude_each_other(spark: Spa
     with _held(lock, "query a streaming query of another driver"):
         with pytest.raises(RepartitionError, match="in use by a streaming query of another driver"):
             repartition(spark, ck, 3)
-        run.start()  # another query's driver (or a dead one's lease) never stops a query from starting
-        run.stop()
+    # Another query's driver (live, or dead with its lease still held on HDFS) never stops a query
+    # from starting; the query runs without the lock, and takes it after a batch once it is free.
+    other = str(tmp_path / "other")
+    os.makedirs(other)
+    with _held(os.path.join(other, "_ttlstate_lock"), "query a streaming query of another driver"):
+        query = _rate_query(spark, other, "lock-after-another-driver")
+        assert poll_until(lambda: query.lastProgress is not None, 60)  # it runs
+    try:  # the other driver was killed (-9) when its block ended
+        assert poll_until(lambda: not _lockable(other), 30, every_s=0.1)
+    finally:
+        query.stop()
+    assert poll_until(lambda: _lockable(other), 30, every_s=0.1)
     assert repartition(spark, ck, 3, out=open(os.devnull, "w"))["to"] == 3  # noqa: SIM115
+
+
+def test_the_lock_follows_every_run_of_a_session(spark: SparkSession, tmp_path) -> None:  # noqa: ANN001
+    """Two queries of one session each hold their checkpoint's lock while they run (one given as
+    a file: URI whose path has a space and a %, as Spark resolves it: the lock is in that folder
+    and no other is made); a start that fails after ttlstate's checks (its query name in use)
+    keeps no lock; each lock is free again once its query stopped."""
+    spaced, two, three = (str(tmp_path / "a b%41" / "ck"), str(tmp_path / "two"), str(tmp_path / "three"))
+
+    def start(checkpoint: str, name: str) -> StreamingQuery:
+        return _rate_query(spark, checkpoint, name)
+
+    one = start("file://" + spaced, "lock-one")
+    try:
+        q2 = start(two, "lock-two")
+        try:
+            assert os.path.exists(os.path.join(spaced, "_ttlstate_lock"))
+            assert sorted(os.listdir(tmp_path)) == ["a b%41", "two"]
+            assert not _lockable(spaced) and not _lockable(two)
+            with pytest.raises(Exception, match="lock-one"):
+                start(three, "lock-one")
+            one.stop()
+            assert poll_until(lambda: _lockable(spaced) and _lockable(three), 30, every_s=0.1)
+            assert not _lockable(two)
+            with pytest.raises(RepartitionError, match="running query lock-two of this session"):
+                repartition(spark, two, 3)
+        finally:
+            q2.stop()
+    finally:
+        one.stop()
+    assert poll_until(lambda: _lockable(two), 30, every_s=0.1)
+
+
+def _rate_query(spark: SparkSession, checkpoint: str, name: str) -> StreamingQuery:
+    """A small deduplication on ttlstate, a batch every 0.2 s."""
+    return (spark.readStream.format("rate").option("rowsPerSecond", 5).load().dropDuplicates(["value"])
+            .writeStream.format("noop").queryName(name).option("checkpointLocation", checkpoint)
+            .trigger(processingTime="200 milliseconds").start())
+
+
+def _lockable(checkpoint: str) -> bool:
+    """Whether another process can take the checkpoint's lock now (it frees it at once)."""
+    path = os.path.join(checkpoint, "_ttlstate_lock")
+    return subprocess.run([sys.executable, "-c", TRY_LOCK, path]).returncode == 0
+
+
+TRY_LOCK = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o644)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+except OSError:
+    sys.exit(1)
+"""
 
 
 @contextmanager
@@ -424,3 +494,74 @@ def test_killed_anywhere_then_run_again_finishes(spark: SparkSession, tmp_path) 
     side_by_side([got], TTL_STEPS[3:])
     got.stop()
     assert got.outputs == expected.outputs
+
+
+def test_a_checkpoint_that_needs_repair_is_read_as_a_query_would(spark: SparkSession,
+                                                                  tmp_path) -> None:  # noqa: ANN001
+    """The old stores are loaded as a query's restart loads them: a damaged newest snapshot is
+    passed over for an older base and the changelogs since (the repair of damaged snapshots), so
+    the new stores hold exactly what the undamaged checkpoint's do; a damaged changelog the state
+    needs fails the command naming the file, the checkpoint unchanged."""
+    confs = {**TTL_CONFS, K.SNAPSHOT_INTERVAL.key: "2"}
+    run = Run(spark, TTLSTATE, agg_by_two_columns, SCHEMA, "update", partitioned(confs, 2))
+    run.start()
+    try:
+        side_by_side([run], TTL_STEPS[:5])
+
+        def snapshotted() -> bool:  # maintenance runs every second (harness.session)
+            return all(any(n.endswith(".snapshot") for n in os.listdir(s)) for s in _stores(run.checkpoint))
+        assert poll_until(snapshotted, 60)
+    finally:
+        run.stop()
+    copies = {}
+    for name in ("clean", "snapshot", "changelog"):
+        copies[name] = str(tmp_path / name)
+        shutil.copytree(run.checkpoint, copies[name])
+    for store in _stores(copies["snapshot"]):
+        damage(os.path.join(store, _newest(store, ".snapshot")), "flip")
+    store = _stores(copies["changelog"])[0]
+    victim = os.path.join(store, _newest(store, ".changelog"))  # version 5, above the snapshot of 4
+    damage(victim, "truncate")
+    quiet = open(os.devnull, "w")  # noqa: SIM115
+    for name in ("clean", "snapshot"):
+        repartition(spark, copies[name], 3, out=quiet)
+    assert raw_state(copies["snapshot"]) == raw_state(copies["clean"])
+    before = _files(copies["changelog"])
+    with pytest.raises(RepartitionError, match=re.escape(os.path.basename(victim))):
+        repartition(spark, copies["changelog"], 3, out=quiet)
+    assert _outside_staging(copies["changelog"]) == before
+
+
+def _stores(checkpoint: str) -> list[str]:
+    state = os.path.join(checkpoint, "state")
+    return sorted(os.path.join(state, op, p) for op in os.listdir(state) if op.isdigit()
+                  for p in os.listdir(os.path.join(state, op)) if p.isdigit())
+
+
+def _newest(store: str, suffix: str) -> str:
+    return max((n for n in os.listdir(store) if n.endswith(suffix)), key=lambda n: int(n.split(".")[0]))
+
+
+@pytest.mark.skipif(tuple(int(x) for x in pyspark.__version__.split(".")[:2]) < (4, 2),
+                    reason="OfflineStateRepartitionRunner came with Spark 4.2")
+def test_sparks_own_offline_repartition_runner_refuses_a_ttlstate_checkpoint(spark: SparkSession,
+                                                                             tmp_path) -> None:  # noqa: ANN001
+    """Spark 4.2+ has an offline repartition of its own (OfflineStateRepartitionRunner, internal:
+    no API, no command). It reads the state through the state data source, which it lets read
+    only Spark's own providers: on a ttlstate checkpoint it fails, but only after it added an
+    offset log entry for a new batch with the new count (which a restarted query would run with
+    the old state: it must be deleted)."""
+    first = Run(spark, TTLSTATE, agg_by_two_columns, SCHEMA, "update", partitioned(TTL_CONFS, 2))
+    first.start()
+    side_by_side([first], TTL_STEPS[:2])
+    first.stop()
+    before = _files(first.checkpoint)
+    state = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state
+    with pytest.raises(Exception, match="UNSUPPORTED_PROVIDER.*TtlStateStoreProvider is not supported"):
+        state.OfflineStateRepartitionRunner(spark._jsparkSession, first.checkpoint, 3, True).run()
+    after = _files(first.checkpoint)
+    assert all(after[k] == v for k, v in before.items())
+    added = sorted(set(after) - set(before))
+    planned = [n for n in added if not os.path.basename(n).startswith(".")]
+    assert planned == [os.path.join("offsets", "2")], added
+    assert '"spark.sql.shuffle.partitions":"3"' in after[planned[0]].decode()

@@ -238,10 +238,14 @@ def _locked(spark: Any, fs: CheckpointFs) -> Any:
                              "session: stop it first")
     lock = spark.sparkContext._jvm.ttlstate.spark.CheckpointLock
     conf = spark.sparkContext._jsc.hadoopConfiguration()
-    holder = lock.forTool(fs.root, lock.describe("ttlstate repartition"), conf, True)
+    holder = lock.forTool(fs.root, lock.describe("ttlstate repartition"), conf)
     if holder is not None:
         raise RP.Refused(f"{fs.root} is in use by {holder}: repartition a stopped query (stop that one "
                          "first, or wait until that command ends)")
+    unlockable = lock.unlockableReason(fs.root, conf)
+    if unlockable is not None:
+        print(f"ttlstate repartition: WARNING: {fs.root} cannot be locked ({unlockable}): make sure its "
+              "query is stopped, as this command cannot tell", file=sys.stderr)
     return lock
 
 

@@ -6,48 +6,62 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.util.Try
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.sql.streaming.StreamingQueryListener.{QueryProgressEvent, QueryStartedEvent, QueryTerminatedEvent}
-import ttlstate.metadata.SparkMetadata
 
 /** Each query run of a session with ttlstate's extension holds its checkpoint's CheckpointLock
- *  from `start()` until it terminates. The lock is taken by the start checks, before Spark knows
- *  the query's id for a new checkpoint; a listener learns which run it was when the query starts
- *  (its checkpoint's `metadata` names it) and gives the lock back when that run terminates. */
+ *  from `start()` until it terminates. The lock is taken by the start checks, on the thread that
+ *  starts the query and before Spark knows the run; a listener of the session learns the run when
+ *  it starts (Spark tells a session's listeners synchronously, before `start()` returns) and gives
+ *  its share back when it terminates. Sessions are held weakly: a session that is gone holds no
+ *  lock and costs nothing. */
 object QueryLocks {
-  private final case class Run(checkpoint: String, hadoopConf: Configuration)
-  private val starting = new ConcurrentHashMap[Run, Integer]() // locked, not yet seen started
-  private val running = new ConcurrentHashMap[UUID, List[Run]]()
-  private val listening = java.util.Collections.newSetFromMap(new ConcurrentHashMap[SparkSession, java.lang.Boolean]())
+  private final case class Run(checkpoint: String, hadoopConf: Configuration, owner: String)
+  private val sessions = java.util.Collections.synchronizedMap(new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
+  private val runs = new ConcurrentHashMap[UUID, Run]()
+  private val unlocked = ConcurrentHashMap.newKeySet[UUID]() // runs that started without the lock
 
   /** At `start()`: the run's share of the lock (throws CheckpointLock.Locked if a tool holds it). */
   def onStart(session: SparkSession, checkpoint: String): Unit = {
-    val conf = session.sparkContext.hadoopConfiguration
     val sc = session.sparkContext
-    CheckpointLock.forQuery(checkpoint, CheckpointLock.describe(
-      s"a streaming query of application ${sc.applicationId} (${sc.appName})"), conf)
-    if (listening.add(session)) session.streams.addListener(listener)
-    starting.merge(Run(checkpoint, conf), 1, (a, b) => a + b)
+    if (sessions.putIfAbsent(session, java.lang.Boolean.TRUE) == null) session.streams.addListener(new Listener(session))
+    CheckpointLock.queryStarting(checkpoint, owner(session), sc.hadoopConfiguration)
   }
 
-  private def queryId(run: Run): Option[String] = Try {
-    val path = new Path(run.checkpoint, "metadata")
-    SparkMetadata.queryId(SparkMetadata.readText(path.getFileSystem(run.hadoopConf), path))
-  }.toOption.flatten
+  private def owner(session: SparkSession): String = CheckpointLock.describe(
+    s"a streaming query of application ${session.sparkContext.applicationId} (${session.sparkContext.appName})")
 
-  private val listener = new StreamingQueryListener {
-    override def onQueryStarted(event: QueryStartedEvent): Unit = starting.synchronized {
-      starting.keySet().toArray(Array.empty[Run]).find(r => queryId(r).contains(event.id.toString)).foreach { r =>
-        if (starting.merge(r, -1, (a, b) => a + b) == 0) starting.remove(r)
-        running.merge(event.id, List(r), (a, b) => a ++ b)
+  /** Whether the run `runId` is active in a session with ttlstate's checks. */
+  def active(runId: UUID): Boolean = sessions.synchronized {
+    sessions.keySet().toArray(Array.empty[SparkSession]).exists(s => s.streams.active.exists(_.runId == runId))
+  }
+
+  /** The checkpoint of the query `id` of `session` as its run resolved it. */
+  private def checkpointOf(session: SparkSession, id: UUID): Option[String] = Try {
+    val wrapper = session.streams.get(id)
+    val execution = wrapper.getClass.getMethod("streamingQuery").invoke(wrapper)
+    execution.getClass.getMethod("resolvedCheckpointRoot").invoke(execution).toString
+  }.toOption
+
+  private final class Listener(session: SparkSession) extends StreamingQueryListener {
+    override def onQueryStarted(event: QueryStartedEvent): Unit = checkpointOf(session, event.id).foreach { ck =>
+      val run = Run(ck, session.sparkContext.hadoopConfiguration, owner(session))
+      runs.put(event.runId, run)
+      if (!CheckpointLock.runStarted(run.checkpoint, event.runId, run.hadoopConf)) unlocked.add(event.runId)
+    }
+
+    override def onQueryProgress(event: QueryProgressEvent): Unit = {
+      val runId = event.progress.runId
+      if (unlocked.contains(runId)) Option(runs.get(runId)).foreach { r =>
+        if (CheckpointLock.retake(r.checkpoint, runId, r.owner, r.hadoopConf)) unlocked.remove(runId)
       }
     }
 
-    override def onQueryProgress(event: QueryProgressEvent): Unit = ()
-
-    override def onQueryTerminated(event: QueryTerminatedEvent): Unit =
-      Option(running.remove(event.id)).getOrElse(Nil).foreach(r => CheckpointLock.queryEnded(r.checkpoint, r.hadoopConf))
+    override def onQueryTerminated(event: QueryTerminatedEvent): Unit = {
+      unlocked.remove(event.runId)
+      Option(runs.remove(event.runId)).foreach(r => CheckpointLock.runEnded(r.checkpoint, event.runId, r.hadoopConf))
+      CheckpointLock.settleAll()
+    }
   }
 }
