@@ -11,12 +11,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dev_line=$(sed -n 's/^pyspark==\([0-9]*\.[0-9]*\).*/\1/p' constraints.txt)
 lines=${LINES:-$(PYTHONPATH=python python3 -m ttlstate.spark.lines | cut -d' ' -f1)}
-# first line offering it | a test of tests/spark (one case each)
+# first line offering it[-last line it runs on] | a test of tests/spark (one case each)
 FEATURES=(
   "4.1|tests/spark/test_snapshot_lag.py"
   "4.2|tests/spark/test_migrate.py::test_aggregation_from_rocksdb"
+  "3.5|tests/spark/test_repartition.py::test_operator_against_spark_rocksdb[session-window-2-to-3]"
+  "3.5-3.5|tests/spark/test_repartition.py::test_stream_stream_join_against_spark_rocksdb"
 )
-offered() { [[ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -1)" == "$1" ]]; }
+offered() {  # offered FIRST[-LAST] MINOR
+  local first=${1%%-*} last=${1#*-}
+  [[ "$(printf '%s\n%s\n' "$first" "$2" | sort -V | head -1)" == "$first" ]] &&
+    { [[ "$1" != *-* ]] || [[ "$(printf '%s\n%s\n' "$last" "$2" | sort -V | tail -1)" == "$last" ]]; }
+}
 times=()
 status=0
 make -s jars  # every line's: a line's tests also try another line's jar on it
