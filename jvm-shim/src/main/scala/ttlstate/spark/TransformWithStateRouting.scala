@@ -74,15 +74,29 @@ object TransformWithStateRouting {
     }
   }
 
+  /** At `start()` of a query using transformWithState that ttlstate serves: the TTL confs set for
+   *  the session do not apply to its transformWithState operators (`warn`), whose state expires by
+   *  Spark's `TTLConfig`; its other operators have them. */
+  private[spark] def servedAtStart(checkpoint: String, ours: Map[String, String], warn: String => Unit): Unit = {
+    val ttl = ours.keys.filter(k => k == ConfKeys.TTL || OperatorTtlKey.findFirstIn(k).isDefined).toSeq.sorted
+    if (ttl.nonEmpty) warn(s"ttlstate: the TTL confs set for this session (${ttl.mkString(", ")}) do not apply to " +
+      s"the transformWithState operators of this query (checkpoint $checkpoint), which ttlstate serves: their state " +
+      "variables expire by their TTLConfig. Its other stateful operators have ttlstate's TTL.")
+  }
+
+  private val OperatorTtlKey = ("^" + java.util.regex.Pattern.quote(ConfKeys.PREFIX) + "operator\\..+\\.ttl$").r
+
   private def install(session: SparkSession): Unit = session.streams.synchronized {
     if (!session.streams.listListeners().exists(_.isInstanceOf[Listener])) session.streams.addListener(new Listener(session))
   }
 
-  /** Routes the session `stream` of a query whose plan is `plan`, if it uses transformWithState. */
-  private[spark] def route(plan: LogicalPlan, stream: SparkSession): Unit = if (uses(plan)) {
-    routed.add(stream)
-    reassert(stream)
-  }
+  /** Routes the session `stream` of a query whose plan is `plan`, if it uses transformWithState
+   *  and the session does not have ttlstate serve it. */
+  private[spark] def route(plan: LogicalPlan, stream: SparkSession): Unit =
+    if (uses(plan) && !TransformWithStateServing.served(stream)) {
+      routed.add(stream)
+      reassert(stream)
+    }
 
   private def reassert(stream: SparkSession): Unit =
     if (stream.conf.get(SparkMetadata.ProviderKey, "") == StartChecks.ProviderClass) {

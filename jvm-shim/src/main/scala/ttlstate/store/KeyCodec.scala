@@ -17,6 +17,18 @@ sealed trait KeyCodec {
   def scanPrefix(prefixKey: UnsafeRow): Array[Byte]
   /** Whether the encoded key is the key row's bytes as they are. */
   def plain: Boolean
+  /** What every key this codec encodes starts with: a scan of all its entries is a scan of this
+   *  prefix (null: the whole store). */
+  def scope: Array[Byte] = null
+}
+
+/** Spark's own encoding of a column family's key rows (its key encoder of the family's
+ *  `KeyStateEncoderSpec`, which keeps range-scan keys in order), as `KeyCodec.InFamily` uses it. */
+trait RowKeys {
+  def encode(key: UnsafeRow): Array[Byte]
+  def decode(encoded: Array[Byte]): UnsafeRow
+  /** The bytes every encoded key with this prefix (or range-scan ordering columns) starts with. */
+  def encodePrefix(prefixKey: UnsafeRow): Array[Byte]
 }
 
 object KeyCodec {
@@ -60,5 +72,29 @@ object KeyCodec {
       row
     }
     def scanPrefix(prefixKey: UnsafeRow): Array[Byte] = withPrefix(rowBytes(prefixKey), Array.emptyByteArray)
+  }
+
+  /** The prefix of every key of the column family `name`: `[u16 length][UTF-8 name]`. Of two
+   *  different names neither prefix starts the other, so each family is one contiguous run of
+   *  the store's ordered keys. */
+  def familyPrefix(name: String): Array[Byte] = {
+    val utf8 = name.getBytes(java.nio.charset.StandardCharsets.UTF_8)
+    if (utf8.length > 0xFFFF) throw new IllegalArgumentException(s"column family name of ${utf8.length} bytes: at most 65535")
+    ByteBuffer.allocate(2 + utf8.length).putShort(utf8.length.toShort).put(utf8).array
+  }
+
+  /** A column family's keys: its prefix, then Spark's encoding of the key row (`RowKeys`). A
+   *  prefix scan in the family, and a range of its ordered keys, stay contiguous runs. */
+  final class InFamily(val name: String, keys: RowKeys) extends KeyCodec {
+    override val scope: Array[Byte] = familyPrefix(name)
+    private def within(encoded: Array[Byte]): Array[Byte] = {
+      val out = java.util.Arrays.copyOf(scope, scope.length + encoded.length)
+      System.arraycopy(encoded, 0, out, scope.length, encoded.length)
+      out
+    }
+    def encode(key: UnsafeRow): Array[Byte] = within(keys.encode(key))
+    def decode(stored: Array[Byte]): UnsafeRow = keys.decode(java.util.Arrays.copyOfRange(stored, scope.length, stored.length))
+    def scanPrefix(prefixKey: UnsafeRow): Array[Byte] = within(keys.encodePrefix(prefixKey))
+    def plain: Boolean = false
   }
 }
