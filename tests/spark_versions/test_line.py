@@ -211,34 +211,39 @@ WRONG_JAR_JOB = """
 import sys
 from pyspark.sql import SparkSession
 spark = (SparkSession.builder.master("local[1]").config("spark.jars", sys.argv[1])
-         .config("spark.sql.extensions", "ttlstate.spark.TtlStateExtensions")
-         .config("spark.plugins", "ttlstate.spark.StateServerPlugin")
+         .config(sys.argv[2], sys.argv[3])
          .config("spark.sql.streaming.stateStore.providerClass", "ttlstate.spark.TtlStateStoreProvider")
          .config("spark.ui.enabled", "false").getOrCreate())
 spark.range(3).collect()
 print("STARTED")
 """
+# Each entry point Spark loads by name checks the line on its own (Java: it loads on Scala 2.12 and
+# 2.13 alike): the plugin as the SparkContext starts, the extension as the session starts.
+ENTRIES = {"plugin": ("spark.plugins", "ttlstate.spark.StateServerPlugin"),
+           "extension": ("spark.sql.extensions", "ttlstate.spark.TtlStateExtensions")}
 
 
-def test_another_lines_jar_fails_at_start_naming_this_lines(tmp_path) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+def test_another_lines_jar_fails_at_start_naming_this_lines(entry: str, tmp_path) -> None:  # noqa: ANN001
     """A jar built for another Spark line is refused when the session starts, naming the jar to
-    use, instead of failing later with a bare NoSuchMethodError."""
+    use, instead of failing later with a bare NoSuchMethodError or, across Scala 2.12 and 2.13,
+    NoClassDefFoundError: the jar of the other Scala (4.3's on 3.5, 3.5's elsewhere)."""
     import subprocess
     import sys
 
     from ttlstate.spark.configure import jar_path
 
-    other = "4.3" if LINE != "4.3" else "4.2"
+    other = "4.3" if LINE == "3.5" else "3.5"
     job = tmp_path / "job.py"
     job.write_text(WRONG_JAR_JOB)
-    done = subprocess.run([sys.executable, str(job), jar_path(other)], capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path)
+    done = subprocess.run([sys.executable, str(job), jar_path(other), *ENTRIES[entry]], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)
     out = done.stdout + done.stderr
     assert done.returncode != 0 and "STARTED" not in out, out[-3000:]
-    if LINE == "3.5":  # a Scala 2.13 jar cannot load on Spark 3.5's Scala 2.12
-        assert "NoClassDefFoundError" in out or "ClassNotFoundException" in out, out[-3000:]
-    else:
-        assert "[TTLSTATE_WRONG_SPARK]" in out and f"ttlstate-shim-spark{LINE}.jar" in out, out[-3000:]
+    wanted = (f"[TTLSTATE_WRONG_SPARK] This ttlstate shim jar is built for Spark {other}, but this is Spark "
+              f"{pyspark.__version__}: put ttlstate-shim-spark{LINE}.jar on spark.jars instead")
+    assert wanted in out, out[-3000:]
+    assert "NoClassDefFoundError" not in out, out[-3000:]
 
 
 def test_migrate_runs_where_offered_and_says_why_not_elsewhere(spark: SparkSession, tmp_path) -> None:  # noqa: ANN001

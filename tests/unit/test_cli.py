@@ -203,3 +203,25 @@ def test_demo_without_matplotlib_says_how_to_get_it_at_once(monkeypatch, capsys)
     ran = []
     monkeypatch.setattr(runner, "run", lambda *a, **k: ran.append(k))
     assert runner.main(["--no-plot"]) == 0 and ran == [{"plot": False, "kafka": None, "jvm_confs": {}}]
+
+
+def test_jar_for_another_line_than_the_installed_one_warns(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture) -> None:
+    """`ttlstate jar --spark X` prints X's jar (for a cluster's spark-defaults.conf) and says on stderr
+    when X is not the installed pyspark's line: that jar fails on this Spark."""
+    import pyspark
+
+    from ttlstate.spark import configure as configure_module
+    from ttlstate.spark.lines import minor_of
+
+    monkeypatch.setattr(configure_module, "jar_path",
+                        lambda spark=None: f"/jars/ttlstate-shim-spark{spark}.jar")
+    installed = minor_of(pyspark.__version__)
+    other = "3.5" if installed != "3.5" else "4.3"
+    assert main_cli(["jar", "--spark", other]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == f"/jars/ttlstate-shim-spark{other}.jar"  # stdout stays the path alone: $(...)
+    assert f"warning: this is the jar for Spark {other}, but the pyspark here is {pyspark.__version__}" in err
+    assert "[TTLSTATE_WRONG_SPARK]" in err
+    assert main_cli(["jar", "--spark", installed]) == 0
+    assert capsys.readouterr().err == ""

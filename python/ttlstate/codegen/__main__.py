@@ -1,6 +1,7 @@
 """`python -m ttlstate.codegen scala|cpp OUT_DIR [SPARK_MINOR]`: writes the generated files under
 OUT_DIR, leaving a file untouched when its content is unchanged (so builds that depend on it stay
-fresh). With SPARK_MINOR (scala only), also the Spark line the shim jar is compiled for."""
+fresh). With SPARK_MINOR (scala only), also the Spark line the shim jar is compiled for (in Java:
+codegen/java.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from ttlstate.codegen import cpp, scala
+from ttlstate.codegen import cpp, java, scala
 
 TARGETS: dict[str, dict[str, Callable[[], str]]] = {"scala": scala.FILES, "cpp": cpp.FILES}
 
@@ -21,7 +22,7 @@ def write(target: str, out_dir: str, spark_minor: str | None = None) -> list[str
     if spark_minor is not None:
         if target != "scala":
             raise ValueError("SPARK_MINOR is for the scala target only")
-        files["ttlstate/spark/BuiltFor.scala"] = lambda: scala.built_for(spark_minor)
+        files["ttlstate/spark/BuiltFor.java"] = lambda: java.built_for(spark_minor)
     paths = []
     for rel, emit in files.items():
         path = os.path.join(out_dir, rel)

@@ -1,5 +1,6 @@
 """Scala objects of the facts: `ttlstate.client.Protocol`, `ttlstate.conf.ConfKeys` and
-`ttlstate.spark.MetricNames`, one file each; and, per Spark line built, `ttlstate.spark.BuiltFor`."""
+`ttlstate.spark.MetricNames`, one file each (per Spark line built, `ttlstate.spark.BuiltFor` is Java:
+codegen/java.py)."""
 
 from __future__ import annotations
 
@@ -86,22 +87,6 @@ def metric_names() -> str:
     out.append(",\n".join(f"    ({py_name}, {_str(m.kind)}, {_str(m.ui or m.desc)})" for py_name, m in named))
     out.append(")\n}\n")
     return "".join(out)
-
-
-def built_for(minor: str) -> str:
-    """The Spark line a shim jar is compiled for, and every line's jar (the shim names the right
-    one when it finds itself on another Spark)."""
-    from ttlstate.spark.lines import LINES, line_for
-
-    line = line_for(minor)
-    jars = ", ".join(f"{_str(m)} -> {_str(v.jar)}" for m, v in LINES.items())
-    return (HEADER.format(source="python/ttlstate/spark/lines.py") + "package ttlstate.spark\n\n"
-            "/** The Spark line this jar was compiled for, and the jar of every line ttlstate serves. */\n"
-            "object BuiltFor {\n"
-            f"  val Minor = {_str(line.minor)}\n"
-            f"  val Pyspark = {_str(line.pyspark)}\n"
-            f"  val Jars: Seq[(String, String)] = Seq({jars})\n"
-            "}\n")
 
 
 FILES = {

@@ -61,9 +61,9 @@ def _preload() -> Callable[[str, str, Callable[[str], None]], None]:
     forked, so they share it; returns the worker's serve."""
     from ttlstate.server import worker
     from ttlstate.store import provider  # noqa: F401 - a worker's first store imports these
-    from ttlstate.store.planes import native  # noqa: F401
 
-    native_module()
+    if native_module() is not None:  # a portable build (no library) serves rocksdict stores only
+        from ttlstate.store.planes import native  # noqa: F401
     return worker.serve
 
 

@@ -16,10 +16,19 @@ def spark_version() -> str:
     jvm = _running_jvm_if_any()
     if jvm is not None:
         return str(getattr(getattr(jvm.org.apache.spark, "package$"), "MODULE$").SPARK_VERSION())
+    installed = installed_spark()
+    if installed is not None:
+        return installed[0]
+    raise UnsupportedSpark("ttlstate cannot tell which Spark to pick the shim jar for: no pyspark is "
+                           "installed and SPARK_HOME is not set; name it, e.g. `ttlstate jar --spark 4.2`")
+
+
+def installed_spark() -> tuple[str, str] | None:
+    """The installed Spark's version and what it is ("pyspark", or "$SPARK_HOME's Spark"), if any."""
     try:
         import pyspark
 
-        return str(pyspark.__version__)
+        return str(pyspark.__version__), "pyspark"
     except ImportError:
         pass
     home = os.environ.get("SPARK_HOME")
@@ -30,9 +39,8 @@ def spark_version() -> str:
         for path in sorted(glob.glob(os.path.join(home, "jars", "spark-core_*.jar"))):
             match = re.search(r"spark-core_[\d.]+-(\d+\.\d+\.\d+)", os.path.basename(path))
             if match:
-                return match.group(1)
-    raise UnsupportedSpark("ttlstate cannot tell which Spark to pick the shim jar for: no pyspark is "
-                           "installed and SPARK_HOME is not set; name it, e.g. `ttlstate jar --spark 4.2`")
+                return match.group(1), "$SPARK_HOME's Spark"
+    return None
 
 
 def spark_line(spark: str | None = None) -> SparkLine:
@@ -54,11 +62,17 @@ def tools_jar_path(spark: str | None = None) -> str:
 
 
 def _packaged_jar(name: str) -> str:
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jars", name)
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jars")
+    path = os.path.join(folder, name)
     if not os.path.exists(path):
-        raise FileNotFoundError(f"ttlstate jar {name} not found at {path}: the wheel carries every Spark "
-                                "line's jars; in a source checkout run `make jar` (the dev venv's Spark) "
-                                "or `make jars` (every line)")
+        present = sorted(f for f in os.listdir(folder) if f.endswith(".jar")) if os.path.isdir(folder) else []
+        raise FileNotFoundError(
+            f"ttlstate jar {name} not found at {path}: this ttlstate has "
+            f"{'the jars ' + ', '.join(present) if present else 'no jar'}. A wheel of `make wheel` carries "
+            "every Spark line's; a source install compiles the one of the Spark installed when it was "
+            "built: install the Spark you run first, then ttlstate again (`pip install --force-reinstall "
+            "--no-deps --no-cache-dir <source>`). In a source checkout: `make jar` (the dev venv's Spark) "
+            "or `make jars` (every line).")
     return path
 
 

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ttlstate import _native
+from ttlstate.engine.select import native_module
 
 QUIET_S = 0.2
 MIN_GAP_S = 1.0
@@ -61,7 +61,9 @@ def _run() -> None:
         _wanted.wait()
         _wanted.clear()
         _wait_until_quiet()
-        _native.release_free_memory()
+        native = native_module()  # only native stores end batches here: it is loaded
+        if native is not None:
+            native.release_free_memory()
         time.sleep(MIN_GAP_S)  # requests meanwhile are served by one trim after the gap
 
 

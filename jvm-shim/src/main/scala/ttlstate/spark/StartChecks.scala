@@ -16,14 +16,15 @@ import ttlstate.metadata.SparkMetadata
 import ttlstate.server.{ServerLaunch, ServerPython}
 
 /** `spark.sql.extensions=ttlstate.spark.TtlStateExtensions` (set by `ttlstate.configure`, or in
- *  spark-defaults.conf / `--conf`): ttlstate's checks run when a streaming query starts.
+ *  spark-defaults.conf / `--conf`; that Java class checks the Spark line, then applies this one):
+ *  ttlstate's checks run when a streaming query starts.
  *
  *  The hook is a check rule of the analyzer. `DataStreamWriter.start()` analyzes the query's
  *  `WriteToStream` plan, with its resolved checkpoint location, on the calling thread before the
  *  query's thread exists, so an error thrown here is raised by `start()` itself, before any batch
  *  (a StreamingQueryListener's onQueryStarted cannot fail a query: Spark logs and swallows what a
  *  listener throws). The extension also plans the read-ahead of state (`ReadAheadRule`). */
-class TtlStateExtensions extends (SparkSessionExtensions => Unit) {
+class TtlStateSessionExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     SparkVersion.check() // at session start, before any query: the wrong jar is named at once
     extensions.injectCheckRule(session => (plan: LogicalPlan) => plan match {

@@ -46,6 +46,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     core = new ProviderCore(StoreSpec(stateStoreId, keySchema, valueSchema, codec,
       storeConfs.sqlConfs, hadoopConf, checkpointIds = storeConfs.enableStateStoreCheckpointIds,
       minVersionsToRetain = storeConfs.minVersionsToRetain, commitValidation = SparkLine.commitValidation(storeConfs),
+      snapshotPublished = SparkLine.snapshotUploaded(stateStoreId, storeConfs, hadoopConf),
       columnFamilies = useColumnFamilies))
   }
 
@@ -102,6 +103,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     }
   }
 
+  private[spark] def forceSnapshot(): Unit = core.forceSnapshot()
   private[spark] def snapshotMaintenance(): Unit = if (core != null) core.snapshotMaintenance()
   private[spark] def cleanupMaintenance(): Unit = if (core != null) core.cleanupMaintenance()
 
