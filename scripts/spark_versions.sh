@@ -15,6 +15,7 @@ lines=${LINES:-$(PYTHONPATH=python python3 -m ttlstate.spark.lines | cut -d' ' -
 FEATURES=(
   "4.1|tests/spark/test_snapshot_lag.py"
   "4.2|tests/spark/test_migrate.py::test_aggregation_from_rocksdb"
+  "4.2|tests/spark/test_transform_with_state_served.py::test_state_kinds_ttl_and_processing_time_timers"
 )
 offered() { [[ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -1)" == "$1" ]]; }
 times=()

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from tests.spark.harness import EVENTS_SCHEMA, ROCKSDB, TTLSTATE, Run, ev, run_steps, session
+from tests.damage import damage
+from tests.spark.harness import EVENTS_SCHEMA, ROCKSDB, TTLSTATE, Run, ev, poll_until, run_steps, session
 from tests.spark.tws_queries import (
     EXPECTED,
     FINAL_COUNTS,
@@ -27,10 +28,12 @@ from tests.spark.tws_queries import (
     batch_per_step,
     pinned_providers,
     read_counts,
+    scala_counts,
     tools_method,
     warnings,
 )
 from ttlstate.config import keys as K
+from ttlstate.store import metric_names as M
 
 pytestmark = pytest.mark.spark
 
@@ -46,11 +49,13 @@ def spark() -> Iterator[SparkSession]:
 
 def _both(spark: SparkSession, build, schemas: dict[str, str], steps: list, restart_after: int = 1,  # noqa: ANN001
           ) -> tuple[Run, Run]:
-    ours = run_steps(spark, TTLSTATE, build, schemas, steps, restart_after=restart_after, output_mode="update",
-                     confs=SERVED)
-    theirs = run_steps(spark, ROCKSDB, build, schemas, steps, restart_after=restart_after, output_mode="update")
+    def run(provider: str, confs: dict[str, str]) -> Run:
+        return run_steps(spark, provider, build, schemas, steps, restart_after=restart_after,
+                         output_mode="update", confs=confs)
+    ours, theirs = run(TTLSTATE, SERVED), run(ROCKSDB, {})
     assert pinned_providers(ours) and set(pinned_providers(ours)) == {TTLSTATE}
-    assert any(name.endswith(".changelog") for name in os.listdir(os.path.join(ours.checkpoint, "state", "0", "0")))
+    store = os.path.join(ours.checkpoint, "state", "0", "0")
+    assert any(name.endswith(".changelog") for name in os.listdir(store))
     return ours, theirs
 
 
@@ -79,8 +84,9 @@ def test_state_kinds_ttl_and_processing_time_timers(spark: SparkSession) -> None
     theirs = batch_per_step(spark, ROCKSDB, build, steps)
     assert set(pinned_providers(ours)) == {TTLSTATE}
     assert ours.outputs == theirs.outputs
-    assert ours.outputs[1] == [("a", "in", 3, "recent=-1 map=1:2,3:1 list=1,1,3"),  # the 1 ms TTL'd value gone
-                               ("a", "timer", 0, ""), ("b", "timer", 0, "")]  # batch 0's timers
+    # The 1 ms TTL'd value is gone; batch 0's timers fire.
+    assert ours.outputs[1] == [("a", "in", 3, "recent=-1 map=1:2,3:1 list=1,1,3"),
+                               ("a", "timer", 0, ""), ("b", "timer", 0, "")]
 
 
 def test_event_time_timers_and_initial_state(spark: SparkSession) -> None:
@@ -94,3 +100,51 @@ def test_event_time_timers_and_initial_state(spark: SparkSession) -> None:
     assert _rows(ours) == _rows(theirs)
     fired = sorted(r[0] for r in _rows(ours) if r[1].startswith("timer"))
     assert fired == ["a", "a", "b", "c"] and ("a", "in", 11, "1:1") in _rows(ours)  # initial count 10
+
+
+FORMAT_KEY = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+MORE = [{"k": "a", "v": 7}, {"k": "d", "v": 8}]
+
+
+def _version(name: str) -> int:
+    """The version of a checkpoint file: `5.snapshot`, `5_<id>.snapshot`."""
+    return int(name.split(".")[0].split("_")[0])
+
+
+def _snapshots(store: str) -> list[str]:
+    return [n for n in os.listdir(store) if n.endswith(".snapshot") and not n.startswith(".")]
+
+
+@pytest.mark.parametrize(("layout", "checkpoint_format"), [("sst", "2"), ("records", "1")])
+def test_snapshots_of_both_layouts_and_formats_rebuild_the_families_and_a_damaged_one_is_repaired(
+        spark: SparkSession, layout: str, checkpoint_format: str) -> None:
+    """A served store's snapshots (both layouts, both checkpoint formats between the two cases)
+    hold its column families: every store snapshotted, its newest snapshot then damaged (a byte
+    flipped), the restarted query rebuilds each store from an older snapshot and the changelogs
+    since (counted as repaired) and goes on as the same query on Spark's RocksDB provider."""
+    counts = scala_counts(spark)
+    confs = {**SERVED, K.SNAPSHOT_INTERVAL.key: "1", K.SNAPSHOT_LAYOUT.key: layout,
+             FORMAT_KEY: checkpoint_format}
+    run = Run(spark, TTLSTATE, counts, SCHEMAS, "update", confs)
+    run.start()
+    try:
+        for rows in STEPS:
+            run.step(rows)
+        state = os.path.join(run.checkpoint, "state", "0")
+        stores = [os.path.join(state, p) for p in sorted(os.listdir(state)) if p.isdigit()]
+        newest = len(STEPS)  # every store snapshotted at the newest version (maintenance: every second)
+        assert poll_until(lambda: all(any(_version(n) == newest for n in _snapshots(s)) for s in stores), 60)
+    finally:
+        run.stop()
+    for store in stores:
+        damage(os.path.join(store, max(_snapshots(store), key=_version)), "flip")
+    run.start()
+    try:
+        run.step(MORE)
+    finally:
+        run.stop()
+    theirs = run_steps(spark, ROCKSDB, counts, SCHEMAS, [*STEPS, MORE], output_mode="update")
+    assert run.outputs == theirs.outputs and run.outputs[len(STEPS)] == [("a", 4, "1,3,5,7"), ("d", 1, "8")]
+    operators = run.progress_by_batch[len(STEPS)]["stateOperators"]
+    repaired = sum(int(op["customMetrics"].get(M.SNAPSHOTS_AUTO_REPAIRED.name, 0)) for op in operators)
+    assert repaired == len(stores)

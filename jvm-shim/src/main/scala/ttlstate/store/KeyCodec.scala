@@ -4,6 +4,7 @@ import java.nio.ByteBuffer
 
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.types.StructType
+import ttlstate.client.Protocol
 
 /** How a key row becomes the bytes the state server stores.
  *
@@ -74,13 +75,19 @@ object KeyCodec {
     def scanPrefix(prefixKey: UnsafeRow): Array[Byte] = withPrefix(rowBytes(prefixKey), Array.emptyByteArray)
   }
 
-  /** The prefix of every key of the column family `name`: `[u16 length][UTF-8 name]`. Of two
-   *  different names neither prefix starts the other, so each family is one contiguous run of
-   *  the store's ordered keys. */
+  /** The prefix of every key of the column family `name`: its UTF-8 name's length (big-endian,
+   *  `Protocol.FAMILY_NAME_LENGTH_BYTES` bytes), then the name (the layout the state server's
+   *  store/column_families.py defines). Of two different names neither prefix starts the other,
+   *  so each family is one contiguous run of the store's ordered keys. */
   def familyPrefix(name: String): Array[Byte] = {
     val utf8 = name.getBytes(java.nio.charset.StandardCharsets.UTF_8)
-    if (utf8.length > 0xFFFF) throw new IllegalArgumentException(s"column family name of ${utf8.length} bytes: at most 65535")
-    ByteBuffer.allocate(2 + utf8.length).putShort(utf8.length.toShort).put(utf8).array
+    if (utf8.length > Protocol.FAMILY_NAME_MAX_BYTES) throw new IllegalArgumentException(
+      s"column family name of ${utf8.length} bytes: at most ${Protocol.FAMILY_NAME_MAX_BYTES}")
+    val width = Protocol.FAMILY_NAME_LENGTH_BYTES
+    val out = new Array[Byte](width + utf8.length)
+    (0 until width).foreach(i => out(i) = (utf8.length >>> (8 * (width - 1 - i))).toByte)
+    System.arraycopy(utf8, 0, out, width, utf8.length)
+    out
   }
 
   /** A column family's keys: its prefix, then Spark's encoding of the key row (`RowKeys`). A

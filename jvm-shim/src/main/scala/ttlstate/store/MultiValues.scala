@@ -10,13 +10,10 @@ import org.apache.spark.unsafe.Platform
  *  4-byte length and its bytes. One key stays one entry, so changelogs, snapshots and restores
  *  carry lists as they carry any value. */
 object MultiValues {
-  def encode(values: Seq[Array[Byte]]): Array[Byte] = append(null, values)
-
-  /** `stored` (null: no values yet) with `values` after its own. */
-  def append(stored: Array[Byte], values: Seq[Array[Byte]]): Array[Byte] = {
-    val before = if (stored == null) 0 else stored.length
-    val out = ByteBuffer.allocate(before + values.map(4 + _.length).sum)
-    if (stored != null) out.put(stored)
+  /** `values` as stored; appending them to a stored list (the state server's WRITE_APPEND) is
+   *  appending these bytes. */
+  def encode(values: Seq[Array[Byte]]): Array[Byte] = {
+    val out = ByteBuffer.allocate(values.map(4 + _.length).sum)
     values.foreach(v => out.putInt(v.length).put(v))
     out.array
   }

@@ -210,6 +210,33 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
     reads.wrote(k, bytes, kind)
   }
 
+  /** Appends `bytes` to the stored value of `row` (none: `bytes` alone): a column family's
+   *  ListState merge. The state server appends (WRITE_APPEND, no round trip) unless this task
+   *  knows the value, which it then writes whole, so what it knows stays exact. */
+  private[ttlstate] def appendBytes(row: UnsafeRow, bytes: Array[Byte], codec: KeyCodec): Unit = {
+    requireWritable()
+    advanceClock()
+    val known = reads.read(keyOf(row, codec))
+    if ((known eq CachedReads.Ask) && reads.appendable(key)) {
+      scans.beforeWrite()
+      channel.queue(Protocol.WRITE_APPEND, key, bytes)
+      reads.appended(key)
+    } else {
+      val base = if (known eq CachedReads.Ask) getBytes(row, codec) else known
+      putBytes(row, if (base == null) bytes else base ++ bytes, codec)
+    }
+  }
+
+  /** Removes every entry whose stored key starts with `prefix` (a column family's), in the state
+   *  server (WRITE_REMOVE_PREFIX: the family's key range, pending writes included). */
+  private[ttlstate] def removePrefix(prefix: Array[Byte]): Unit = {
+    requireWritable()
+    scans.beforeWrite()
+    advanceClock()
+    channel.queue(Protocol.WRITE_REMOVE_PREFIX, key.set(prefix), null)
+    reads.removedPrefix(prefix)
+  }
+
   def remove(row: UnsafeRow, layout: RowLayout = default): Unit = removeKey(keyOf(row, layout.codec))
 
   /** Removes the entry stored under exactly `stored` (a key a scan returned). */

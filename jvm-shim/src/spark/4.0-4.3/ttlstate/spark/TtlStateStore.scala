@@ -100,10 +100,9 @@ final class TtlStateStore(val session: StoreVersion, provider: TtlStateStoreProv
   override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =
     mergeList(key, Array(value), colFamilyName)
 
-  def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit = {
-    val codec = family(colFamilyName).layout.codec
-    session.putBytes(key, MultiValues.append(session.getBytes(key, codec), values.toSeq.map(_.getBytes)), codec)
-  }
+  /** Appends in the state server (WRITE_APPEND), without reading the list first. */
+  def mergeList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
+    session.appendBytes(key, MultiValues.encode(values.toSeq.map(_.getBytes)), family(colFamilyName).layout.codec)
 
   def allColumnFamilyNames: Set[String] = provider.families.names
 
@@ -111,16 +110,17 @@ final class TtlStateStore(val session: StoreVersion, provider: TtlStateStoreProv
       keyStateEncoderSpec: KeyStateEncoderSpec, useMultipleValuesPerKey: Boolean, isInternal: Boolean): Unit =
     provider.createFamily(colFamilyName, keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey, isInternal)
 
-  /** Removes every entry of the family in this version; whether it existed (was created, or held
-   *  entries). */
+  /** Removes every entry of the family in this version, in the state server (its key range:
+   *  WRITE_REMOVE_PREFIX); whether it existed (was created, or holds entries). */
   override def removeColFamilyIfExists(colFamilyName: String): Boolean = {
-    val created = provider.families.names.contains(colFamilyName)
-    val scan = session.entries("removeColFamily", KeyCodec.familyPrefix(colFamilyName))
-    var held = false
-    try while (scan.hasNext) { scan.next(); session.removeStored(scan.key); held = true }
-    finally scan.close()
+    val prefix = KeyCodec.familyPrefix(colFamilyName)
+    val existed = provider.families.names.contains(colFamilyName) || {
+      val scan = session.entries("removeColFamily", prefix)
+      try scan.hasNext finally scan.close()
+    }
+    session.removePrefix(prefix)
     provider.families.forget(colFamilyName)
-    created || held
+    existed
   }
 
   override def commit(): Long = {

@@ -10,75 +10,49 @@ import org.apache.spark.sql.execution.streaming.operators.stateful.transformwith
 import org.apache.spark.sql.streaming.{OutputMode, StatefulProcessor, TimeMode}
 import org.apache.spark.sql.types.StructType
 
-/** Spark 4.2's transformWithState operators check the provider class against the one they
- *  accept (`validateStateStoreProvider`, when a batch's plan executes). A streaming one in a
- *  query served by ttlstate is replaced by a subclass that also accepts ttlstate's provider
- *  (`TransformWithStateServing`, after Spark's own planning of the batch); every other check and
- *  all behaviour are Spark's. Copies keep the subclass: a new child (`withNewChildrenInternal`)
- *  by the override, a copy of other fields (`makeCopy`) by its constructor, which takes the
- *  operator's own fields in their order. A subclass is unequal to the operator it replaces. */
-object TransformWithStateGate {
-  def admit(plan: SparkPlan): SparkPlan = plan.transformUp {
-    case t: TransformWithStateExec if t.isStreaming && !t.isInstanceOf[AdmittingTransformWithStateExec] =>
-      AdmittingTransformWithStateExec(t)
-    case p: TransformWithStateInPySparkExec if p.isStreaming && !p.isInstanceOf[AdmittingTransformWithStateInPySparkExec] =>
-      AdmittingTransformWithStateInPySparkExec(p)
-  }
-}
-
+/** Spark 4.3's constructors of the subclasses `TransformWithStateGate` puts in place of its
+ *  transformWithState operators: each takes the operator's own fields in their order. */
 final class AdmittingTransformWithStateExec(keyDeserializer: Expression, valueDeserializer: Expression,
     groupingAttributes: Seq[Attribute], dataAttributes: Seq[Attribute], statefulProcessor: StatefulProcessor[Any, Any, Any],
     timeMode: TimeMode, outputMode: OutputMode, keyEncoder: ExpressionEncoder[Any], outputObjAttr: Attribute,
     stateInfo: Option[StatefulOperatorStateInfo], batchTimestampMs: Option[Long], prevBatchTimestampMs: Option[Long],
     eventTimeWatermarkForLateEvents: Option[Long], eventTimeWatermarkForEviction: Option[Long], child: SparkPlan,
-    isStreaming: Boolean, hasInitialState: Boolean, initialStateGroupingAttrs: Seq[Attribute],
+    isStreaming: Boolean, isRealTimeMode: Boolean, hasInitialState: Boolean, initialStateGroupingAttrs: Seq[Attribute],
     initialStateDataAttrs: Seq[Attribute], initialStateDeserializer: Expression, initialState: SparkPlan)
   extends TransformWithStateExec(keyDeserializer, valueDeserializer, groupingAttributes, dataAttributes,
     statefulProcessor, timeMode, outputMode, keyEncoder, outputObjAttr, stateInfo, batchTimestampMs,
     prevBatchTimestampMs, eventTimeWatermarkForLateEvents, eventTimeWatermarkForEviction, child, isStreaming,
-    hasInitialState, initialStateGroupingAttrs, initialStateDataAttrs, initialStateDeserializer, initialState) {
-  override protected def validateStateStoreProvider(isStreaming: Boolean): Unit =
-    if (!TransformWithStateServing.admits(conf)) super.validateStateStoreProvider(isStreaming)
+    isRealTimeMode, hasInitialState, initialStateGroupingAttrs, initialStateDataAttrs, initialStateDeserializer,
+    initialState) with AdmitsTtlstate {
   override protected def withNewChildrenInternal(newLeft: SparkPlan, newRight: SparkPlan): TransformWithStateExec =
     AdmittingTransformWithStateExec(super.withNewChildrenInternal(newLeft, newRight))
-  // Unequal to the operator it replaces (a case class equals any subclass with its fields), or a
-  // plan transformation would keep the original as unchanged.
-  override def canEqual(that: Any): Boolean = that.isInstanceOf[AdmittingTransformWithStateExec]
-  override def equals(that: Any): Boolean = that.isInstanceOf[AdmittingTransformWithStateExec] && super.equals(that)
-  override def hashCode(): Int = super.hashCode()
 }
 
 object AdmittingTransformWithStateExec {
   def apply(t: TransformWithStateExec): AdmittingTransformWithStateExec = new AdmittingTransformWithStateExec(
     t.keyDeserializer, t.valueDeserializer, t.groupingAttributes, t.dataAttributes, t.statefulProcessor, t.timeMode,
     t.outputMode, t.keyEncoder, t.outputObjAttr, t.stateInfo, t.batchTimestampMs, t.prevBatchTimestampMs,
-    t.eventTimeWatermarkForLateEvents, t.eventTimeWatermarkForEviction, t.child, t.isStreaming, t.hasInitialState,
-    t.initialStateGroupingAttrs, t.initialStateDataAttrs, t.initialStateDeserializer, t.initialState)
+    t.eventTimeWatermarkForLateEvents, t.eventTimeWatermarkForEviction, t.child, t.isStreaming, t.isRealTimeMode,
+    t.hasInitialState, t.initialStateGroupingAttrs, t.initialStateDataAttrs, t.initialStateDeserializer, t.initialState)
 }
 
 final class AdmittingTransformWithStateInPySparkExec(functionExpr: Expression, groupingAttributes: Seq[Attribute],
-    output: Seq[Attribute], outputMode: OutputMode, timeMode: TimeMode, stateInfo: Option[StatefulOperatorStateInfo],
+    outputAttrs: Seq[Attribute], outputMode: OutputMode, timeMode: TimeMode, stateInfo: Option[StatefulOperatorStateInfo],
     batchTimestampMs: Option[Long], prevBatchTimestampMs: Option[Long], eventTimeWatermarkForLateEvents: Option[Long],
     eventTimeWatermarkForEviction: Option[Long], userFacingDataType: TransformWithStateInPySpark.UserFacingDataType.Value,
     child: SparkPlan, isStreaming: Boolean, hasInitialState: Boolean, initialState: SparkPlan,
     initialStateGroupingAttrs: Seq[Attribute], initialStateSchema: StructType)
-  extends TransformWithStateInPySparkExec(functionExpr, groupingAttributes, output, outputMode, timeMode, stateInfo,
+  extends TransformWithStateInPySparkExec(functionExpr, groupingAttributes, outputAttrs, outputMode, timeMode, stateInfo,
     batchTimestampMs, prevBatchTimestampMs, eventTimeWatermarkForLateEvents, eventTimeWatermarkForEviction,
-    userFacingDataType, child, isStreaming, hasInitialState, initialState, initialStateGroupingAttrs, initialStateSchema) {
-  override protected def validateStateStoreProvider(isStreaming: Boolean): Unit =
-    if (!TransformWithStateServing.admits(conf)) super.validateStateStoreProvider(isStreaming)
+    userFacingDataType, child, isStreaming, hasInitialState, initialState, initialStateGroupingAttrs, initialStateSchema)
+    with AdmitsTtlstateInPySpark {
   override protected def withNewChildrenInternal(newLeft: SparkPlan, newRight: SparkPlan): TransformWithStateInPySparkExec =
     AdmittingTransformWithStateInPySparkExec(super.withNewChildrenInternal(newLeft, newRight))
-  // Unequal to the operator it replaces (a case class equals any subclass with its fields), or a
-  // plan transformation would keep the original as unchanged.
-  override def canEqual(that: Any): Boolean = that.isInstanceOf[AdmittingTransformWithStateInPySparkExec]
-  override def equals(that: Any): Boolean = that.isInstanceOf[AdmittingTransformWithStateInPySparkExec] && super.equals(that)
-  override def hashCode(): Int = super.hashCode()
 }
 
 object AdmittingTransformWithStateInPySparkExec {
   def apply(p: TransformWithStateInPySparkExec): AdmittingTransformWithStateInPySparkExec =
-    new AdmittingTransformWithStateInPySparkExec(p.functionExpr, p.groupingAttributes, p.output, p.outputMode,
+    new AdmittingTransformWithStateInPySparkExec(p.functionExpr, p.groupingAttributes, p.outputAttrs, p.outputMode,
       p.timeMode, p.stateInfo, p.batchTimestampMs, p.prevBatchTimestampMs, p.eventTimeWatermarkForLateEvents,
       p.eventTimeWatermarkForEviction, p.userFacingDataType, p.child, p.isStreaming, p.hasInitialState, p.initialState,
       p.initialStateGroupingAttrs, p.initialStateSchema)
