@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections import defaultdict
 
 OBJ_ROOT = os.path.join("CMakeFiles", "rocksdb.dir")
 UNDEFINED = {"U"}

@@ -4,7 +4,7 @@ Spark interrupts a task's thread when its job is cancelled: `query.stop()` and t
 cancel the query's job group (its run id), and a losing speculative attempt is killed the
 same way. An interrupt closes the NIO channel the task was using; the shim must treat that as
 "this task's connection is gone", never as a dead server. Here two aggregations share
-`local[2]` and one state server: query B's job group is cancelled 20 times (more, until half
+`local[2]` and one state server: query B's job group is cancelled 8 times (more, until half
 of the cancels found them, if fewer did) while its stateful tasks run (they pause in the stage,
 so that the cancels find them running; then B is stopped, and restarted from its checkpoint for
 the next cancel), while query A processes its steps in
@@ -36,10 +36,10 @@ from tests.spark.harness import TTLSTATE, Run, our_server_processes, poll_until,
 pytestmark = pytest.mark.spark
 
 SEED = 20_2026
-CANCELS = 20
+CANCELS = 8
 MAX_CANCELS = 3 * CANCELS
 SCHEMA = {"events": "k STRING, v INT"}
-A_STEPS = 30
+A_STEPS = 12
 A_KEYS = 40
 B_ROWS = 12_000          # rows per B batch: enough store calls that a cancel lands mid-call
 B_KEYS = 30_000

@@ -29,8 +29,11 @@ def _sum(run: Run, metric: str) -> int:
     return sum(op["customMetrics"].get(metric, 0) for p in run.progress for op in p["stateOperators"])
 
 
-@pytest.mark.parametrize("ttl", ["off", "1h"])
-@pytest.mark.parametrize("operator", ["aggregation", "dropDuplicates"])
+# Each operator with and without TTL; the other two pairings in `make test-long` only.
+@pytest.mark.parametrize(("operator", "ttl"), [
+    ("aggregation", "1h"), ("dropDuplicates", "off"),
+    pytest.param("aggregation", "off", marks=pytest.mark.long),
+    pytest.param("dropDuplicates", "1h", marks=pytest.mark.long)])
 def test_same_output_with_the_cache_on_and_off_and_as_rocksdb(spark: SparkSession, operator: str,
                                                                ttl: str) -> None:
     build = agg if operator == "aggregation" else (lambda s: s["events"].dropDuplicates(["k"]))

@@ -69,8 +69,11 @@ def test_dedup_forgets_a_key_after_the_ttl_and_emits_it_again(spark: SparkSessio
     finally:
         theirs.stop()
     t = batch_times(ours)
-    assert t[1] - t[0] < TTL_MS <= t[2] - t[0], f"batch times {t} do not bracket the TTL"
-    assert [len(ours.outputs[b]) for b in sorted(ours.outputs)] == [2, 0, 2]
+    assert TTL_MS <= t[2] - t[1], f"batch times {t}: the last two are less than the TTL apart"
+    # On a loaded machine the second batch can start a TTL after the first: b has expired there
+    # and is emitted again (then it is written at t[1], and expires again by the last batch).
+    b_again = t[1] - t[0] >= TTL_MS
+    assert [len(ours.outputs[b]) for b in sorted(ours.outputs)] == [2, int(b_again), 2], t
     assert [len(theirs.outputs[b]) for b in sorted(theirs.outputs)] == [2, 0, 0]
     metrics = _custom(ours)
     assert set(metrics) >= {m.name for m in ALL_METRICS}

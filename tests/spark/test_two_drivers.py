@@ -70,7 +70,9 @@ def _kill_state_servers() -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("snapshot_interval", ["1000", "3"])
+# Without snapshots (1000) only changelogs are at stake, which the snapshot case covers too: in
+# `make test-long` only.
+@pytest.mark.parametrize("snapshot_interval", [pytest.param("1000", marks=pytest.mark.long), "3"])
 def test_second_driver_rerunning_an_old_batch_loses_nothing(spark: SparkSession, expected,  # noqa: ANN001
                                                            snapshot_interval: str) -> None:
     confs = {K.SNAPSHOT_INTERVAL.key: snapshot_interval}
