@@ -142,7 +142,7 @@ final class CachedReads(version: Long, rules: TtlRules, clock: VersionClock, hin
    *  longer answers this version's reads and is renewed at commit. */
   def removedPrefix(prefix: Array[Byte]): Unit = {
     val k = new KeyBytes
-    (0 until known.size).map(known.key).filter(startsWith(_, prefix)).foreach(key => removed(k.set(key)))
+    (0 until known.size).map(i => known.key(i)).filter(startsWith(_, prefix)).foreach(key => removed(k.set(key)))
     prefixRemoved = true
     writesForgotten = true
   }
