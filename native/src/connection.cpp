@@ -147,6 +147,22 @@ std::shared_ptr<Txn> Connection::BoundTxn(uint32_t handle) const {
   return it == bound_.end() ? nullptr : it->second;
 }
 
+namespace {
+
+// Removes every live key starting with `prefix` (a column family's: WRITE_REMOVE_PREFIX), each as
+// WRITE_REMOVE would: the keys a scan of the prefix finds, collected before the first removal.
+void RemovePrefix(Txn& txn, std::string_view prefix) {
+  std::vector<std::string> keys;
+  {
+    const auto scan = txn.NewScan(std::string(prefix), PrefixUpperBound(prefix));
+    while (!scan->Next(p::kIterChunkBytes, [&](std::string_view k, const std::string*) { keys.emplace_back(k); })) {
+    }
+  }
+  for (const auto& k : keys) txn.Remove(k);
+}
+
+}  // namespace
+
 void Connection::Writes(Txn& txn, PayloadReader& r) {
   const uint32_t n = r.U32();
   for (uint32_t i = 0; i < n; ++i) {
@@ -163,6 +179,14 @@ void Connection::Writes(Txn& txn, PayloadReader& r) {
       txn.Remove(key);
     } else if (kind == p::kWriteRemoveExpired) {
       txn.RemoveIfExpired(key);
+    } else if (kind == p::kWriteAppend) {
+      // A column family's ListState merge: the stored value (none: empty), then these bytes.
+      const std::string_view more = r.Bytes();
+      std::string value = txn.Get(key).value_or(std::string());
+      value.append(more);
+      txn.Put(key, value);
+    } else if (kind == p::kWriteRemovePrefix) {
+      RemovePrefix(txn, key);
     } else {
       throw StoreError(p::kErrBadRequest, "unknown write kind " + std::to_string(kind));
     }

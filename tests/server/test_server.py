@@ -147,6 +147,38 @@ def test_set_time_moves_the_loaded_versions_now_forward_only(server, confs) -> N
     assert c.commit(h)[:2] == (1, 1)
 
 
+def test_column_family_writes_append_and_remove_a_familys_key_range(server, confs) -> None:  # noqa: ANN001
+    """A served transformWithState store's ListState merge (WRITE_APPEND) and family removal
+    (WRITE_REMOVE_PREFIX) run in the server, on both data planes: the append reads the batch's
+    pending value or the committed one, a removal takes only its family's keys (not a family whose
+    name it starts), pending and committed alike, and both reach the changelog a restore replays."""
+    from ttlstate.store.column_families import family_counts, family_prefix
+
+    _proc, sockets, tmp = server
+    c = Client(sockets[0])
+    c.hello()
+    served = dict(confs, **{K.TTL.key: "off"})
+    checkpoint = os.path.join(tmp, "ck-families")
+    h = c.open("families", served, dict(INFO, columnFamilies=True), checkpoint)
+    lst, other, longer = family_prefix("list"), family_prefix("value"), family_prefix("lists")
+    c.load(h, 0, 1000)
+    c.writes(h, [(lst + b"k1", b"a"), (other + b"k1", b"v"), (longer + b"k1", b"w")])
+    c.append(h, lst + b"k1", b"b")  # onto a pending value
+    c.append(h, lst + b"k2", b"c")  # onto nothing
+    assert c.get(h, lst + b"k1") == b"ab" and c.get(h, lst + b"k2") == b"c"
+    c.commit(h)
+    c.load(h, 1, 1000)
+    c.append(h, lst + b"k1", b"d")  # onto the committed value
+    c.writes(h, [(other + b"k2", b"v2")])
+    c.remove_prefix(h, other)
+    assert [k for k, _ in c.scan(h)] == [lst + b"k1", lst + b"k2", longer + b"k1"]
+    assert c.commit(h)[:2] == (2, 3)
+    again = c.open("families-again", served, dict(INFO, columnFamilies=True), checkpoint)
+    c.load(again, 2, 1000)  # rebuilt from the changelogs
+    assert c.scan(again) == [(lst + b"k1", b"abd"), (lst + b"k2", b"c"), (longer + b"k1", b"w")]
+    assert family_counts([k for k, _ in c.scan(again)]) == {"list": 2, "lists": 1}
+
+
 def test_key_scan_and_lineage_for_the_shims_key_filter(server, confs) -> None:  # noqa: ANN001
     """OP_KEYS lists every stored key (expired ones too: a filter may hold more, never less);
     the lineage stays while the local DB only advances by commits, and changes when rebuilt."""

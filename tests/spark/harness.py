@@ -112,7 +112,9 @@ class Run:
             os.makedirs(os.path.join(self.root, name), exist_ok=True)
         self.query = None
 
-    def start(self) -> None:
+    def start(self, once: bool = False) -> None:
+        """Starts the query; `once`: it runs one batch and stops (`Trigger.Once`), which a
+        processing-time transformWithState needs to stop running batches without data."""
         self.spark.conf.set(K.PROVIDER_CLASS_KEY, self.provider)
         previous = {k: self.spark.conf.get(k, None) for k in self.confs}
         for k, v in self.confs.items():
@@ -125,8 +127,9 @@ class Run:
             self.step_of_batch[batch_id] = self.step_no - 1  # settle() holds feed() back till done
 
         try:
-            self.query = (self.build(sources).writeStream.outputMode(self.output_mode)
-                          .foreachBatch(sink).option("checkpointLocation", self.checkpoint).start())
+            writer = (self.build(sources).writeStream.outputMode(self.output_mode)
+                      .foreachBatch(sink).option("checkpointLocation", self.checkpoint))
+            self.query = (writer.trigger(once=True) if once else writer).start()
         finally:
             self._restore_confs(previous)
 

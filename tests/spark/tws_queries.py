@@ -69,16 +69,24 @@ def row_counts(s: dict[str, DataFrame]) -> DataFrame:
                                                        "update", "None")
 
 
+def tools_method(spark: SparkSession, name: str) -> Callable[..., DataFrame]:
+    """`ttlstate.tools.TransformWithStateQueries.<name>` of the tools jar: a Scala query of
+    DataFrames, called with PySpark's."""
+    queries = tools_class(spark, "ttlstate.tools.TransformWithStateQueries")
+    method = next(m for m in queries.getMethods() if m.getName() == name)
+
+    def call(*frames: DataFrame) -> DataFrame:
+        args = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.java.lang.Object, len(frames))
+        for i, frame in enumerate(frames):
+            args[i] = frame._jdf
+        return DataFrame(method.invoke(None, args), spark)
+    return call
+
+
 def scala_counts(spark: SparkSession) -> Build:
     """Spark's Scala API: `ttlstate.tools.TransformWithStateQueries.counts` of the tools jar."""
-    queries = tools_class(spark, "ttlstate.tools.TransformWithStateQueries")
-    counts = next(m for m in queries.getMethods() if m.getName() == "counts")
-
-    def build(s: dict[str, DataFrame]) -> DataFrame:
-        args = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.java.lang.Object, 1)
-        args[0] = s["events"]._jdf
-        return DataFrame(counts.invoke(None, args), spark)
-    return build
+    counts = tools_method(spark, "counts")
+    return lambda s: counts(s["events"])
 
 
 def apis(spark: SparkSession) -> dict[str, Build]:
@@ -133,3 +141,18 @@ def routed_run(spark: SparkSession, build: Build, steps: list = STEPS) -> Run:
 def on_rocksdb(spark: SparkSession, build: Build, steps: list = STEPS) -> Run:
     """The same query with Spark's RocksDB provider set by hand, restarted after the first batch."""
     return run_steps(spark, ROCKSDB, build, SCHEMAS, steps, restart_after=RESTART_AFTER, output_mode="update")
+
+
+def batch_per_step(spark: SparkSession, provider: str, build: Build, steps: list,
+                   confs: dict[str, str] | None = None) -> Run:
+    """The query started for each step, one batch each (`Trigger.Once`): a processing-time
+    transformWithState runs batches without data for as long as it runs, so it never settles, and
+    each batch here holds its step's rows and the timers due by then; every step is a restart."""
+    run = Run(spark, provider, build, SCHEMAS, "update", dict(confs or {}))
+    for rows in steps:
+        run.feed(rows)
+        run.start(once=True)
+        assert run.query is not None
+        run.query.awaitTermination()
+        run.query = None
+    return run

@@ -185,13 +185,26 @@ def test_checkpoint_format_2(spark: SparkSession) -> None:
 def test_transform_with_state_runs_in_a_ttlstate_session(spark: SparkSession) -> None:
     """Every transformWithState API of the line (Scala's, PySpark's in pandas, from 4.1 in rows),
     routed to Spark's RocksDB provider, across a restart (tests/spark/test_transform_with_state.py
-    has all of it on 4.3), giving what that provider gives."""
-    from tests.spark.tws_queries import EXPECTED, apis, on_rocksdb, routed_run
+    has all of it on 4.3), giving what that provider gives; and the Scala query served by
+    ttlstate's own store (`transformWithState=ttlstate`; test_transform_with_state_served.py)."""
+    from tests.spark.tws_queries import (
+        EXPECTED,
+        RESTART_AFTER,
+        SCHEMAS,
+        STEPS,
+        apis,
+        on_rocksdb,
+        pinned_providers,
+        routed_run,
+    )
 
     found = apis(spark)
     for name, build in found.items():
         assert routed_run(spark, build).outputs == EXPECTED, name
     assert on_rocksdb(spark, found["scala"]).outputs == EXPECTED
+    served = run_steps(spark, TTLSTATE, found["scala"], SCHEMAS, STEPS, restart_after=RESTART_AFTER,
+                       output_mode="update", confs={K.TRANSFORM_WITH_STATE.key: "ttlstate"})
+    assert served.outputs == EXPECTED and set(pinned_providers(served)) == {TTLSTATE}
 
 
 WRONG_JAR_JOB = """

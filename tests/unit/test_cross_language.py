@@ -122,6 +122,25 @@ def test_key_filter_hashes_are_the_same_in_scala_and_cpp() -> None:
     assert scala == [_native.key_hashes(k) for k in keys]
 
 
+def test_column_family_key_prefixes_are_the_same_in_scala_and_python() -> None:
+    """A served transformWithState store's keys are the shim's, behind each family's name: the
+    server reads the family of a key by Python's layout, so the two must agree byte for byte
+    (names of every UTF-8 width, the empty name, the longest allowed and one byte too long)."""
+    from ttlstate.store.column_families import family_prefix, split_key
+
+    names = ["default", "$timestamps_1", "$ttl_values", "", "é", "値", "🙂x", "a" * P.FAMILY_NAME_MAX_BYTES,
+             "a" * (P.FAMILY_NAME_MAX_BYTES + 1)]
+    out = run_hook("FamilyPrefixCases", stdin="".join(f"{n}\n" for n in names)).splitlines()
+    python = []
+    for name in names:
+        try:
+            python.append(family_prefix(name).hex())
+        except ValueError:
+            python.append("-")
+    assert out == python and python[-1] == "-" and python[0] == "0007" + b"default".hex()
+    assert split_key(family_prefix("値") + b"\x01\x02") == ("値", b"\x01\x02")
+
+
 def test_conf_values_the_shim_reads_are_parsed_as_python_parses_them() -> None:
     """Sizes and durations (the units are generated from Python's tables, the parsers are one per
     language): the same generated values through both. Durations in every form Python takes

@@ -46,6 +46,11 @@ class SnapshotLayout(Enum):
     RECORDS = "records"
 
 
+class TransformWithStateStore(Enum):
+    ROCKSDB = "rocksdb"
+    TTLSTATE = "ttlstate"
+
+
 __all__ = ["OFF_WORDS", "PREFIX", "ConfKey", "Kind"]  # with the keys below
 
 # Keys are written ConfKey(suffix, default, doc, kind, option=..., bounds...): see conf_key.py.
@@ -238,6 +243,15 @@ REAL_TIME_CLOCK_INTERVAL = ConfKey(
     "`off`: now stays at the batch timestamp for the whole batch, i.e. the checkpoint interval "
     "(replay-deterministic, the micro-batch behaviour). See [Real-time Mode](real-time-mode.md).",
     Kind.DURATION, option="real_time_clock_interval", off=True, minimum=10, examples=("100ms", "1s", "10s"))
+TRANSFORM_WITH_STATE = ConfKey(
+    "transformWithState", TransformWithStateStore.ROCKSDB.value,
+    "Where a transformWithState query (Spark 4.0 and later) keeps its state. `rocksdb`: Spark's "
+    "RocksDB provider, the whole query: the extension routes it there, with one INFO line at its "
+    "start. `ttlstate`: ttlstate's own store, its column families key prefixes there (opt-in; not "
+    "yet: the change feed of such a store). Its state variables expire by their `TTLConfig` either "
+    "way; ttlstate's TTL does not apply to them. Read when the query starts: a checkpoint keeps "
+    "the provider it was started with. See [transformWithState](transform-with-state.md).",
+    Kind.ENUM, option="transform_with_state", choices=TransformWithStateStore)
 # A pattern key's default is what the docs show for it: the key is unset unless given.
 OPERATOR_TTL = ConfKey("operator.<operatorId>.ttl", "(the global ttl)",
                        "TTL for one stateful operator, by operator id: the number of its "
@@ -270,7 +284,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     CHECKPOINT_LOCAL_FILES, PYTHON,
     LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES,
     READ_AHEAD_CHUNK_ROWS, MEMORY_MAX_BYTES, MEMORY_WRITE_BUFFER_RATIO, CACHE_MAX_BYTES, REQUEST_TIMEOUT,
-    OPERATOR_TTL, OPERATOR_NAME_TTL, REAL_TIME_CLOCK_INTERVAL,
+    OPERATOR_TTL, OPERATOR_NAME_TTL, REAL_TIME_CLOCK_INTERVAL, TRANSFORM_WITH_STATE,
 )
 
 

@@ -203,6 +203,14 @@ class Client:
                 w.u8(P.WRITE_PUT).bytes(k).bytes(v)
         self.send(P.OP_WRITES, w.payload())
 
+    def append(self, h: int, key: bytes, more: bytes) -> None:
+        """WRITE_APPEND: `key`'s value becomes its stored value followed by `more`."""
+        self.send(P.OP_WRITES, P.Writer().u32(h).u32(1).u8(P.WRITE_APPEND).bytes(key).bytes(more).payload())
+
+    def remove_prefix(self, h: int, prefix: bytes) -> None:
+        """WRITE_REMOVE_PREFIX: removes every live key starting with `prefix`."""
+        self.send(P.OP_WRITES, P.Writer().u32(h).u32(1).u8(P.WRITE_REMOVE_PREFIX).bytes(prefix).payload())
+
     def scan(self, h: int, prefix: bytes | None = None) -> list[tuple[bytes, bytes]]:
         r = self.call(P.OP_ITER, P.Writer().u32(h).bytes(prefix).payload(), h)
         it_id = r.u32()

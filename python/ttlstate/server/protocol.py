@@ -31,7 +31,7 @@ from ttlstate.errors import (  # noqa: F401  (re-exported: part of the wire prot
     ProtocolError,
 )
 
-PROTOCOL_VERSION = 12
+PROTOCOL_VERSION = 13
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -157,9 +157,20 @@ WRITE_PUT_PRESENT = 5  # a put of a key the shim's cache proved present in the c
 WRITE_PUT_ENTRY = 6   # a put of a whole TtlValue whose timestamp is kept as given (not the
 #                       batch's now), of a key absent from the committed store: a store loaded
 #                       empty that `ttlstate repartition` fills with another store's entries
+WRITE_APPEND = 7      # bytes key, bytes more: the key's value becomes its stored value (none:
+#                       empty) followed by `more` (a column family's ListState merge, server-side)
+WRITE_REMOVE_PREFIX = 8  # bytes prefix: removes every live key starting with it (a column
+#                       family's, removeColFamilyIfExists), each as WRITE_REMOVE would
 
 # Iterator chunk: u8 done, u32 n, n x (bytes key, bytes value). Chunks hold about this much.
 ITER_CHUNK_BYTES = 256 * 1024
+
+# A store with column families (transformWithState's) keeps each family's keys behind its name:
+# [FAMILY_NAME_LENGTH_BYTES big-endian name length][UTF-8 name][the family's own key bytes], so a
+# family, and a prefix or an ordered range within it, is one contiguous run of the store's keys
+# (store/column_families.py; the shim's KeyCodec.InFamily).
+FAMILY_NAME_LENGTH_BYTES = 2
+FAMILY_NAME_MAX_BYTES = (1 << (8 * FAMILY_NAME_LENGTH_BYTES)) - 1
 
 # Metrics payload: u64 num keys, u64 memory bytes, u32 n, n x (str name, i64 value)
 

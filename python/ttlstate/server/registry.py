@@ -66,7 +66,7 @@ class Registry:
             config = store_config_from_confs(confs, operator_id, store_log.operator_names(info))
             self._apply_memory(config.memory)
             if not ttl_applies(str(info.get("storeName", "default")), str(info.get("keySchema", "")),
-                               str(info.get("valueSchema", ""))):
+                               str(info.get("valueSchema", "")), info.get("columnFamilies") is True):
                 config = replace(config, ttl=config.ttl.disabled())
             store_log.log_store_opened(info, config)
             handle = self._next

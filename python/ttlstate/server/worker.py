@@ -190,6 +190,11 @@ class Connection(socketserver.StreamRequestHandler):
                     store.remove(key)
                 elif kind == P.WRITE_REMOVE_EXPIRED:
                     store.remove_if_expired(key)
+                elif kind == P.WRITE_APPEND:
+                    store.put(key, (store.get(key) or b"") + r.bytes())
+                elif kind == P.WRITE_REMOVE_PREFIX:
+                    for stored in [k for k, _ in store.prefix_scan(key)]:
+                        store.remove(stored)
                 else:
                     raise P.ProtocolError(f"unknown write kind {kind}")
         except Exception as e:

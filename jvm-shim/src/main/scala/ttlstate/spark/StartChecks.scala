@@ -33,6 +33,7 @@ class TtlStateSessionExtensions extends (SparkSessionExtensions => Unit) {
     })
     extensions.injectColumnar(ReadAheadRule(_))
     extensions.injectOptimizerRule(TransformWithStateRouting.Reassert(_))
+    extensions.injectColumnar(TransformWithStateServing.Admit(_))
   }
 }
 
@@ -118,8 +119,11 @@ object StartChecks {
     val pinned = if (checkpoint == null) None else SparkMetadata.pinnedProvider(checkpoint, hadoopConf)
     val onTtlstate = pinned.getOrElse(provider) == ProviderClass
     // transformWithState runs on Spark's RocksDB provider (TransformWithStateRouting), which its
-    // checkpoint then pins: no migration applies, and ttlstate's confs do not.
-    val routed = plan.exists(TransformWithStateRouting.uses)
+    // checkpoint then pins: no migration applies, and ttlstate's confs do not. Unless ttlstate
+    // serves it (TransformWithStateServing, opt-in).
+    val tws = plan.exists(TransformWithStateRouting.uses)
+    val served = tws && TransformWithStateServing.choice(conf.getOption) == TransformWithStateServing.Ttlstate
+    val routed = tws && !served
 
     if (provider == ProviderClass && pinned.exists(_ != ProviderClass) && !routed) {
       throw new IllegalArgumentException(
@@ -128,7 +132,9 @@ object StartChecks {
         "log): it would run on that provider WITHOUT TTL and its state would keep growing. To turn TTL on " +
         s"and keep the state, stop the query and run `ttlstate migrate $checkpoint <new checkpoint>`, then " +
         "restart it on the new checkpoint. To run it on its pinned provider knowingly, set " +
-        s"spark.sql.streaming.stateStore.providerClass=${pinned.get} for this query.")
+        s"spark.sql.streaming.stateStore.providerClass=${pinned.get} for this query." +
+        (if (served) s" (`ttlstate migrate` does not move transformWithState's state yet: start this query on a new " +
+          s"checkpoint to have ttlstate serve it, or set ${ConfKeys.TRANSFORM_WITH_STATE}=rocksdb.)" else ""))
     }
     conf.getAll.foreach { case (k, v) => KeySpelling.lookalikeMessage(k, v).foreach(warn) }
     if (routed) TransformWithStateRouting.atStart(session, checkpoint, provider, pinned, ours, note, warn)
@@ -137,6 +143,7 @@ object StartChecks {
       validateValues(ours, ServerLaunch.driverPython(ours, Some(session.sparkContext.getConf)))
       plan.flatMap(watermarkMessage(ours.get(TimeSourceKey), _)).foreach(m => throw new IllegalArgumentException(m))
       KeySpelling.ttlOffNote(ours, checkpoint).foreach(note)
+      if (served) TransformWithStateRouting.servedAtStart(checkpoint, ours, warn)
       if (checkpoint != null) QueryLocks.onStart(session, checkpoint) // the last check: it takes the lock
     } else if (ours.exists { case (k, _) => k != ConfKeys.PYTHON }) {
       val shown = if (provider.isEmpty) "Spark's default provider" else provider

@@ -74,15 +74,34 @@ object TransformWithStateRouting {
     }
   }
 
+  /** At `start()` of a query using transformWithState that ttlstate serves: the TTL confs set for
+   *  the session (the TTL, per operator, and how it applies, is read and cleaned up) do not apply
+   *  to its transformWithState operators (`warn`), whose state expires by Spark's `TTLConfig`; its
+   *  other operators have them. The store's other confs (engine, snapshots, memory...) apply. */
+  private[spark] def servedAtStart(checkpoint: String, ours: Map[String, String], warn: String => Unit): Unit = {
+    val ttl = ours.keys.filter(isTtlKey).toSeq.sorted
+    if (ttl.nonEmpty) warn(s"ttlstate: the TTL confs set for this session (${ttl.mkString(", ")}) do not apply to " +
+      s"the transformWithState operators of this query (checkpoint $checkpoint), which ttlstate serves: their state " +
+      "variables expire by their TTLConfig. Its other stateful operators have ttlstate's TTL.")
+  }
+
+  private val TtlKeys = Set(ConfKeys.TTL, ConfKeys.UPDATE_TYPE, ConfKeys.STATE_VISIBILITY, ConfKeys.TIME_SOURCE,
+    ConfKeys.CLOCK_MAX_GAP, ConfKeys.READER_INCLUDE_EXPIRED)
+  private val OperatorTtlKey = ("^" + java.util.regex.Pattern.quote(ConfKeys.PREFIX) + "operator\\..+\\.ttl$").r
+  private def isTtlKey(key: String): Boolean = TtlKeys(key) || key.startsWith(ConfKeys.PREFIX + "cleanup.") ||
+    OperatorTtlKey.findFirstIn(key).isDefined
+
   private def install(session: SparkSession): Unit = session.streams.synchronized {
     if (!session.streams.listListeners().exists(_.isInstanceOf[Listener])) session.streams.addListener(new Listener(session))
   }
 
-  /** Routes the session `stream` of a query whose plan is `plan`, if it uses transformWithState. */
-  private[spark] def route(plan: LogicalPlan, stream: SparkSession): Unit = if (uses(plan)) {
-    routed.add(stream)
-    reassert(stream)
-  }
+  /** Routes the session `stream` of a query whose plan is `plan`, if it uses transformWithState
+   *  and the session does not have ttlstate serve it. */
+  private[spark] def route(plan: LogicalPlan, stream: SparkSession): Unit =
+    if (uses(plan) && !TransformWithStateServing.served(stream)) {
+      routed.add(stream)
+      reassert(stream)
+    }
 
   private def reassert(stream: SparkSession): Unit =
     if (stream.conf.get(SparkMetadata.ProviderKey, "") == StartChecks.ProviderClass) {

@@ -55,6 +55,7 @@ final class CachedReads(version: Long, rules: TtlRules, clock: VersionClock, hin
   private var reads = 0L
   private var readsFound = 0L
   private var aheadFull = false
+  private var prefixRemoved = false // a column family's keys were removed (`removedPrefix`)
 
   var readsSkipped = 0L
   var cacheHits = 0L
@@ -126,6 +127,28 @@ final class CachedReads(version: Long, rules: TtlRules, clock: VersionClock, hin
     if (!(kind == Protocol.WRITE_PUT_NEW && admitOnlyFound && known.find(k) < 0) && !remember(k, value, clock.now)) forget(k)
 
   def removed(k: KeyBytes): Unit = if (!remember(k, null, 0L)) forget(k)
+
+  /** Whether the server may append to `k` (WRITE_APPEND) for a read that answered `Ask`: this
+   *  task's record holds nothing of it (an entry it holds but could not answer with, an expired
+   *  one, would answer later reads wrongly). */
+  def appendable(k: KeyBytes): Boolean = known.find(k) < 0
+
+  /** After the server appended to `k`: the filter learns the key (the record and the cache hold
+   *  nothing of it, so later reads ask the server). */
+  def appended(k: KeyBytes): Unit = if (keyFilter != null) keyFilter.add(k)
+
+  /** After the server removed every key starting with `prefix` (a column family's): the record
+   *  says so for the keys it holds; the executor's cache, which cannot find a family's keys, no
+   *  longer answers this version's reads and is renewed at commit. */
+  def removedPrefix(prefix: Array[Byte]): Unit = {
+    val k = new KeyBytes
+    (0 until known.size).map(i => known.key(i)).filter(startsWith(_, prefix)).foreach(key => removed(k.set(key)))
+    prefixRemoved = true
+    writesForgotten = true
+  }
+
+  private def startsWith(key: Array[Byte], prefix: Array[Byte]): Boolean =
+    key.length >= prefix.length && java.util.Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length)
 
   // -- life of the version -----------------------------------------------------------------
 
@@ -216,7 +239,8 @@ final class CachedReads(version: Long, rules: TtlRules, clock: VersionClock, hin
    *  none of them (its first batch left its keys there; they would hold the heap for good). */
   private def dropCached: Boolean = admitOnlyFound && cacheHits == 0
 
-  private def usableCache: Boolean = cache != null && cache.epoch == cacheEpoch && cache.describes(version)
+  private def usableCache: Boolean =
+    !prefixRemoved && cache != null && cache.epoch == cacheEpoch && cache.describes(version)
 
   /** Hands what this task learned to the cross-batch cache. A task whose entries alone exceed the
    *  whole cache would evict everything else and then part of its own: the store forgets its

@@ -15,11 +15,13 @@ import ttlstate.metadata.{BatchTime, OperatorNames, QueryIdentity}
 import ttlstate.server.{RunningServer, ServerLaunch, StateServer}
 
 /** What a Spark version's provider adapter hands over at `init`, in Spark-neutral terms.
+ *  `columnFamilies`: the store has column families (transformWithState's), whose state expires by
+ *  Spark's `TTLConfig` only: the server gives it no TTL of its own.
  *  `snapshotPublished`: told the version of each snapshot maintenance published (Spark 4.1+
  *  reports it to its state store coordinator, which watches for stores whose snapshots lag). */
 final case class StoreSpec(id: StateStoreId, keySchema: StructType, valueSchema: StructType, codec: KeyCodec,
     sqlConfs: Map[String, String], hadoopConf: Configuration, checkpointIds: Boolean, minVersionsToRetain: Int,
-    commitValidation: Boolean, snapshotPublished: Long => Unit = _ => ())
+    commitValidation: Boolean, snapshotPublished: Long => Unit = _ => (), columnFamilies: Boolean = false)
 
 /** How a version is loaded (OP_LOAD's flags and ids). `fromSnapshot`: rebuilt from exactly that
  *  snapshot version plus the changelogs after it (the state data source's fine-grained replay).
@@ -93,6 +95,7 @@ final class ProviderCore(val spec: StoreSpec) {
       // console of a local session, which Spark filters to WARN).
       "logInfo" -> org.apache.spark.ttlstate.SparkConsole.showsInfo(log.isInfoEnabled).toString,
       "checkpointIds" -> spec.checkpointIds.toString,
+      "columnFamilies" -> spec.columnFamilies.toString,
       // No streaming query: the state data source (or an offline tool) reads this store.
       "stateReader" -> (!inQuery).toString) ++
       operatorName.map(n => "operatorName" -> Json.str(n)) ++

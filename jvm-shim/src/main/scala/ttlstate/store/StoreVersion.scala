@@ -6,6 +6,10 @@ import ttlstate.cache.{KeyBytes, StoreKey}
 import ttlstate.client.{PayloadReader, Protocol}
 import ttlstate.spark.{MetricNames, Metrics}
 
+/** How one set of a store's entries (the store's, or one column family's) is stored: its keys'
+ *  codec and its value rows' field count. */
+final case class RowLayout(codec: KeyCodec, numValueFields: Int)
+
 /** One version of one store for one task, backed by the state server: what every Spark line's
  *  `TtlStateStore` does, in Spark-neutral terms.
  *
@@ -16,8 +20,8 @@ import ttlstate.spark.{MetricNames, Metrics}
  *  read handle after upgrading). */
 final class StoreVersion private[store] (core: ProviderCore, channel: StoreChannel, val version: Long,
     private var readOnly: Boolean, val loaded: LoadedVersion, rules: TtlRules, hint: TaskHint) {
-  private val codec = core.spec.codec
-  private val numValueFields = core.spec.valueSchema.length
+  // The store's own rows; a column family has its own (`RowLayout`), given to each call.
+  private val default = RowLayout(core.spec.codec, core.spec.valueSchema.length)
   // The time TTL uses: the batch time the server loaded the version at and, in Real-time Mode with
   // `realTime.clockInterval`, the wall clock it advances to while the long batch runs.
   private val clock = new VersionClock(loaded.now)
@@ -64,13 +68,13 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
 
   /** The encoded key of `row`, in `key`: a plain key where it is, in Spark's row (nothing is
    *  copied: lookups read it there, and what keeps it copies it), a prefixed one encoded. */
-  private def keyOf(row: UnsafeRow): KeyBytes =
+  private def keyOf(row: UnsafeRow, codec: KeyCodec): KeyBytes =
     if (codec.plain) key.set(row.getBaseObject, row.getBaseOffset, row.getSizeInBytes)
     else key.set(codec.encode(row))
 
-  private def valueRow(bytes: Array[Byte]): UnsafeRow =
+  private def valueRow(bytes: Array[Byte], numFields: Int): UnsafeRow =
     if (bytes == null) null
-    else { val row = new UnsafeRow(numValueFields); row.pointTo(bytes, bytes.length); row }
+    else { val row = new UnsafeRow(numFields); row.pointTo(bytes, bytes.length); row }
 
   def upgrade(): StoreVersion = {
     requireOpen()
@@ -89,10 +93,13 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
 
   // -- reads ------------------------------------------------------------------------------
 
-  def get(row: UnsafeRow): UnsafeRow = {
+  def get(row: UnsafeRow, layout: RowLayout = default): UnsafeRow = valueRow(getBytes(row, layout.codec), layout.numValueFields)
+
+  /** The stored bytes of `row`'s value (null if absent). */
+  private[ttlstate] def getBytes(row: UnsafeRow, codec: KeyCodec): Array[Byte] = {
     requireOpen()
     advanceClock()
-    val k = keyOf(row)
+    val k = keyOf(row, codec)
     var value = reads.read(k)
     if (value eq CachedReads.Ask) {
       val r = call("get", Protocol.OP_GET, channel.request().bytes(k.baseObject, k.baseOffset, k.length))
@@ -100,7 +107,7 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
       reads.learned(k, value, r.i64())
     }
     reads.counted(value != null)
-    valueRow(value)
+    value
   }
 
   /** Reads ahead for `get`s to come (`ReadAhead`): of `keys`, those a `get` would have to ask the
@@ -111,7 +118,7 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
     advanceClock()
     val wanted = new java.util.LinkedHashSet[StoreKey]() // distinct, in input order (copies)
     keys.foreach { row =>
-      val k = keyOf(row)
+      val k = keyOf(row, default.codec)
       if (reads.wantedAhead(k)) wanted.add(StoreKey.of(k))
     }
     if (!wanted.isEmpty) {
@@ -129,13 +136,13 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
     wanted.size
   }
 
-  def multiGet(keys: Array[UnsafeRow]): Iterator[UnsafeRow] = {
+  def multiGet(keys: Array[UnsafeRow], layout: RowLayout = default): Iterator[UnsafeRow] = {
     requireOpen()
     advanceClock()
     val w = channel.request().u32(keys.length)
-    keys.foreach(k => w.bytes(codec.encode(k)))
+    keys.foreach(k => w.bytes(layout.codec.encode(k)))
     val r = call("multiGet", Protocol.OP_MULTI_GET, w)
-    (0 until r.u32()).map(_ => valueRow(r.bytesOrNull())).iterator
+    (0 until r.u32()).map(_ => valueRow(r.bytesOrNull(), layout.numValueFields)).iterator
   }
 
   /** Every key of the loaded version (expired ones too), streamed in chunks, into `f`. */
@@ -148,44 +155,97 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
     }
   }
 
-  /** The store's live entries (`prefix` null), or those of one key prefix, in key order. */
-  def scan(what: String, prefix: UnsafeRow): RowScan = {
+  /** The live entries of `layout` (`prefix` null: all of them: the store's, or its column
+   *  family's), or those of one key prefix, in key order. */
+  def scan(what: String, prefix: UnsafeRow, layout: RowLayout = default): RowScan =
+    new RowScan(entries(what, if (prefix == null) layout.codec.scope else layout.codec.scanPrefix(prefix)), layout)
+
+  /** The live entries whose stored keys start with `prefix` (null: every entry), in key order, as
+   *  stored: a column family's multi-valued entries are read through this. */
+  private[ttlstate] def entries(what: String, prefix: Array[Byte]): EntryScan = {
     requireOpen()
     advanceClock()
-    val bytes = if (prefix == null) null else codec.scanPrefix(prefix)
-    new RowScan(scans.open(what, channel.request().bytes(bytes).frame(Protocol.OP_ITER)))
+    new EntryScan(scans.open(what, channel.request().bytes(prefix).frame(Protocol.OP_ITER)))
   }
 
-  /** An iteration as Spark wants it: rows, and a close for a scan not read to its end. */
-  final class RowScan private[StoreVersion] (chunks: scans.Chunks) extends Iterator[UnsafeRowPair] {
-    override def hasNext: Boolean = chunks.hasNext
-    override def next(): UnsafeRowPair = {
+  /** Stored entries, streamed in chunks: the key after `next()` is `key`, its value `value`. */
+  final class EntryScan private[StoreVersion] (chunks: scans.Chunks) {
+    var key: Array[Byte] = _
+    var value: Array[Byte] = _
+    def hasNext: Boolean = chunks.hasNext
+    def next(): Unit = {
       if (!hasNext) throw new NoSuchElementException("end of ttlstate iterator")
       chunks.consumed()
-      new UnsafeRowPair(codec.decode(chunks.reader.bytesOrNull()), valueRow(chunks.reader.bytesOrNull()))
+      key = chunks.reader.bytesOrNull()
+      value = chunks.reader.bytesOrNull()
     }
     def close(): Unit = chunks.close()
   }
 
+  /** An iteration as Spark wants it: rows, and a close for a scan not read to its end. */
+  final class RowScan private[StoreVersion] (scan: EntryScan, layout: RowLayout) extends Iterator[UnsafeRowPair] {
+    override def hasNext: Boolean = scan.hasNext
+    override def next(): UnsafeRowPair = {
+      scan.next()
+      new UnsafeRowPair(layout.codec.decode(scan.key), valueRow(scan.value, layout.numValueFields))
+    }
+    def close(): Unit = scan.close()
+  }
+
   // -- writes -----------------------------------------------------------------------------
 
-  def put(row: UnsafeRow, value: UnsafeRow): Unit = {
+  def put(row: UnsafeRow, value: UnsafeRow, layout: RowLayout = default): Unit = {
+    if (value == null) throw new IllegalArgumentException("Cannot put a null value")
+    putBytes(row, value.getBytes, layout.codec)
+  }
+
+  /** Puts `bytes` as the stored value of `row` (a column family's list of values, as stored). */
+  private[ttlstate] def putBytes(row: UnsafeRow, bytes: Array[Byte], codec: KeyCodec): Unit = {
     requireWritable()
     scans.beforeWrite()
-    if (value == null) throw new IllegalArgumentException("Cannot put a null value")
     advanceClock()
-    val k = keyOf(row)
-    val bytes = value.getBytes
+    val k = keyOf(row, codec)
     val kind = reads.putKind(k)
     channel.queue(kind, k, bytes)
     reads.wrote(k, bytes, kind)
   }
 
-  def remove(row: UnsafeRow): Unit = {
+  /** Appends `bytes` to the stored value of `row` (none: `bytes` alone): a column family's
+   *  ListState merge. The state server appends (WRITE_APPEND, no round trip) unless this task
+   *  knows the value, which it then writes whole, so what it knows stays exact. */
+  private[ttlstate] def appendBytes(row: UnsafeRow, bytes: Array[Byte], codec: KeyCodec): Unit = {
+    requireWritable()
+    advanceClock()
+    val known = reads.read(keyOf(row, codec))
+    if ((known eq CachedReads.Ask) && reads.appendable(key)) {
+      scans.beforeWrite()
+      channel.queue(Protocol.WRITE_APPEND, key, bytes)
+      reads.appended(key)
+    } else {
+      val base = if (known eq CachedReads.Ask) getBytes(row, codec) else known
+      putBytes(row, if (base == null) bytes else base ++ bytes, codec)
+    }
+  }
+
+  /** Removes every entry whose stored key starts with `prefix` (a column family's), in the state
+   *  server (WRITE_REMOVE_PREFIX: the family's key range, pending writes included). */
+  private[ttlstate] def removePrefix(prefix: Array[Byte]): Unit = {
     requireWritable()
     scans.beforeWrite()
     advanceClock()
-    val k = keyOf(row)
+    channel.queue(Protocol.WRITE_REMOVE_PREFIX, key.set(prefix), null)
+    reads.removedPrefix(prefix)
+  }
+
+  def remove(row: UnsafeRow, layout: RowLayout = default): Unit = removeKey(keyOf(row, layout.codec))
+
+  /** Removes the entry stored under exactly `stored` (a key a scan returned). */
+  private[ttlstate] def removeStored(stored: Array[Byte]): Unit = removeKey(key.set(stored))
+
+  private def removeKey(k: KeyBytes): Unit = {
+    requireWritable()
+    scans.beforeWrite()
+    advanceClock()
     channel.queue(Protocol.WRITE_REMOVE, k, null)
     reads.removed(k)
   }

@@ -15,6 +15,7 @@ import ttlstate.store.{ChangeFeed, KeyCodec, LoadRequest, ProviderCore, StoreSpe
  *  `supportedCustomMetrics`, so no process may start before `init`/`getStore`. */
 class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedReplay with ProviderApi {
   private var core: ProviderCore = _
+  private[spark] var families: ColumnFamilies = _
   private[spark] val tasks = new TaskStores[TtlStateStore](_.session)
 
   override def init(
@@ -28,18 +29,33 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       useMultipleValuesPerKey: Boolean,
       stateSchemaProvider: Option[StateSchemaProvider]): Unit = {
     SparkVersion.check()
-    if (useColumnFamilies) throw StateStoreErrors.unsupportedOperationException("column families", "TtlStateStoreProvider")
-    if (useMultipleValuesPerKey) throw StateStoreErrors.unsupportedOperationException("multiple values per key", "TtlStateStoreProvider")
-    val prefixCols = keyStateEncoderSpec match {
-      case _: NoPrefixKeyStateEncoderSpec => 0
-      case p: PrefixKeyScanStateEncoderSpec => p.numColsPrefixKey
-      case other => throw new UnsupportedOperationException(
-        s"ttlstate supports NoPrefix and PrefixKeyScan key encoders, not ${other.getClass.getSimpleName}")
+    families = if (useColumnFamilies) new ColumnFamilies(ColumnFamilies.family(StateStore.DEFAULT_COL_FAMILY_NAME,
+      keySchema, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey, internal = false))
+    else {
+      if (useMultipleValuesPerKey) throw StateStoreErrors.unsupportedOperationException(
+        "multiple values per key without column families", "TtlStateStoreProvider")
+      val prefixCols = keyStateEncoderSpec match {
+        case _: NoPrefixKeyStateEncoderSpec => 0
+        case p: PrefixKeyScanStateEncoderSpec => p.numColsPrefixKey
+        case other => throw new UnsupportedOperationException(
+          s"ttlstate supports NoPrefix and PrefixKeyScan key encoders, not ${other.getClass.getSimpleName}")
+      }
+      ColumnFamilies.single(KeyCodec(prefixCols, keySchema), valueSchema)
     }
-    core = new ProviderCore(StoreSpec(stateStoreId, keySchema, valueSchema, KeyCodec(prefixCols, keySchema),
+    val codec = families(StateStore.DEFAULT_COL_FAMILY_NAME).layout.codec
+    core = new ProviderCore(StoreSpec(stateStoreId, keySchema, valueSchema, codec,
       storeConfs.sqlConfs, hadoopConf, checkpointIds = storeConfs.enableStateStoreCheckpointIds,
       minVersionsToRetain = storeConfs.minVersionsToRetain, commitValidation = SparkLine.commitValidation(storeConfs),
-      snapshotPublished = SparkLine.snapshotUploaded(stateStoreId, storeConfs, hadoopConf)))
+      snapshotPublished = SparkLine.snapshotUploaded(stateStoreId, storeConfs, hadoopConf),
+      columnFamilies = useColumnFamilies))
+  }
+
+  /** A column family Spark names for this store (transformWithState's stores only). */
+  private[spark] def createFamily(name: String, keySchema: StructType, valueSchema: StructType,
+      spec: KeyStateEncoderSpec, multiValues: Boolean, internal: Boolean): Unit = {
+    if (!core.spec.columnFamilies) throw StateStoreErrors.unsupportedOperationException(
+      s"column family '$name' in a store opened without column families", "TtlStateStoreProvider")
+    families.register(ColumnFamilies.family(name, keySchema, valueSchema, spec, multiValues, internal))
   }
 
   override def stateStoreId: StateStoreId = core.id
@@ -74,6 +90,8 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     colFamilyNameOpt.filter(_ != StateStore.DEFAULT_COL_FAMILY_NAME).foreach { cf =>
       throw StateStoreErrors.unsupportedOperationException(s"column family $cf", "TtlStateStoreProvider")
     }
+    if (core.spec.columnFamilies) throw StateStoreErrors.unsupportedOperationException(
+      "the change feed of a store with column families (not yet)", "TtlStateStoreProvider")
     val feed: ChangeFeed = core.changes(startVersion, endVersion, endId)
     new NextIteratorBridge[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] {
       override protected def getNext(): (RecordType.Value, UnsafeRow, UnsafeRow, Long) = feed.next() match {

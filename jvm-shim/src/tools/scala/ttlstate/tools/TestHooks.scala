@@ -114,3 +114,12 @@ object DriverPythonChoice {
     println(ServerPython.forDriver(ServerPython.DriverHints(arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(6))))
   }
 }
+
+/** Reads lines of column family names, prints the hex of the key prefix the shim stores each
+ *  family's keys behind (`KeyCodec.familyPrefix`), or "-" when it refuses the name. */
+object FamilyPrefixCases {
+  def main(args: Array[String]): Unit = Lines.map({ name =>
+    try ttlstate.store.KeyCodec.familyPrefix(name).map(b => f"${b & 0xff}%02x").mkString
+    catch { case _: IllegalArgumentException => "-" }
+  }, trim = false)
+}
