@@ -45,6 +45,9 @@ LINES: dict[str, SparkLine] = {line.minor: line for line in (
 OLDEST, NEWEST = min(LINES, key=_key), max(LINES, key=_key)  # numerically: 4.10 after 4.9
 # `ttlstate migrate` writes the target's state with Spark's `loadEmpty`, new in Spark 4.2.
 MIGRATE_SINCE = "4.2"
+# `operator.<name>.ttl`: a store finds its operator's name in the state metadata Spark writes into
+# the checkpoint since 4.0 (`state/<id>/_metadata/metadata`); Spark 3.5 writes none.
+OPERATOR_NAMES_SINCE = "4.0"
 
 
 class UnsupportedSpark(RuntimeError):
@@ -80,6 +83,11 @@ def serves(folder: str, minor: str) -> bool:
 def migrate_supported(minor: str) -> bool:
     """Whether `ttlstate migrate` runs on Spark line `minor` (its tools jar has the migration)."""
     return _key(minor) >= _key(MIGRATE_SINCE)
+
+
+def operator_names_known(minor: str) -> bool:
+    """Whether `operator.<name>.ttl` works on Spark line `minor` (its checkpoints name operators)."""
+    return _key(minor) >= _key(OPERATOR_NAMES_SINCE)
 
 
 def main(argv: list[str]) -> int:

@@ -129,6 +129,7 @@ object StartChecks {
     conf.getAll.foreach { case (k, v) => KeySpelling.lookalikeMessage(k, v).foreach(warn) }
     if (onTtlstate) {
       ours.foreach { case (k, v) => unknownKeyMessage(k, v).foreach(m => throw new IllegalArgumentException(m)) }
+      LineFeatures.operatorNameMessage(ours, session.version).foreach(m => throw new IllegalArgumentException(m))
       validateValues(ours, ServerLaunch.driverPython(ours, Some(session.sparkContext.getConf)))
       plan.flatMap(watermarkMessage(ours.get(TimeSourceKey), _)).foreach(m => throw new IllegalArgumentException(m))
       KeySpelling.ttlOffNote(ours, checkpoint).foreach(note)
