@@ -11,11 +11,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dev_line=$(sed -n 's/^pyspark==\([0-9]*\.[0-9]*\).*/\1/p' constraints.txt)
 lines=${LINES:-$(PYTHONPATH=python python3 -m ttlstate.spark.lines | cut -d' ' -f1)}
-# first line offering it | a test of tests/spark (one case each)
+# the lines it runs on (the first offering it, or FIRST-LAST) | a test of tests/spark (one case each)
 FEATURES=(
+  # adoption where ttlstate writes the migrated version itself (no loadEmpty): a session window
+  # from Spark's RocksDB provider, the prefix-scanned store 3.5's directories must reveal
+  "3.5-4.1|tests/spark/test_migrate.py::test_session_window"
   "4.2|tests/spark/test_migrate.py::test_aggregation_from_rocksdb"
 )
-offered() { [[ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -1)" == "$1" ]]; }
+offered() {  # LINES MINOR: whether MINOR is among LINES ("4.2": 4.2 and later; "3.5-4.1")
+  local low=${1%%-*} high=${1#*-}
+  [[ "$(printf '%s\n%s\n' "$low" "$2" | sort -V | head -1)" == "$low" ]] || return 1
+  [[ "$1" != *-* ]] || [[ "$(printf '%s\n%s\n' "$2" "$high" | sort -V | head -1)" == "$2" ]]
+}
 times=()
 status=0
 make -s jars  # every line's: a line's tests also try another line's jar on it

@@ -252,14 +252,20 @@ def test_another_lines_jar_fails_at_start_naming_this_lines(entry: str, tmp_path
     assert "NoClassDefFoundError" not in out, out[-3000:]
 
 
-def test_migrate_runs_where_offered_and_says_why_not_elsewhere(spark: SparkSession, tmp_path) -> None:  # noqa: ANN001
-    from ttlstate.spark.lines import MIGRATE_SINCE, migrate_supported
+def test_migrate_back_runs_where_offered_and_says_why_not_elsewhere(spark: SparkSession, tmp_path) -> None:  # noqa: ANN001
+    """`ttlstate migrate` to ttlstate runs on every line (its cases: tests/spark/test_migrate.py,
+    which the tier runs on each line, scripts/spark_versions.sh); back to Spark's own providers
+    only where Spark has loadEmpty (4.2+), and elsewhere it says so before starting anything."""
+    from ttlstate.spark.lines import MIGRATE_BACK_SINCE, migrate_back_supported
     from ttlstate.spark.migrate import MigrationError, migrate
 
-    if migrate_supported(LINE):  # its cases run in the tier (tests/spark/test_migrate.py)
+    if migrate_back_supported(LINE):
         with pytest.raises(MigrationError, match="not a streaming query checkpoint"):
-            migrate(spark, str(tmp_path / "none"), str(tmp_path / "new"))
+            migrate(spark, str(tmp_path / "none"), str(tmp_path / "new"), to="rocksdb")
     else:
-        refusal = rf"needs Spark {MIGRATE_SINCE} or later.*this is Spark {LINE}"
+        refusal = (rf"on Spark {LINE}\.\d+ migrate writes ttlstate's state only.*needs Spark "
+                   rf"{MIGRATE_BACK_SINCE}'s loadEmpty")
         with pytest.raises(MigrationError, match=refusal):
-            migrate(spark, str(tmp_path / "none"), str(tmp_path / "new"))
+            migrate(spark, str(tmp_path / "none"), str(tmp_path / "new"), to="rocksdb")
+    with pytest.raises(MigrationError, match="not a streaming query checkpoint"):  # to ttlstate: runs
+        migrate(spark, str(tmp_path / "none"), str(tmp_path / "new"))
