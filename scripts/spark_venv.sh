@@ -25,7 +25,8 @@ fi
 mapfile -t pins < <(PYTHONPATH=python python3 -m ttlstate.spark.lines --pins "$minor")
 pinned=$(printf '%s\n' "${pins[@]}" | sed -E 's/[<>=!~ ].*//' | paste -sd'|')
 constraints=$(grep -vE "^(pyspark|py4j${pinned:+|$pinned})==" constraints.txt)
-packages="pytest hypothesis pandas pyarrow psutil zstandard rocksdict ${pins[*]}"
+# protobuf: PySpark's transformWithState (in pandas and in rows) speaks it to the JVM.
+packages="pytest hypothesis pandas pyarrow protobuf psutil zstandard rocksdict ${pins[*]}"
 parent=${TTLSTATE_SPARK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ttlstate-spark}
 key=$( (echo "$pyspark"; echo "$constraints"; echo "$packages") | sha256sum | cut -c1-12)
 venv="$parent/venv-$minor-$key"

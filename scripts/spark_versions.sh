@@ -16,6 +16,7 @@ FEATURES=(
   # adoption where ttlstate writes the migrated version itself (no loadEmpty): a session window
   # from Spark's RocksDB provider, the prefix-scanned store 3.5's directories must reveal
   "3.5-4.1|tests/spark/test_migrate.py::test_session_window"
+  "4.1|tests/spark/test_snapshot_lag.py"
   "4.2|tests/spark/test_migrate.py::test_aggregation_from_rocksdb"
 )
 offered() {  # LINES MINOR: whether MINOR is among LINES ("4.2": 4.2 and later; "3.5-4.1")

@@ -1,15 +1,19 @@
-"""Snapshot cadence: how many snapshots a store writes, and their bytes per batch, once Spark's
-coordinator asks for a snapshot at every commit (`forceSnapshotOnCommit`).
+"""Snapshot cadence: how many snapshots a store writes, and their bytes per batch, when Spark's
+coordinator asks lagging stores for a snapshot (`forceSnapshotOnCommit`, Spark 4.2+, on by
+default through `forceSnapshotUploadOnLag`).
 
-Spark sets that flag for a store that never reported a snapshot upload to its coordinator,
-which ttlstate cannot do (a Spark-internal API). Here the coordinator gets there quickly
-(`minDeltasForSnapshot=1`, maintenance every second: from about version 6 on); ttlstate runs
-with `snapshotInterval=10`. A `dropDuplicates` is fed `--batches` files of `--keys-per-batch`
-new keys, one per trigger, on `local[2]` with 2 partitions; then the checkpoint's snapshot files
-are counted. With `--baseline REF` the same query runs on that older checkout in the same
-invocation (each variant in its own child process), so the two are compared in one run.
+Spark sets that flag for a store whose reported snapshot uploads trail the query by more than
+`multiplierForMinVersionDiffToLog` x `minDeltasForSnapshot` versions (5 x 10 by default). ttlstate
+reports each snapshot it publishes (since 2026-11-29; before, it could not, so every store
+looked lagging and was asked at every commit). Here the coordinator's threshold is low
+(`minDeltasForSnapshot=1`, maintenance every second: 5 versions); ttlstate runs with
+`snapshotInterval=10`, so the coordinator's asks set the cadence. A `dropDuplicates` is fed
+`--batches` files of `--keys-per-batch` new keys, one per trigger, on `local[2]` with 2
+partitions; then the checkpoint's snapshot files are counted. With `--baseline REF` the same
+query runs on that older checkout in the same invocation (each variant in its own child
+process), so the two are compared in one run.
 
-`python -m benchmarks snapshot_cadence --baseline e712623 --json benchmarks/results/X.json`
+`python -m benchmarks snapshot_cadence --baseline 144b278 --json benchmarks/results/X.json`
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Where the state server keeps its files (issue 11.5): under Spark's own local dir for the
 executor (here `spark.local.dir`), in a private directory; when that path is too deep for a
-Unix socket (107 bytes), only the sockets go to a short private directory of their own, and
-both are gone when the application ends."""
+Unix socket (the JVM's limit: 106 bytes on Java 17), only the sockets go to a short private
+directory of their own, and both are gone when the application ends."""
 
 from __future__ import annotations
 

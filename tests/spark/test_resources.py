@@ -105,13 +105,14 @@ def _bytes_under(root: str) -> int:
 
 
 def _retention_reached(store_dir: str) -> bool:
-    """Cleanup kept what rebuilds the newest RETAIN versions (the newest snapshot at or before
-    the oldest of them, and every changelog after it) and nothing older."""
+    """Cleanup kept what rebuilds the newest RETAIN versions even if their newest base snapshot
+    turns out damaged (the second-newest snapshot at or before the oldest of them, and every
+    changelog after it) and nothing older."""
     files = names.parse_all(os.listdir(store_dir))
     latest = max(f.version for f in files)
     oldest_needed = latest - RETAIN + 1
-    base = max((f.version for f in files if f.kind == names.SNAPSHOT and f.version <= oldest_needed),
-               default=0)
+    bases = sorted(f.version for f in files if f.kind == names.SNAPSHOT and f.version <= oldest_needed)
+    base = bases[-2] if len(bases) >= 2 else 0
     changelogs = {f.version for f in files if f.kind == names.CHANGELOG}
     assert set(range(base + 1, latest + 1)) <= changelogs, f"a needed changelog is gone: {sorted(changelogs)}"
     return min(f.version for f in files) == base > 0

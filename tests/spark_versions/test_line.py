@@ -213,6 +213,19 @@ def test_checkpoint_format_2(spark: SparkSession) -> None:
         spark.conf.unset("spark.sql.streaming.stateStore.checkpointFormatVersion")
 
 
+@pytest.mark.skipif(not at_least("4.0"), reason="Spark 3.5 has no transformWithState")
+def test_transform_with_state_runs_in_a_ttlstate_session(spark: SparkSession) -> None:
+    """Every transformWithState API of the line (Scala's, PySpark's in pandas, from 4.1 in rows),
+    routed to Spark's RocksDB provider, across a restart (tests/spark/test_transform_with_state.py
+    has all of it on 4.3), giving what that provider gives."""
+    from tests.spark.tws_queries import EXPECTED, apis, on_rocksdb, routed_run
+
+    found = apis(spark)
+    for name, build in found.items():
+        assert routed_run(spark, build).outputs == EXPECTED, name
+    assert on_rocksdb(spark, found["scala"]).outputs == EXPECTED
+
+
 WRONG_JAR_JOB = """
 import sys
 from pyspark.sql import SparkSession

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -17,14 +18,14 @@ _VARIANTS = {"native": (EngineKind.NATIVE, SnapshotLayout.SST),
              "rocksdict": (EngineKind.ROCKSDICT, SnapshotLayout.RECORDS)}
 
 
-@pytest.fixture(params=list(_VARIANTS))
-def make_provider(request, tmp_path) -> Callable[..., StoreProvider]:  # noqa: ANN001
-    """Providers over one checkpoint dir; each call gets a fresh, empty local dir."""
+@contextmanager
+def _makers(tmp_path, variant: str) -> Iterator[Callable[..., StoreProvider]]:  # noqa: ANN001
+    """Providers of `variant` over one checkpoint dir; each call gets a fresh, empty local dir."""
     made: list[StoreProvider] = []
 
     def make(ttl: TtlConfig | None = None, snapshot_interval: int = 2,
              local: str | None = None, checkpoint_ids: bool = False) -> StoreProvider:
-        engine, layout = _VARIANTS[request.param]
+        engine, layout = _VARIANTS[variant]
         cfg = StoreConfig(ttl or TtlConfig(), engine, snapshot_interval, layout)
         p = StoreProvider("op0/p0", str(tmp_path / (local or f"local{len(made)}")),
                           LocalCheckpointLocation(str(tmp_path / "ck")), cfg, ManualClock(1000),
@@ -32,7 +33,22 @@ def make_provider(request, tmp_path) -> Callable[..., StoreProvider]:  # noqa: A
         made.append(p)
         return p
 
-    yield make
-    for p in made:
-        p.close()
+    try:
+        yield make
+    finally:
+        for p in made:
+            p.close()
 
+
+@pytest.fixture(params=list(_VARIANTS))
+def make_provider(request, tmp_path) -> Iterator[Callable[..., StoreProvider]]:  # noqa: ANN001
+    """Providers of each variant over one checkpoint dir; each call gets a fresh, empty local dir."""
+    with _makers(tmp_path, request.param) as make:
+        yield make
+
+
+@pytest.fixture
+def make_sst_provider(tmp_path) -> Iterator[Callable[..., StoreProvider]]:  # noqa: ANN001
+    """`make_provider` of the native engine with SST snapshots only: what SST files concern."""
+    with _makers(tmp_path, "native") as make:
+        yield make

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from ttlstate.engine.select import native_import_error, native_module
 from ttlstate.store.planes import free_memory
 
 
@@ -20,7 +21,9 @@ def trims(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         calls.append(threading.current_thread().name)
         return True
 
-    monkeypatch.setattr(free_memory._native, "release_free_memory", release)
+    native = native_module()
+    assert native is not None, native_import_error()
+    monkeypatch.setattr(native, "release_free_memory", release)
     monkeypatch.setattr(free_memory, "MIN_GAP_S", 0.3)
     monkeypatch.setattr(free_memory, "QUIET_S", 0.1)
     free_memory.set_idle_probe(lambda: True)

@@ -55,31 +55,34 @@ def test_snapshot_only_version_loads() -> None:
     assert plan.snapshot == "7.snapshot" and plan.changelogs == ()
 
 
-def test_cleanup_keeps_what_the_newest_versions_need() -> None:
-    files = cl(*range(1, 11)) + sn(3, 6, 9)
-    # keep versions 7..10 loadable: they need snapshot 6 and changelogs 7..10
-    assert sorted(deletable_files(files, 4, 10, {3, 6, 9})) == sorted(cl(1, 2, 3, 4, 5, 6) + sn(3))
+def test_cleanup_keeps_what_the_newest_versions_need_and_a_repair_of_their_snapshot() -> None:
+    files = cl(*range(1, 14)) + sn(3, 6, 9, 12)
+    # keep versions 10..13 loadable: they need snapshot 9 and changelogs 10..13; and should 9 be
+    # found damaged, snapshot 6 and changelogs 7..9 rebuild it (repair.py)
+    assert sorted(deletable_files(files, 4, 13, {3, 6, 9, 12})) == sorted(cl(1, 2, 3, 4, 5, 6) + sn(3))
 
 
-def test_cleanup_deletes_nothing_without_an_old_enough_snapshot() -> None:
+def test_cleanup_deletes_nothing_without_two_old_enough_snapshots() -> None:
     assert deletable_files(cl(*range(1, 11)) + sn(9), 4, 10, {9}) == []
+    assert deletable_files(cl(*range(1, 11)) + sn(3, 9), 4, 10, {3, 9}) == []  # 3 alone: no repair base
     assert deletable_files([], 3, 5, set()) == []
 
 
 def test_cleanup_counts_back_from_the_served_version_not_the_newest_file() -> None:
     """Files above the version this writer serves may be another writer's (a second driver, a
     zombie task): retention neither deletes them nor counts back from them."""
-    files = cl(*range(1, 31)) + sn(5, 10, 20, 25)
-    doomed = deletable_files(files, 4, 12, {5, 10, 20, 25})  # serving 12: keep 9..12 (snapshot 5)
-    assert sorted(doomed) == sorted(cl(1, 2, 3, 4, 5))
+    files = cl(*range(1, 31)) + sn(2, 5, 10, 20, 25)
+    doomed = deletable_files(files, 4, 12, {2, 5, 10, 20, 25})  # serving 12: keep 9..12 (snapshots 5, 2)
+    assert sorted(doomed) == sorted(cl(1, 2))
     assert all(int(n.split(".")[0]) <= 12 for n in doomed)
 
 
 def test_cleanup_never_counts_on_a_snapshot_of_another_attempt() -> None:
     """An untrusted snapshot (another attempt's, or not yet checked) is no base: the changelogs
     below it stay, as they are what rebuilds those versions."""
-    files = cl(*range(1, 11)) + sn(3, 6)
-    assert sorted(deletable_files(files, 4, 10, {3})) == sorted(cl(1, 2, 3))
+    files = cl(*range(1, 11)) + sn(1, 3, 6)
+    assert sorted(deletable_files(files, 4, 10, {1, 3})) == sorted(cl(1))
+    assert deletable_files(files, 4, 10, {3}) == []
     assert deletable_files(files, 4, 10, set()) == []
 
 

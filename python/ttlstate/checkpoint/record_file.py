@@ -235,6 +235,49 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
         raise RecordFileError(f"has a bad header ({e})") from None
 
 
+def intact_length(path: str) -> int | None:
+    """When bytes were appended after the end of a record file (another writer, a copy tool that
+    appended instead of replacing): the length of the record file it starts with, found by its
+    last footer whose sizes add up and whose checksum holds; None when there is no such file.
+    Everything up to that length is verified as a whole file is; what follows is not the file's."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(_PREFIX.size)
+        if len(head) < _PREFIX.size or head[:8] != MAGIC:
+            return None
+        hdr_len = _PREFIX.unpack(head)[3]
+        pos = size
+        while pos > _PREFIX.size + hdr_len:  # from the end back, a chunk at a time
+            start = max(_PREFIX.size + hdr_len, pos - _CHUNK)
+            f.seek(start)
+            window = f.read(min(pos + len(FOOTER_MAGIC), size) - start)
+            at = window.rfind(FOOTER_MAGIC)
+            while at >= 0:
+                end = start + at + _FOOTER.size
+                if end < size:
+                    f.seek(start + at)
+                    fmagic, count, body_len, crc = _FOOTER.unpack(f.read(_FOOTER.size))
+                    if _PREFIX.size + hdr_len + body_len + _FOOTER.size == end and \
+                            _crc_upto(f, start + at, _FOOTER_BODY.pack(fmagic, count, body_len)) == crc:
+                        return end
+                at = window.rfind(FOOTER_MAGIC, 0, at)
+            pos = start
+    return None
+
+
+def _crc_upto(f: BinaryIO, length: int, tail: bytes) -> int:
+    """The CRC32 of the first `length` bytes of `f`, then `tail`."""
+    f.seek(0)
+    crc, remaining = 0, length
+    while remaining:
+        chunk = f.read(min(_CHUNK, remaining))
+        if not chunk:
+            break
+        crc = zlib.crc32(chunk, crc)
+        remaining -= len(chunk)
+    return zlib.crc32(tail, crc)
+
+
 def _optional_int(meta: dict[str, object], key: str) -> int | None:
     value = meta.get(key)
     return None if value is None else int(value)  # type: ignore[call-overload]

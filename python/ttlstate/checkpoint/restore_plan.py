@@ -95,18 +95,20 @@ def _changelogs(after: int, upto: int) -> tuple[str, ...]:
 def deletable_files(files: list[str], min_versions_to_retain: int, current: int,
                     trusted_snapshots: set[int]) -> list[str]:
     """Files no longer needed to rebuild any of the `min_versions_to_retain` versions up to
-    `current`, the version this writer serves. Retention counts back from it, never from the
-    newest file: a file above it may be another writer's (a second driver, a zombie task), and
-    counting back from such a file would delete what `current` is rebuilt from. Only a snapshot
-    in `trusted_snapshots` (known to hold this writer's timeline: see lineage.py) can be the
-    base older files are deleted for."""
+    `current`, the version this writer serves, even if the newest snapshot they would be rebuilt
+    from is found damaged later: the files kept reach back to the second-newest snapshot at or
+    below the oldest version to retain, so a repair (store/repair.py) can rebuild from that one.
+    Retention counts back from `current`, never from the newest file: a file above it may be
+    another writer's (a second driver, a zombie task), and counting back from such a file would
+    delete what `current` is rebuilt from. Only a snapshot in `trusted_snapshots` (known to hold
+    this writer's timeline: see lineage.py) can be the base older files are deleted for."""
     parsed = [f for f in names.parse_all(files) if f.version <= current]
     if not parsed:
         return []
     earliest_to_keep = max(current - min_versions_to_retain + 1, 1)
-    snapshots = [f.version for f in parsed if f.kind == names.SNAPSHOT
-                 and f.version <= earliest_to_keep and f.version in trusted_snapshots]
-    if not snapshots:
+    snapshots = sorted({f.version for f in parsed if f.kind == names.SNAPSHOT
+                        and f.version <= earliest_to_keep and f.version in trusted_snapshots})
+    if len(snapshots) < 2:
         return []
-    base = max(snapshots)
+    base = snapshots[-2]
     return [f.name for f in parsed if f.version < base or (f.version == base and f.kind == names.CHANGELOG)]

@@ -1,5 +1,5 @@
 """The `ttlstate` command (also `python -m ttlstate`): argparse subcommands `demo`, `inspect`,
-`jar`, `migrate`, `version`. Each command's arguments and its work live in its own module,
+`jar`, `migrate`, `rollback`, `version`. Each command's arguments and its work live in its own module,
 imported only when that command runs (or when its help is built)."""
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ COMMANDS: dict[str, Command] = {
     "migrate": Command("ttlstate.spark.migrate", "run_command",
                        "copy a stopped query's checkpoint into a new one on ttlstate (or back, --to "
                        "rocksdb)"),
+    "rollback": Command("ttlstate.cli.rollback", "run",
+                        "roll a stopped query back to the newest batch its state rebuilds, when a "
+                        "damaged checkpoint file stops it (--dry-run says what it would move)"),
     "version": Command("ttlstate.cli.main", "_version", "print ttlstate's version",
                        "Print ttlstate's version (as --version does)."),
 }

@@ -129,6 +129,16 @@ SNAPSHOT_LAYOUT = ConfKey("snapshot.layout", SnapshotLayout.SST.value,
                           "state, rewritten at every snapshot, which `cleanup.fullSnapshot` "
                           "applies to (what the rocksdict engine always writes). Both read both.",
                           Kind.ENUM, option="snapshot_layout", choices=SnapshotLayout)
+# Spark's own bound on the same repair (autoSnapshotRepair.maxChangeFileReplay) is 500 since 4.2.
+REPAIR_MAX_REPLAY = ConfKey("repair.maxChangelogReplay", "500",
+                            "A snapshot that is damaged or missing (its file, an SST manifest or an "
+                            "SST file it names) is passed over with a WARN, and the version is rebuilt "
+                            "from the newest intact older snapshot (or the empty state) and the "
+                            "changelogs since, as Spark's own providers repair since 4.2 "
+                            "(`numSnapshotsAutoRepaired`). A repair replays at most this many "
+                            "changelogs; past it the load fails naming the damaged file and this key.",
+                            Kind.INT, option="repair_max_changelog_replay", minimum=0, maximum=INT64_MAX,
+                            zero="no repair: a damaged snapshot fails the load, naming it")
 CHECKPOINT_LOCAL_FILES = ConfKey("checkpoint.localFiles", "true",
                                  "Where the checkpoint location is on Hadoop's local file system "
                                  "(`file:`, a local disk or a mounted NFS or FUSE share), the state "
@@ -258,6 +268,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, SNAPSHOT_LAYOUT,
+    REPAIR_MAX_REPLAY,
     CHECKPOINT_LOCAL_FILES, PYTHON,
     LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES,
     READ_AHEAD_CHUNK_ROWS, MEMORY_MAX_BYTES, MEMORY_WRITE_BUFFER_RATIO, CACHE_MAX_BYTES, REQUEST_TIMEOUT,

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ttlstate.checkpoint import names
 from ttlstate.errors import RequestError
 from ttlstate.server import protocol as P
 from ttlstate.server.registry import OpenStore
@@ -169,14 +170,20 @@ def release(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> by
 
 
 def snapshot_maintenance(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:
-    opened.provider.do_snapshot_maintenance()
-    return b""
+    return P.Writer().i64(_published_version(opened.provider.do_snapshot_maintenance())).payload()
 
 
 def snapshot_now(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:
-    conn.version(handle)  # a version must be loaded
-    opened.provider.write_snapshot()
-    return b""
+    """From maintenance, like OP_SNAPSHOT: the store's loaded version, if it has one."""
+    if opened.provider.local_version is None:
+        return P.Writer().i64(-1).payload()
+    return P.Writer().i64(_published_version(opened.provider.write_snapshot())).payload()
+
+
+def _published_version(name: str | None) -> int:
+    """The version of the snapshot file `name` that was just published; -1 for none."""
+    parsed = names.parse(name) if name else None
+    return parsed.version if parsed is not None else -1
 
 
 def changes(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:

@@ -31,7 +31,7 @@ from ttlstate.errors import (  # noqa: F401  (re-exported: part of the wire prot
     ProtocolError,
 )
 
-PROTOCOL_VERSION = 10
+PROTOCOL_VERSION = 11
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -78,13 +78,17 @@ OP_COMMIT = 11        # u32 h                                            -> OK i
 OP_ABORT = 12         # u32 h                                            -> OK
 OP_RELEASE = 13       # u32 h                                            -> OK
 OP_METRICS = 14       # u32 h                                            -> OK metrics
-OP_SNAPSHOT = 15      # u32 h                                            -> OK
+OP_SNAPSHOT = 15      # u32 h                                            -> OK i64 version of the
+#                                                                          snapshot published (-1: none)
+#   maintenance: the loaded version's snapshot when `snapshotInterval` versions passed since the
+#   last (or a repair passed one over); the shim reports a published one to Spark's coordinator
 OP_CLEANUP = 16       # u32 h, i32 min versions to retain                -> OK
 OP_CLOSE = 17         # u32 h                                            -> OK
 OP_KEYS = 18          # u32 h                                            -> OK u32 iter id, chunk
 #   every key in the loaded version's local DB (expired ones included), values null; continue
 #   with OP_ITER_NEXT / OP_ITER_CLOSE. Only what a filter of keys needs: no TTL, no side effects
-OP_SNAPSHOT_NOW = 19  # u32 h                                            -> OK
+OP_SNAPSHOT_NOW = 19  # u32 h                                            -> OK i64 version of the
+#                                                                          snapshot published (-1: none)
 #   writes the snapshot of the loaded version now, whatever snapshotInterval says (Spark's
 #   forceSnapshotOnCommit)
 OP_CHANGES = 20       # u32 h, i64 version, i64 end version,             -> OK u32 iter id, chunk

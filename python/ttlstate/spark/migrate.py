@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import threading
 from typing import Any
 
 from ttlstate.config import keys as K
-from ttlstate.spark.configure import tools_jar_path
 from ttlstate.spark.lines import MIGRATE_BACK_SINCE, line_for, migrate_back_supported
+from ttlstate.spark.tools_jar import tools_class
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
@@ -50,21 +49,8 @@ def _progress(spark: Any, done: threading.Event, out: Any) -> None:
 
 
 def _migration_run(spark: Any) -> Any:
-    """`ttlstate.tools.Migration.run` of the installed tools jar, as a reflected method.
-
-    The tools jar is not on a session's classpath (`configure` gives the executors only the
-    shim): it is added to the running context (the executors fetch it for the copy's tasks) and
-    loaded on the driver by a class loader over the session's, so any session can migrate."""
-    sc = spark.sparkContext
-    jvm = sc._jvm
-    path = tools_jar_path()
-    added = str(sc._jsc.sc().listJars().mkString("\n")).splitlines()
-    if not any(j.endswith("/" + os.path.basename(path)) for j in added):
-        sc._jsc.addJar(path)
-    urls = sc._gateway.new_array(jvm.java.net.URL, 1)
-    urls[0] = jvm.java.io.File(path).toURI().toURL()
-    parent = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    tool = jvm.java.net.URLClassLoader(urls, parent).loadClass("ttlstate.tools.Migration")
+    """`ttlstate.tools.Migration.run` of the installed tools jar, as a reflected method."""
+    tool = tools_class(spark, "ttlstate.tools.Migration")
     return next(m for m in tool.getMethods() if m.getName() == "run")
 
 

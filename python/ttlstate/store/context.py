@@ -34,6 +34,10 @@ class StoreContext:
     lock: threading.RLock = field(default_factory=threading.RLock)
     # Metric counters accumulated since the last report (store/metric_names.py names them).
     counters: Counter[str] = field(default_factory=Counter)
+    # Snapshots a load passed over as damaged or missing (repair.py): never overwritten, so the
+    # evidence stays, and a snapshot is due at the next maintenance to take their place.
+    unusable_snapshots: set[str] = field(default_factory=set)
+    snapshot_due: bool = False
 
     def not_loaded(self) -> StoreStateError:
         return StoreStateError(f"ttlstate store {self.store_id}: no version is loaded")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from ttlstate.checkpoint import names
-from ttlstate.checkpoint.errors import CheckpointError, SnapshotFilesUnusable, VersionNotFound
+from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
 from ttlstate.checkpoint.lineage import Chain, continues, follow
 from ttlstate.checkpoint.record_file import KIND_CHANGELOG, KIND_SNAPSHOT
 from ttlstate.checkpoint.restore_plan import RestorePlan, plan_from_snapshot, plan_restore
@@ -23,6 +23,7 @@ from ttlstate.store.load_by_id import IdLoader
 from ttlstate.store.local_db import LocalDb
 from ttlstate.store.planes.base import Fetched
 from ttlstate.store.rebuild import Checked, Rebuilder
+from ttlstate.store.repair import Repair, UnusableSnapshot, describe_base
 from ttlstate.store.timeline import Timeline
 
 log = logging.getLogger(__name__)
@@ -55,8 +56,8 @@ class VersionLoader:
         db, files = self._db, self._ctx.files
         db.lineage += 1
         use_local = db.is_open
-        skip: set[int] = set()
-        unusable: SnapshotFilesUnusable | None = None  # the last snapshot passed over, if any
+        skip: set[int] = set()  # snapshots passed over: another attempt's state, or unusable
+        repair = Repair(self._ctx, version)
         refreshed = from_snapshot is not None
         while True:
             local = db.version if use_local and db.is_open else None
@@ -68,16 +69,23 @@ class VersionLoader:
                     plan = plan_restore(self._ctx.store_id, files.listing(refresh=refreshed), version,
                                         local, frozenset(skip))
                 except VersionNotFound as e:
-                    if unusable is not None:  # nothing older rebuilds it: say why the snapshot did not
-                        raise unusable from e
+                    if repair.active:  # nothing older rebuilds it: say why the snapshot did not
+                        raise repair.nothing_older(e) from e
                     if refreshed:
                         raise
                     refreshed = True
                     continue
+                repair.check_base(plan.base_version, describe_base(self._ctx, plan))
             with files.staged() as fetched:
                 try:
                     stale, checked = self._fetch_plan(plan, version, fetched,
                                                       strict=from_snapshot is not None)
+                except UnusableSnapshot as e:
+                    if from_snapshot is not None or plan.snapshot is None:  # asked for by name
+                        raise e.error from None
+                    repair.pass_over(plan.snapshot, e.error)
+                    skip.add(plan.base_version)
+                    continue
                 except VersionNotFound:
                     if refreshed:  # a file listed a moment ago is gone: list again, once
                         raise
@@ -91,13 +99,13 @@ class VersionLoader:
                     continue
                 try:
                     self._rebuild.apply(plan, fetched, version, checked)
-                except SnapshotFilesUnusable as e:
-                    if from_snapshot is not None:  # asked for by name: no other base will do
-                        raise
-                    log.warning("%s; loading version %d from an older base instead", e, version)
+                except CheckpointError as e:
+                    if from_snapshot is not None or plan.snapshot is None or e.file_name != plan.snapshot:
+                        raise  # a changelog, or a snapshot asked for by name: no other base will do
+                    repair.pass_over(plan.snapshot, e)
                     skip.add(plan.base_version)
-                    unusable = e
                     continue
+                repair.done(describe_base(self._ctx, plan), len(plan.changelogs))
                 self._timeline.loaded_lineage((), format1=True)
                 return
 
@@ -110,26 +118,36 @@ class VersionLoader:
         (snapshotStartBatchId); one of another attempt is an error then, not skipped."""
         files, store_id = self._ctx.files, self._ctx.store_id
         if plan.snapshot:
-            fetched.append((plan.snapshot, *files.fetch_verified(plan.snapshot, KIND_SNAPSHOT, version)))
+            try:
+                fetched.append((plan.snapshot, *files.fetch_verified(plan.snapshot, KIND_SNAPSHOT, version)))
+            except CheckpointError as e:  # damaged or gone: an older base may rebuild the version
+                raise UnusableSnapshot(e) from None
         for name in plan.changelogs:
             fetched.append((name, *files.fetch_verified(name, KIND_CHANGELOG, version)))
         changelogs = [h for _n, _p, h in fetched if h.kind == KIND_CHANGELOG]
+        base = describe_base(self._ctx, plan)
         if plan.from_local:
-            base_state, base = self._db.state_id, f"the local state of version {plan.base_version}"
+            base_state = self._db.state_id
         elif plan.snapshot:
-            base_state, base = fetched[0][2].state, files.describe(plan.snapshot)
+            base_state = fetched[0][2].state
         else:
-            base_state, base = None, "empty state"
+            base_state = None
         chain = follow(base_state, changelogs)
         if not changelogs and plan.snapshot and base_state is not None:
             # Loading exactly a snapshot's version: the snapshot must hold what that version's
             # changelog (when there is one) wrote.
             name = names.changelog_name(plan.base_version)
             if name in files.listing(refresh=False):
-                path, header = files.fetch_verified(name, KIND_CHANGELOG, version)
-                fetched.append((name, path, header))
-                if not continues(fetched[0][2], header):
-                    chain = Chain((0,), base_state)
+                try:
+                    path, header = files.fetch_verified(name, KIND_CHANGELOG, version)
+                except CheckpointError as e:  # the snapshot holds the version whole, as Spark reads it
+                    log.warning("ttlstate store %s: version %d is loaded from %s alone: %s %s, so "
+                                "whether the snapshot holds what that changelog wrote is not checked",
+                                store_id, version, base, files.describe(name), e.reason)
+                else:
+                    fetched.append((name, path, header))
+                    if not continues(fetched[0][2], header):
+                        chain = Chain((0,), base_state)
         checked = Checked(chain.state, bool(plan.snapshot) and (not chain.breaks or chain.breaks[0] > 0),
                           not chain.breaks)
         if not chain.breaks:

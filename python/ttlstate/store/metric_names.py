@@ -80,6 +80,12 @@ REPLAYED_CHANGELOGS = MetricName("rocksdbNumReplayChangelogFiles", "sum",
                                  "snapshot, or on the local state): a restore that replays many "
                                  "is slow, and `snapshotInterval` bounds them",
                                  "the same name and meaning")
+SNAPSHOTS_AUTO_REPAIRED = MetricName("numSnapshotsAutoRepaired", "sum",
+                                     "loads that passed over a damaged or missing snapshot and "
+                                     "rebuilt the version from an older one and the changelogs "
+                                     "since (each WARN names the file and why)",
+                                     "the same name and meaning (Spark 4.2+; Spark's RocksDB "
+                                     "provider: `rocksdbNumSnapshotsAutoRepaired`)")
 ENGINE_FALLBACK = MetricName("engineFallback", "sum",
                              "stores running on rocksdict because engine=auto found no native build",
                              "none")
@@ -101,7 +107,7 @@ ALL_METRICS: tuple[MetricName, ...] = (
     STORE_CALL_COUNT, STORE_CALL_TIME_MS, BLOOM_FILTER_SKIPPED_READS, ROCKSDB_SST_FILE_SIZE,
     COMMIT_TIME_MS, SNAPSHOT_TIME_MS, LOAD_LATENCY_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES,
     CACHE_BYTES, STATE_BYTES, TTL_EXPIRED_TOTAL, NUM_REMOVED_STATE_ROWS, READ_AHEAD_KEYS,
-    REPLAYED_CHANGELOGS,
+    REPLAYED_CHANGELOGS, SNAPSHOTS_AUTO_REPAIRED,
 )
 
 # Former names, for readers of old progress logs and dashboards (docs/metrics.md).

@@ -228,9 +228,10 @@ class StoreProvider:
         return self._db.kept.bits(restored, bits_log2, probes)
 
     # -- maintenance --------------------------------------------------------------------------
-    def do_snapshot_maintenance(self) -> None:
-        """Snapshot the loaded version when `snapshot_interval` versions passed since the last."""
-        self._snapshots.write_if_due()
+    def do_snapshot_maintenance(self) -> str | None:
+        """Snapshot the loaded version when `snapshot_interval` versions passed since the last (or
+        a repair passed one over); returns the file name of the snapshot published, if any."""
+        return self._snapshots.write_if_due()
 
     def write_snapshot(self) -> str | None:
         """Write and publish the snapshot of the loaded version; returns its file name (None:

@@ -44,16 +44,17 @@ class SnapshotWriter:
         self._timeline = timeline
         self._times = times
 
-    def write_if_due(self) -> None:
-        """Snapshot the loaded version when `snapshot_interval` versions passed since the last."""
+    def write_if_due(self) -> str | None:
+        """Snapshot the loaded version when `snapshot_interval` versions passed since the last (or
+        a repair passed one over); returns the file name published, if any."""
         db = self._db
         with self._ctx.lock:
             db.settle()
             if db.closed or not db.is_open or db.version is None:
-                return
-            due = db.version - self._timeline.newest_trusted(db.version) >= self._ctx.config.snapshot_interval
-        if due:
-            self.write()
+                return None
+            since = db.version - self._timeline.newest_trusted(db.version)
+            due = self._ctx.snapshot_due or since >= self._ctx.config.snapshot_interval
+        return self.write() if due else None
 
     def write(self) -> str | None:
         """Write and publish the snapshot of the loaded version; returns its file name (None: it
@@ -71,6 +72,11 @@ class SnapshotWriter:
             if ctx.checkpoint_ids and not db.state_id:
                 return None  # format 2: an empty state at its first version has no id to name
             name = names.snapshot_name(version, (db.state_id or "") if ctx.checkpoint_ids else "")
+            if name in ctx.unusable_snapshots:  # a damaged file a repair passed over: keep it as it is
+                log.info("ttlstate store %s: snapshot of version %d waits for the next version: %s is "
+                         "the damaged snapshot a load passed over, left for inspection",
+                         ctx.store_id, version, ctx.files.describe(name))
+                return None
             local = ctx.files.staging_path(f".{name}.{secrets.token_hex(4)}")
             ttl = ctx.config.ttl
             batch_time = self._times.recorded(version)
@@ -172,6 +178,7 @@ class SnapshotWriter:
 
     def _publish(self, local: str, name: str, dropped: int, started: float) -> None:
         self._ctx.files.publish(local, name)
+        self._ctx.snapshot_due = False
         parsed = names.parse(name)
         if parsed is not None:
             self._timeline.trusted.add(parsed.version)

@@ -10,10 +10,12 @@ writers of one store (a retried task, a second driver) never overwrite each othe
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 
 from ttlstate.checkpoint import names
@@ -29,6 +31,8 @@ from ttlstate.checkpoint.sst_manifest import (
     sst_file_name,
 )
 from ttlstate.store.store_files import StoreFiles
+
+log = logging.getLogger(__name__)
 
 # An SST file no snapshot names is deleted only once it has been seen so for this long: a
 # writer uploads a snapshot's files before the snapshot itself, so an upload in progress (this
@@ -114,6 +118,13 @@ class SstSnapshots:
                     self._files.store_id, version, snapshot_name,
                     f"names SST file {self._files.describe(f.name)}, which is missing") from None
             size = os.path.getsize(local)
+            if size > f.size and _intact_prefix(local, f):
+                log.warning("ttlstate store %s: SST file %s has %d bytes after the %d its snapshot %s "
+                            "recorded (appended by another writer or a copy tool?): they are ignored; "
+                            "the file before them verifies", self._files.store_id,
+                            self._files.describe(f.name), size - f.size, f.size, snapshot_name)
+                os.truncate(local, f.size)
+                size = f.size
             if size != f.size or file_crc32(local) != f.crc32:
                 found = f"{size} bytes" if size != f.size else "other bytes (checksum mismatch)"
                 raise SnapshotFilesUnusable(
@@ -171,3 +182,16 @@ class SstSnapshots:
             return None
         finally:
             os.unlink(local)
+
+
+def _intact_prefix(path: str, f: SstFile) -> bool:
+    """Whether the first `f.size` bytes of `path` are the file its manifest recorded."""
+    crc, remaining = 0, f.size
+    with open(path, "rb") as src:
+        while remaining:
+            chunk = src.read(min(1 << 20, remaining))
+            if not chunk:
+                return False
+            crc = zlib.crc32(chunk, crc)
+            remaining -= len(chunk)
+    return crc == f.crc32

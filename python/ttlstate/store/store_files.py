@@ -7,6 +7,7 @@ verified whole, and checked to be this store's and this version's, before anythi
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,8 +16,15 @@ from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import CheckpointError, VersionNotFound
 from ttlstate.checkpoint.identity import FileIdentity
 from ttlstate.checkpoint.location import CheckpointLocation
-from ttlstate.checkpoint.record_file import RecordFileError, RecordFileHeader, verify_record_file
+from ttlstate.checkpoint.record_file import (
+    RecordFileError,
+    RecordFileHeader,
+    intact_length,
+    verify_record_file,
+)
 from ttlstate.store.planes.base import Fetched
+
+log = logging.getLogger(__name__)
 
 
 class StoreFiles:
@@ -67,7 +75,7 @@ class StoreFiles:
         except FileNotFoundError:
             raise VersionNotFound(self.store_id, version, name, "is missing") from None
         try:
-            header = verify_record_file(local, kind)
+            header = self._verified(local, name, kind)
         except RecordFileError as e:
             os.unlink(local)
             raise CheckpointError(self.store_id, version, name, str(e)) from None
@@ -80,6 +88,23 @@ class StoreFiles:
                                   f"({self.describe(name)}) {wrong}: it was copied or "
                                   "moved here from another place; restore this store's own file")
         return local, header
+
+    def _verified(self, local: str, name: str, kind: bytes) -> RecordFileHeader:
+        """The header of the fetched file `local`, verified whole. A file with bytes appended
+        after its end is read up to that end (the local copy is cut there; the checkpoint's file
+        stays as it is), with a WARN: everything the file is verifies, what follows is not its."""
+        try:
+            return verify_record_file(local, kind)
+        except RecordFileError:
+            end = intact_length(local)
+            if end is None:
+                raise
+            extra = os.path.getsize(local) - end
+            log.warning("ttlstate store %s: checkpoint file %s has %d bytes after its end (appended "
+                        "by another writer or a copy tool?): they are ignored; the file before them "
+                        "verifies", self.store_id, self.describe(name), extra)
+            os.truncate(local, end)
+            return verify_record_file(local, kind)
 
     def publish(self, local: str, name: str) -> None:
         """Makes the local file `local` the checkpoint file `name` (atomically), then removes

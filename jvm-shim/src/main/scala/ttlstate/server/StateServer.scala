@@ -1,7 +1,6 @@
 package ttlstate.server
 
 import java.io.{BufferedInputStream, BufferedOutputStream, BufferedReader, DataInputStream, File, IOException, InputStreamReader, InterruptedIOException, OutputStream}
-import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
 import java.nio.file.attribute.PosixFilePermissions
 import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, ConcurrentLinkedQueue, TimeUnit, TimeoutException}
@@ -149,8 +148,6 @@ object StateServer {
     }
   }
 
-  // Linux's sun_path holds 108 bytes with the terminating NUL.
-  private val MaxSocketPath = 107
   private def socketName(worker: Int) = s"w$worker.sock"
 
   /** A private (0700) directory for the server under Spark's own local dirs for this executor
@@ -184,11 +181,11 @@ object StateServer {
     Files.createTempDirectory(parent, prefix,
       PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------"))).toFile
 
-  /** Unix socket paths are limited to 107 bytes. If the sockets do not fit under `root`, only
-   *  they go to a short private directory of their own (java.io.tmpdir, else /tmp), removed with
-   *  the server; the state stays under `root`. */
-  private def socketDirFor(root: File, workers: Int): Option[File] = {
-    def fits(dir: String) = s"$dir/${socketName(workers - 1)}".getBytes(UTF_8).length <= MaxSocketPath
+  /** Unix socket paths are limited (UnixSocketPaths: 106 bytes on Java 17). If the sockets do
+   *  not fit under `root`, only they go to a short private directory of their own
+   *  (java.io.tmpdir, else /tmp), removed with the server; the state stays under `root`. */
+  private[server] def socketDirFor(root: File, workers: Int): Option[File] = {
+    def fits(dir: String) = UnixSocketPaths.fits(s"$dir/${socketName(workers - 1)}")
     if (fits(root.getAbsolutePath)) None
     else {
       val base = Option(System.getProperty("java.io.tmpdir")).filter(fits).getOrElse("/tmp")

@@ -32,6 +32,7 @@ class TtlStateSessionExtensions extends (SparkSessionExtensions => Unit) {
       case _ =>
     })
     extensions.injectColumnar(ReadAheadRule(_))
+    extensions.injectOptimizerRule(TransformWithStateRouting.Reassert(_))
   }
 }
 
@@ -44,7 +45,7 @@ object StartChecks {
   /** The last warnings these checks logged (newest last), for tests and notebooks. */
   def recentWarnings(): java.util.List[String] = new java.util.ArrayList[String](warnings)
 
-  private def warn(message: String): Unit = {
+  private[spark] def warn(message: String): Unit = {
     log.warn(message)
     warnings.addLast(message)
     while (warnings.size > 20) warnings.pollFirst()
@@ -55,7 +56,7 @@ object StartChecks {
   /** The last INFO lines these checks logged (newest last), for tests and notebooks. */
   def recentNotes(): java.util.List[String] = new java.util.ArrayList[String](notes)
 
-  private def note(message: String): Unit = {
+  private[spark] def note(message: String): Unit = {
     log.info(message)
     notes.addLast(message)
     while (notes.size > 20) notes.pollFirst()
@@ -116,8 +117,11 @@ object StartChecks {
     val hadoopConf = session.sparkContext.hadoopConfiguration
     val pinned = if (checkpoint == null) None else SparkMetadata.pinnedProvider(checkpoint, hadoopConf)
     val onTtlstate = pinned.getOrElse(provider) == ProviderClass
+    // transformWithState runs on Spark's RocksDB provider (TransformWithStateRouting), which its
+    // checkpoint then pins: no migration applies, and ttlstate's confs do not.
+    val routed = plan.exists(TransformWithStateRouting.uses)
 
-    if (provider == ProviderClass && pinned.exists(_ != ProviderClass)) {
+    if (provider == ProviderClass && pinned.exists(_ != ProviderClass) && !routed) {
       throw new IllegalArgumentException(
         s"[TTLSTATE_PROVIDER_PINNED] This query asks for ttlstate ($ProviderClass), but its checkpoint " +
         s"$checkpoint pins ${pinned.get} (Spark keeps the provider a query was created with, from its offset " +
@@ -127,7 +131,8 @@ object StartChecks {
         s"spark.sql.streaming.stateStore.providerClass=${pinned.get} for this query.")
     }
     conf.getAll.foreach { case (k, v) => KeySpelling.lookalikeMessage(k, v).foreach(warn) }
-    if (onTtlstate) {
+    if (routed) TransformWithStateRouting.atStart(session, checkpoint, provider, pinned, ours, note, warn)
+    else if (onTtlstate) {
       ours.foreach { case (k, v) => unknownKeyMessage(k, v).foreach(m => throw new IllegalArgumentException(m)) }
       LineFeatures.operatorNameMessage(ours, session.version).foreach(m => throw new IllegalArgumentException(m))
       validateValues(ours, ServerLaunch.driverPython(ours, Some(session.sparkContext.getConf)))

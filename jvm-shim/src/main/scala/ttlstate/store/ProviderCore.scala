@@ -9,20 +9,24 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 import ttlstate.cache.{CacheView, HotCache, KeyFilter}
-import ttlstate.client.{CheckpointFiles, ConnectionLost, Json, PayloadWriter, Protocol, ServerConnection, ServerDied, ServerError}
+import ttlstate.client.{CheckpointFiles, ConnectionLost, Json, PayloadReader, PayloadWriter, Protocol, ServerConnection, ServerDied, ServerError}
 import ttlstate.conf.{ConfKeys, ShimConfs}
 import ttlstate.metadata.{BatchTime, OperatorNames, QueryIdentity}
 import ttlstate.server.{RunningServer, ServerLaunch, StateServer}
 
-/** What a Spark version's provider adapter hands over at `init`, in Spark-neutral terms. */
+/** What a Spark version's provider adapter hands over at `init`, in Spark-neutral terms.
+ *  `snapshotPublished`: told the version of each snapshot maintenance published (Spark 4.1+
+ *  reports it to its state store coordinator, which watches for stores whose snapshots lag). */
 final case class StoreSpec(id: StateStoreId, keySchema: StructType, valueSchema: StructType, codec: KeyCodec,
     sqlConfs: Map[String, String], hadoopConf: Configuration, checkpointIds: Boolean, minVersionsToRetain: Int,
-    commitValidation: Boolean)
+    commitValidation: Boolean, snapshotPublished: Long => Unit = _ => ())
 
 /** How a version is loaded (OP_LOAD's flags and ids). `fromSnapshot`: rebuilt from exactly that
- *  snapshot version plus the changelogs after it (the state data source's fine-grained replay). */
+ *  snapshot version plus the changelogs after it (the state data source's fine-grained replay).
+ *  `forceSnapshot`: Spark's forceSnapshotOnCommit (4.2+, for a store its coordinator found
+ *  lagging): the next maintenance snapshots the store whatever `snapshotInterval` says. */
 final case class LoadRequest(version: Long, readOnly: Boolean, ckptId: Option[String] = None, empty: Boolean = false,
-    fromSnapshot: Option[Long] = None, snapshotCkptId: Option[String] = None)
+    fromSnapshot: Option[Long] = None, snapshotCkptId: Option[String] = None, forceSnapshot: Boolean = false)
 
 /** What the server said when it loaded a version: which local DB (`lineage`), its key count, and
  *  the time its TTL uses for this version (`now`). */
@@ -66,6 +70,8 @@ final class ProviderCore(val spec: StoreSpec) {
   private lazy val cacheView = new CacheView(HotCache.newOwner())
   // What the last committed task of this store learned (see TaskHint).
   @volatile private[store] var taskHint: TaskHint = TaskHint.None
+  // A load asked for a snapshot whatever the interval (LoadRequest.forceSnapshot).
+  @volatile private var snapshotForced = false
 
   StateServer.watchApplication()
 
@@ -147,7 +153,11 @@ final class ProviderCore(val spec: StoreSpec) {
   }
 
   /** Loads a version for one task. */
+  /** The next maintenance snapshots the store whatever `snapshotInterval` says. */
+  def forceSnapshot(): Unit = snapshotForced = true
+
   def load(req: LoadRequest): StoreVersion = {
+    if (req.forceSnapshot) forceSnapshot()
     val clock = BatchTime.forVersion(id.checkpointRootLocation, req.version, runId, spec.hadoopConf)
     val flags = (if (req.readOnly) Protocol.LOAD_READ_ONLY else 0) | (if (req.empty) Protocol.LOAD_EMPTY else 0) |
       (if (req.fromSnapshot.isDefined) Protocol.LOAD_FROM_SNAPSHOT else 0) |
@@ -257,18 +267,27 @@ final class ProviderCore(val spec: StoreSpec) {
    *  apart from the unload that closes the store: it uses the running server of the generation
    *  this store was opened on, never starts one, and never opens the store (a maintenance call
    *  that raced `close` used to open it again, and that handle was never closed). */
-  private def maintenance(code: Int, extra: PayloadWriter => PayloadWriter): Unit =
-    StateServer.running.filter(_.generation == opened._1).foreach { server =>
+  private def maintenance[T](code: Int, extra: PayloadWriter => PayloadWriter)(answer: PayloadReader => T): Option[T] =
+    StateServer.running.filter(_.generation == opened._1).flatMap { server =>
       withHandle(server, keep = false, mayOpen = false) { (conn, handle, _) =>
-        conn.call(extra(new PayloadWriter().u32(handle)).frame(code), files)
+        answer(conn.call(extra(new PayloadWriter().u32(handle)).frame(code), files))
       }
     }
 
-  def snapshotMaintenance(): Unit = maintenance(Protocol.OP_SNAPSHOT, identity)
-  def cleanupMaintenance(): Unit = maintenance(Protocol.OP_CLEANUP, _.i32(spec.minVersionsToRetain))
+  /** The snapshot when it is due (or forced: Spark's forceSnapshotOnCommit), reported once
+   *  published. */
+  def snapshotMaintenance(): Unit = {
+    val forced = snapshotForced
+    snapshotForced = false
+    val published = try maintenance(if (forced) Protocol.OP_SNAPSHOT_NOW else Protocol.OP_SNAPSHOT, identity)(_.i64())
+    catch { case e: Throwable => if (forced) snapshotForced = true; throw e }
+    published.filter(_ >= 0).foreach(spec.snapshotPublished)
+  }
+
+  def cleanupMaintenance(): Unit = maintenance(Protocol.OP_CLEANUP, _.i32(spec.minVersionsToRetain))(identity)
 
   def close(): Unit = synchronized {
-    try maintenance(Protocol.OP_CLOSE, identity)
+    try maintenance(Protocol.OP_CLOSE, identity)(identity)
     catch { case _: Exception => } // closing must not fail the executor
     HotCache.removeOwner(cacheView.owner)
     val kept = keyFilter

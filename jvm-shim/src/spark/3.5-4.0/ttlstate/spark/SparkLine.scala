@@ -19,6 +19,8 @@ object SparkLine {
 
   def commitValidation(conf: StateStoreConf): Boolean = false
   def reportCommit(version: Long, id: StateStoreId, conf: Configuration): Unit = ()
+  /** Spark 4.1+'s coordinator watches snapshot uploads; these lines have none to tell. */
+  def snapshotUploaded(id: StateStoreId, conf: StateStoreConf, hadoopConf: Configuration)(version: Long): Unit = ()
 
   def realTime(plan: SparkPlan): Boolean = false
 

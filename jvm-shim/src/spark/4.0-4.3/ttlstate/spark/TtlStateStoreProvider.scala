@@ -38,7 +38,8 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     }
     core = new ProviderCore(StoreSpec(stateStoreId, keySchema, valueSchema, KeyCodec(prefixCols, keySchema),
       storeConfs.sqlConfs, hadoopConf, checkpointIds = storeConfs.enableStateStoreCheckpointIds,
-      minVersionsToRetain = storeConfs.minVersionsToRetain, commitValidation = SparkLine.commitValidation(storeConfs)))
+      minVersionsToRetain = storeConfs.minVersionsToRetain, commitValidation = SparkLine.commitValidation(storeConfs),
+      snapshotPublished = SparkLine.snapshotUploaded(stateStoreId, storeConfs, hadoopConf)))
   }
 
   override def stateStoreId: StateStoreId = core.id
@@ -89,6 +90,7 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     }
   }
 
+  private[spark] def forceSnapshot(): Unit = core.forceSnapshot()
   private[spark] def snapshotMaintenance(): Unit = if (core != null) core.snapshotMaintenance()
   private[spark] def cleanupMaintenance(): Unit = if (core != null) core.cleanupMaintenance()
 

@@ -11,16 +11,18 @@ import ttlstate.store.LoadRequest
 trait ProviderApi extends StateStoreProvider with SupportsFineGrainedReplay with LineMaintenance {
   self: TtlStateStoreProvider =>
 
-  // forceSnapshotOnCommit is not honoured: Spark sets it for a store that never reported a
-  // snapshot upload to its coordinator, and that report is a Spark-internal API, so it would be
-  // set on every batch and rewrite the whole state each time. Snapshots follow snapshotInterval
-  // through maintenance instead.
+  // forceSnapshotOnCommit: Spark's coordinator found the store's snapshots lagging (the store
+  // reports each one it publishes: SparkLine.snapshotUploaded); its next maintenance writes one.
   override def getStore(version: Long, stateStoreCkptId: Option[String], forceSnapshotOnCommit: Boolean,
       loadEmpty: Boolean): StateStore =
-    open(LoadRequest(version, readOnly = false, stateStoreCkptId, empty = loadEmpty))
+    open(LoadRequest(version, readOnly = false, stateStoreCkptId, empty = loadEmpty,
+      forceSnapshot = forceSnapshotOnCommit))
 
   override def upgradeReadStoreToWriteStore(readStore: ReadStateStore, version: Long, uniqueId: Option[String],
-      forceSnapshotOnCommit: Boolean): StateStore = upgrade(readStore, version, uniqueId)
+      forceSnapshotOnCommit: Boolean): StateStore = {
+    if (forceSnapshotOnCommit) forceSnapshot()
+    upgrade(readStore, version, uniqueId)
+  }
 
   override def getReadStore(version: Long, uniqueId: Option[String]): ReadStateStore =
     open(LoadRequest(version, readOnly = true, uniqueId))

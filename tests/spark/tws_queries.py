@@ -1,0 +1,135 @@
+"""One transformWithState query in each of Spark's APIs (tests only), and what a run of it in a
+session configured for ttlstate must show.
+
+Per key of `events` (k STRING, v INT), each batch (Update mode): the key, how many rows it has had
+(a ValueState) and the values it has had, sorted (a ListState). In Scala
+(`ttlstate.tools.TransformWithStateQueries` of the tools jar), with PySpark's
+`transformWithStateInPandas` (4.0 and later) and with its row-based `transformWithState` (4.1 and
+later). `STEPS` restarts after the first batch, so the second reads what the first run wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+
+import pandas as pd
+import pyspark
+from pyspark.sql import DataFrame, Row, SparkSession
+
+from tests.spark.harness import ROCKSDB, TTLSTATE, Run, run_steps
+from ttlstate.config import keys as K
+from ttlstate.spark.lines import minor_of
+from ttlstate.spark.tools_jar import tools_class
+
+LINE = tuple(map(int, minor_of(pyspark.__version__).split(".")))
+SCHEMAS = {"events": "k STRING, v INT"}
+STEPS = [[{"k": "a", "v": 1}, {"k": "b", "v": 2}],
+         [{"k": "a", "v": 3}, {"k": "c", "v": 4}, {"k": "a", "v": 5}, {"k": "b", "v": 6}]]
+RESTART_AFTER = 1
+EXPECTED = {0: [("a", 1, "1"), ("b", 1, "2")], 1: [("a", 3, "1,3,5"), ("b", 2, "2,6"), ("c", 1, "4")]}
+Build = Callable[[dict[str, DataFrame]], DataFrame]
+
+
+def _processor(rows_of: Callable, row_out: Callable) -> object:
+    """PySpark's StatefulProcessor of the query; `rows_of` turns a group's input into its values
+    of v, `row_out(key, n, values)` makes the output (a pandas frame or a Row)."""
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class CountValues(StatefulProcessor):
+        def init(self, handle) -> None:  # noqa: ANN001
+            self.count = handle.getValueState("count", "n LONG")
+            self.values = handle.getListState("values", "v INT")
+
+        def handleInputRows(self, key, rows, timerValues):  # noqa: ANN001, ANN201, N802, N803
+            seen = rows_of(rows)
+            n = (self.count.get()[0] if self.count.exists() else 0) + len(seen)
+            self.count.update((n,))
+            self.values.appendList([(v,) for v in seen])
+            yield row_out(key[0], n, ",".join(str(v) for v in sorted(r[0] for r in self.values.get())))
+
+        def close(self) -> None:
+            pass
+
+    return CountValues()
+
+
+def pandas_counts(s: dict[str, DataFrame]) -> DataFrame:
+    """`transformWithStateInPandas` (4.0 and later)."""
+    processor = _processor(lambda frames: [int(v) for pdf in frames for v in pdf["v"]],
+                           lambda k, n, vs: pd.DataFrame({"k": [k], "n": [n], "values": [vs]}))
+    return s["events"].groupBy("k").transformWithStateInPandas(processor, "k STRING, n LONG, values STRING",
+                                                               "update", "None")
+
+
+def row_counts(s: dict[str, DataFrame]) -> DataFrame:
+    """PySpark's row-based `transformWithState` (4.1 and later)."""
+    processor = _processor(lambda rows: [row.v for row in rows], lambda k, n, vs: Row(k=k, n=n, values=vs))
+    return s["events"].groupBy("k").transformWithState(processor, "k STRING, n LONG, values STRING",
+                                                       "update", "None")
+
+
+def scala_counts(spark: SparkSession) -> Build:
+    """Spark's Scala API: `ttlstate.tools.TransformWithStateQueries.counts` of the tools jar."""
+    queries = tools_class(spark, "ttlstate.tools.TransformWithStateQueries")
+    counts = next(m for m in queries.getMethods() if m.getName() == "counts")
+
+    def build(s: dict[str, DataFrame]) -> DataFrame:
+        args = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.java.lang.Object, 1)
+        args[0] = s["events"]._jdf
+        return DataFrame(counts.invoke(None, args), spark)
+    return build
+
+
+def apis(spark: SparkSession) -> dict[str, Build]:
+    """Every transformWithState API this Spark line has (none before 4.0)."""
+    found: dict[str, Build] = {}
+    if LINE >= (4, 0):
+        found.update({"scala": scala_counts(spark), "transformWithStateInPandas": pandas_counts})
+    if LINE >= (4, 1):
+        found["transformWithState (rows)"] = row_counts
+    return found
+
+
+FINAL_COUNTS = {"a": 3, "b": 2, "c": 1}  # the "count" variable after STEPS
+
+
+def read_counts(spark: SparkSession, checkpoint: str) -> dict[str, int]:
+    """The "count" state variable of each key, read with Spark's state data source."""
+    rows = spark.read.format("statestore").option("stateVarName", "count").load(checkpoint).collect()
+    return {r["key"][0]: r["value"][0] for r in rows}
+
+
+def notes(spark: SparkSession) -> list[str]:
+    return list(spark.sparkContext._jvm.ttlstate.spark.StartChecks.recentNotes())
+
+
+def warnings(spark: SparkSession) -> list[str]:
+    return list(spark.sparkContext._jvm.ttlstate.spark.StartChecks.recentWarnings())
+
+
+def pinned_providers(run: Run) -> list[str]:
+    """The provider class each offset log entry of the run's checkpoint names."""
+    offsets = os.path.join(run.checkpoint, "offsets")
+    out = []
+    for name in sorted((n for n in os.listdir(offsets) if n.isdigit()), key=int):
+        with open(os.path.join(offsets, name)) as f:
+            f.readline()
+            out.append(json.loads(f.readline())["conf"][K.PROVIDER_CLASS_KEY])
+    return out
+
+
+def routed_run(spark: SparkSession, build: Build, steps: list = STEPS) -> Run:
+    """The query in the ttlstate session, restarted after the first batch: routed (its offset log
+    names RocksDB's provider from the first batch) and said so at each start, in one INFO line."""
+    ours = run_steps(spark, TTLSTATE, build, SCHEMAS, steps, restart_after=RESTART_AFTER,
+                     output_mode="update")
+    assert pinned_providers(ours) == [ROCKSDB] * len(steps)
+    said = [n for n in notes(spark) if ours.checkpoint in n]
+    assert len(said) == 2 and "transformWithState" in said[0] and ROCKSDB in said[0], said  # start, restart
+    return ours
+
+
+def on_rocksdb(spark: SparkSession, build: Build, steps: list = STEPS) -> Run:
+    """The same query with Spark's RocksDB provider set by hand, restarted after the first batch."""
+    return run_steps(spark, ROCKSDB, build, SCHEMAS, steps, restart_after=RESTART_AFTER, output_mode="update")
