@@ -6,8 +6,8 @@ but not ignored files: no jar, no native library, no build directory). The venv'
 (pyspark 3.5.9, Scala 2.12: the line of EMR 7 and Dataproc 2.2), installed first, as the
 build's message asks. Checked:
 
-- without any Spark in the venv (and no SPARK_HOME), the build fails at once saying what it
-  needs, before compiling anything;
+- without any Spark in the venv (and no SPARK_HOME), or with pyspark but no JDK on PATH, the
+  build fails at once saying what it needs, before compiling anything;
 - `TTLSTATE_NO_NATIVE=1 pip install <source>` compiles the shim jar of the venv's Spark line
   against that pyspark's jars (isolated build: the build asks the venv's Python outside pip's
   isolation), packages it and no native library; `ttlstate jar` prints it; and a streaming query
@@ -81,6 +81,14 @@ def test_portable_source_install_compiles_the_lines_jar_and_runs_a_query(source:
                                                                         tmp_path: Path) -> None:
     python = _venv(tmp_path / "venv", f"pyspark=={LINE.pyspark}")
     venv = python.parent.parent
+    # no JDK on PATH (nor JAVA_HOME): the build fails before compiling, naming the JDK it needs
+    no_jdk = run(python, "-m", "pip", "install", source, cwd=tmp_path, timeout=900,
+                 env={"TTLSTATE_NO_NATIVE": "1", "PATH": str(venv / "bin"), "JAVA_HOME": ""})
+    said = no_jdk.stdout + no_jdk.stderr
+    assert no_jdk.returncode != 0, said[-3000:]
+    assert (f"ttlstate: cannot compile the shim jar for Spark {LINE.pyspark} (the pyspark of {python}): "
+            "no java, javac, jar on PATH (a JDK, not only a JRE, is needed)") in said, said[-3000:]
+    assert "a JDK 17 (`javac`; Debian/Ubuntu: apt-get install openjdk-17-jdk-headless)" in said, said[-3000:]
     done = run(python, "-m", "pip", "install", "-v", source, cwd=tmp_path, timeout=1800,
                env={"TTLSTATE_NO_NATIVE": "1"})
     out = done.stdout + done.stderr
