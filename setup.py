@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
-from setuptools.errors import CompileError, SetupError
+from setuptools.errors import SetupError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from build_support.shim_jars import JAR_DIR, ShimBuildError, ensure_jars  # noqa: E402 - the tree's own module
@@ -78,10 +78,12 @@ def check_native_build_deps() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         probe = os.path.join(tmp, "probe.cpp")
         with open(probe, "w") as f:
-            f.write("#include <rocksdb/db.h>\n#include <zstd.h>\n#include <zlib.h>\nint main() { return 0; }\n")
+            f.write("#include <rocksdb/db.h>\n#include <zstd.h>\n#include <zlib.h>\n"
+                    "int main() { return 0; }\n")
         try:
             compiler.compile([probe], output_dir=tmp, extra_postargs=["-std=c++17"])
-        except (CompileError, OSError) as e:
+        except Exception as e:  # noqa: BLE001 - distutils' CompileError, whose class differs between setuptools
+            # releases (setuptools.errors' is not the one newer compilers raise), or OSError
             raise SetupError(
                 "ttlstate: the native engine compiles against the system's RocksDB, zstd and zlib, and their "
                 f"headers or a C++17 compiler are missing here ({e}). Install them (Debian/Ubuntu: apt-get "

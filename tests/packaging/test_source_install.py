@@ -6,8 +6,8 @@ but not ignored files: no jar, no native library, no build directory). The venv'
 (pyspark 3.5.9, Scala 2.12: the line of EMR 7 and Dataproc 2.2), installed first, as the
 build's message asks. Checked:
 
-- without any Spark in the venv (and no SPARK_HOME), or with pyspark but no JDK on PATH, the
-  build fails at once saying what it needs, before compiling anything;
+- without any Spark in the venv (and no SPARK_HOME), with pyspark but no JDK on PATH, or (native
+  engine) without a C++ compiler, the build fails at once saying what it needs, before compiling;
 - `TTLSTATE_NO_NATIVE=1 pip install <source>` compiles the shim jar of the venv's Spark line
   against that pyspark's jars (isolated build: the build asks the venv's Python outside pip's
   isolation), packages it and no native library; `ttlstate jar` prints it; and a streaming query
@@ -75,6 +75,21 @@ def test_without_a_spark_the_build_fails_saying_what_it_needs(source: Path, tmp_
     assert "install pyspark (a line ttlstate serves: 3.5, 4.0, 4.1, 4.2, 4.3" in out, out[-3000:]
     assert "compiling" not in out  # said before any compile
     assert run(python, "-c", "import ttlstate", cwd=tmp_path).returncode != 0  # nothing installed
+
+
+def test_without_a_cxx_compiler_the_native_build_fails_saying_what_it_needs(source: Path,
+                                                                           tmp_path: Path) -> None:
+    """No C++ compiler (CC and CXX a command that fails): the check before anything compiles says
+    what the native engine needs and the portable alternative, not a traceback."""
+    python = _venv(tmp_path / "venv")
+    done = run(python, "-m", "pip", "install", source, cwd=tmp_path, timeout=900,
+               env={"CC": "false", "CXX": "false"})
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out[-3000:]
+    assert ("ttlstate: the native engine compiles against the system's RocksDB, zstd and zlib, and their "
+            "headers or a C++17 compiler are missing here") in out, out[-3000:]
+    assert "TTLSTATE_NO_NATIVE=1 pip install" in out, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
 
 
 def test_portable_source_install_compiles_the_lines_jar_and_runs_a_query(source: Path,
