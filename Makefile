@@ -11,7 +11,7 @@ JAR_DIR := python/ttlstate/jars
 JAR := $(JAR_DIR)/ttlstate-shim-spark$(DEV_LINE).jar
 TOOLS_JAR := $(JAR_DIR)/ttlstate-tools-spark$(DEV_LINE).jar
 ALL_JARS := $(foreach l,$(LINES),$(JAR_DIR)/ttlstate-shim-spark$(l).jar)
-SCALA_SRC := $(shell find jvm-shim/src/main jvm-shim/src/tools jvm-shim/src/spark jvm-shim/src/spark-tools -name '*.scala' 2>/dev/null)
+SCALA_SRC := $(shell find jvm-shim/src/main jvm-shim/src/tools jvm-shim/src/spark jvm-shim/src/spark-tools -name '*.scala' -o -name '*.java' 2>/dev/null)
 NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
 # The Python definitions ttlstate.codegen emits for Scala and C++, and the generator itself.
 CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/protocol.py \
@@ -24,7 +24,7 @@ DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis
 # executors' venv of `make test-cluster`; grpcio, grpcio-status, googleapis-common-protos: the Spark
 # Connect client (pyspark's `connect` extra) of its Connect scenario.
 
-.PHONY: setup run test test-scala test-long test-integration test-spark-versions test-cluster bench bench-quick lint jar jars native wheel docs docs-gen clean
+.PHONY: setup run test test-scala test-long test-integration test-spark-versions test-cluster bench bench-quick lint jar jars native wheel release docs docs-gen clean
 
 setup: $(STAMPS)/system $(STAMPS)/install $(JAR) $(TOOLS_JAR)
 
@@ -40,10 +40,11 @@ $(STAMPS)/deps: constraints.txt $(STAMPS)/system
 	@touch $@
 
 # Editable install; builds the native library (native/, linked against the system's librocksdb)
-# in place: python/ttlstate/libttlstate_native.so, the same C ABI the wheel's library has.
+# in place: python/ttlstate/libttlstate_native.so, the same C ABI the wheel's library has. The jars
+# are the targets below: TTLSTATE_PREBUILT_JARS keeps setup.py from compiling one too.
 $(STAMPS)/install: $(STAMPS)/deps setup.py pyproject.toml $(NATIVE_SRC) $(CODEGEN_SRC)
 	rm -f python/ttlstate/_native.cpython-*.so  # the former pybind11 extension would shadow _native.py
-	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
+	TTLSTATE_PREBUILT_JARS=1 $(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
 	@touch $@
 
 native: $(STAMPS)/install
@@ -119,7 +120,7 @@ bench-quick: setup
 WHEEL_DIR ?= dist
 BUILD_VENV ?= .venv-build
 BUILD_PY := $(BUILD_VENV)/bin/python
-BUILD_PKGS := "setuptools>=68" wheel ziglang auditwheel pyelftools pyspark
+BUILD_PKGS := "setuptools>=68" wheel ziglang auditwheel pyelftools
 
 $(STAMPS)/build-venv: constraints.txt
 	@mkdir -p $(STAMPS)
@@ -127,9 +128,18 @@ $(STAMPS)/build-venv: constraints.txt
 	$(BUILD_PY) -m pip install -q --disable-pip-version-check -c constraints.txt $(BUILD_PKGS)
 	@touch $@
 
-wheel: $(STAMPS)/system $(STAMPS)/build-venv jars
-	rm -f $(WHEEL_DIR)/ttlstate-*.whl
-	scripts/build_wheel.sh $(BUILD_PY) $(WHEEL_DIR)
+# In phases, each with its estimate and its time (scripts/make_wheel.sh); LINES="3.5" (or "3.5 4.3")
+# builds a wheel carrying those lines' jars only.
+wheel: $(STAMPS)/system
+	scripts/make_wheel.sh $(BUILD_PY) $(WHEEL_DIR) $(LINES)
+
+# The release's artifacts (scripts/release.sh): the wheel of every line and the sdist (with every
+# line's jar) into RELEASE_DIR, `twine check`ed, each installed into fresh venvs (every CPython
+# 3.11+ found, every Spark line, the sdist built from source) with a streaming query run on it,
+# and their SHA-256 sums. Uploads nothing.
+RELEASE_DIR ?= dist
+release: setup
+	scripts/release.sh $(BUILD_PY) $(RELEASE_DIR)
 
 # The docs site (mkdocs.yml, docs/) into site/; docs-gen rewrites its generated pages from the
 # code (conf keys, metrics), which tests/unit/test_docs.py checks are up to date.
@@ -141,7 +151,7 @@ docs: docs-gen
 
 # ruff, and mypy on python/ (its settings: pyproject.toml's [tool.mypy]).
 lint: $(STAMPS)/deps
-	$(PY) -m ruff check python tests benchmarks integration
+	$(PY) -m ruff check python tests benchmarks integration build_support
 	$(PY) -m mypy
 
 clean:

@@ -12,6 +12,7 @@
 #   information (zig's clang emits it by default: 10x the object size, and much of the time).
 #
 # Usage: scripts/build_static_deps.sh PYTHON   (a Python that has the `ziglang` package)
+#        scripts/build_static_deps.sh --cached PYTHON   exits 0 if they are built (nothing to do)
 #
 # Sources: the ones the crates.io crates librocksdb-sys, lz4-sys, zstd-sys and libz-sys bundle,
 # fetched with cargo (a scratch project outside the repository) and checked against the hashes
@@ -19,7 +20,9 @@
 # script and the zig version>: built once per machine (a cold build takes long on few cores),
 # then this script only prints the prefix.
 set -euo pipefail
-PY=${1:?usage: build_static_deps.sh PYTHON}
+query=""
+[[ "${1:-}" == --cached ]] && { query=1; shift; }
+PY=${1:?usage: build_static_deps.sh [--cached] PYTHON}
 
 # crate name, version, sha256 of the .crate file: the pinned inputs.
 CRATES=(
@@ -39,6 +42,10 @@ key=$( (cat "$here/build_static_deps.sh" "$here/rocksdb_sources.txt"; echo "$zig
   sha256sum | cut -c1-16)
 cache=${TTLSTATE_BUILD_CACHE:-$HOME/.cache/ttlstate-build}
 prefix=$cache/deps-$key
+if [ -n "$query" ]; then
+  [ -f "$prefix/.done" ]
+  exit
+fi
 if [ -f "$prefix/.done" ]; then
   echo "$prefix"
   exit 0
@@ -108,6 +115,23 @@ static_c() {
   "$ZAR" rcs "$prefix/lib/lib$name.a" "${objs[@]}"
 }
 
+# Waits for the build PID, printing every minute how many of TOTAL objects under DIR exist and,
+# at the pace so far, about how long the rest takes; fails if the build does.
+progress() {
+  local pid=$1 total=$2 dir=$3 start=$SECONDS done_n elapsed
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 5
+    (( (SECONDS - start) % 60 < 5 )) || continue
+    done_n=$(find "$dir" -name '*.o' 2>/dev/null | wc -l)
+    elapsed=$(( SECONDS - start ))
+    if (( done_n > 0 )); then
+      log "rocksdb: $done_n of $total compiled after $(( elapsed / 60 )) min; about" \
+        "$(( (total - done_n) * elapsed / done_n / 60 + 1 )) min left at this pace"
+    fi
+  done
+  wait "$pid"
+}
+
 log "zlib"
 z=$src/libz-sys-1.1.31/src/zlib
 static_c z "$prefix/build" "$z"/{adler32,compress,crc32,deflate,infback,inffast,inflate,inftrees,trees,uncompr,zutil}.c
@@ -142,7 +166,8 @@ if [ "$ROCKSDB_SOURCES" = all ]; then
 else
   mapfile -t objs < <(sed -e '/^#/d' -e '/^$/d' -e 's|$|.o|' -e 's|^|CMakeFiles/rocksdb.dir/|' "$here/rocksdb_sources.txt")
   log "rocksdb: the ${#objs[@]} sources the native library links (the long part)"
-  ninja -C "$b" -j "$jobs" "${objs[@]}" >"$prefix/build/rocksdb-build.log"
+  ninja -C "$b" -j "$jobs" "${objs[@]}" >"$prefix/build/rocksdb-build.log" &
+  progress "$!" "${#objs[@]}" "$b/CMakeFiles/rocksdb.dir"
   (cd "$b" && "$ZAR" rcs "$prefix/lib/librocksdb.a" "${objs[@]}")
 fi
 cp -r "$r/include/rocksdb" "$prefix/include/"

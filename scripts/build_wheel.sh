@@ -2,8 +2,9 @@
 # Builds the portable wheel: ttlstate-<version>-py3-none-manylinux_2_28_x86_64.whl, one wheel for
 # every CPython 3 that pyspark supports.
 #
-# Usage: scripts/build_wheel.sh BUILD_PYTHON OUT_DIR
+# Usage: [LINES="3.5 4.3"] scripts/build_wheel.sh BUILD_PYTHON OUT_DIR
 #   BUILD_PYTHON: a Python with setuptools, wheel, ziglang and auditwheel (`make wheel`'s build venv).
+#   LINES: the Spark lines whose jars the wheel carries (default: every line); they must be built.
 #
 # The native library (the C ABI of native/include/ttlstate/c_api.h) is compiled with zig's clang
 # for glibc 2.28, its libc++ linked statically, against the static RocksDB, lz4, zstd and zlib of
@@ -16,8 +17,11 @@ PY=${1:?usage: build_wheel.sh BUILD_PYTHON OUT_DIR}
 OUT=${2:?usage: build_wheel.sh BUILD_PYTHON OUT_DIR}
 PLATFORM=manylinux_2_28_x86_64
 cd "$(dirname "$0")/.."
-for jar in $(PYTHONPATH=python python3 -c "from ttlstate.spark.lines import LINES; print(*(l.jar for l in LINES.values()))"); do
-  test -f "python/ttlstate/jars/$jar" || { echo "build_wheel: build every line's shim jar first (make jars): $jar is missing" >&2; exit 1; }
+lines=${LINES:-$(PYTHONPATH=python python3 -m ttlstate.spark.lines | cut -d' ' -f1)}
+for minor in $lines; do
+  for jar in ttlstate-shim-spark$minor.jar ttlstate-tools-spark$minor.jar; do
+    test -f "python/ttlstate/jars/$jar" || { echo "build_wheel: build the jars first (make jars): $jar is missing" >&2; exit 1; }
+  done
 done
 
 prefix=$(scripts/build_static_deps.sh "$PY")
@@ -46,7 +50,9 @@ for pid in "${pids[@]}"; do wait "$pid"; done
   -lpthread -ldl -Wl,--version-script="$build/exports.map" -Wl,--gc-sections -Wl,-z,defs -s
 
 mkdir -p "$OUT"
+# The jars are built (above): setup.py packages those of $lines and compiles none.
 TTLSTATE_PREBUILT_LIB="$PWD/$build/libttlstate_native.so" TTLSTATE_PLATFORM_TAG=$PLATFORM \
+  TTLSTATE_PREBUILT_JARS=1 TTLSTATE_JAR_LINES="$lines" \
   "$PY" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w "$OUT" .
 wheel=$(ls "$OUT"/ttlstate-*-py3-none-$PLATFORM.whl)
 # Checks the tag against the binary: no library outside manylinux's base set, no symbol newer.

@@ -6,13 +6,17 @@
 # on its path (a .pth file, rewritten each call: the cache may serve several checkouts).
 # The dev venv (.venv, `make setup`) serves its own line: no second venv of the same pyspark.
 # Usage: scripts/spark_venv.sh MINOR   (e.g. 4.2)
+#        scripts/spark_venv.sh --cached MINOR   exits 0 if it exists (nothing to install)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-minor=${1:?usage: spark_venv.sh MINOR}
+query=""
+[[ "${1:-}" == --cached ]] && { query=1; shift; }
+minor=${1:?usage: spark_venv.sh [--cached] MINOR}
 pyspark=$(PYTHONPATH=python python3 -m ttlstate.spark.lines | awk -v m="$minor" '$1 == m {print $2}')
 [ -n "$pyspark" ] || { echo "spark_venv: no Spark line $minor (see python/ttlstate/spark/lines.py)" >&2; exit 2; }
 if [[ -x .venv/bin/python && -f .stamps/deps ]] &&
    [[ "$(.venv/bin/python -c 'import pyspark; print(pyspark.__version__)' 2>/dev/null)" == "$pyspark" ]]; then
+  [ -n "$query" ] && exit 0
   echo "$PWD/.venv"
   exit 0
 fi
@@ -26,6 +30,10 @@ packages="pytest hypothesis pandas pyarrow protobuf psutil zstandard rocksdict $
 parent=${TTLSTATE_SPARK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ttlstate-spark}
 key=$( (echo "$pyspark"; echo "$constraints"; echo "$packages") | sha256sum | cut -c1-12)
 venv="$parent/venv-$minor-$key"
+if [ -n "$query" ]; then
+  [[ -f "$venv/.complete" ]]
+  exit
+fi
 if [[ ! -f "$venv/.complete" ]]; then
   mkdir -p "$parent"
   rm -rf "$venv"

@@ -11,18 +11,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dev_line=$(sed -n 's/^pyspark==\([0-9]*\.[0-9]*\).*/\1/p' constraints.txt)
 lines=${LINES:-$(PYTHONPATH=python python3 -m ttlstate.spark.lines | cut -d' ' -f1)}
-# first line offering it[-last line it runs on] | a test of tests/spark (one case each)
+# the lines it runs on (the first offering it, or FIRST-LAST) | a test of tests/spark (one case each)
 FEATURES=(
+  # adoption where ttlstate writes the migrated version itself (no loadEmpty): a session window
+  # from Spark's RocksDB provider, the prefix-scanned store 3.5's directories must reveal
+  "3.5-4.1|tests/spark/test_migrate.py::test_session_window"
   "4.1|tests/spark/test_snapshot_lag.py"
   "4.2|tests/spark/test_migrate.py::test_aggregation_from_rocksdb"
   "3.5|tests/spark/test_repartition.py::test_operator_against_spark_rocksdb[session-window-2-to-3]"
   "3.5-3.5|tests/spark/test_repartition.py::test_stream_stream_join_against_spark_rocksdb"
   "4.2|tests/spark/test_transform_with_state_served.py::test_state_kinds_ttl_and_processing_time_timers"
 )
-offered() {  # offered FIRST[-LAST] MINOR
-  local first=${1%%-*} last=${1#*-}
-  [[ "$(printf '%s\n%s\n' "$first" "$2" | sort -V | head -1)" == "$first" ]] &&
-    { [[ "$1" != *-* ]] || [[ "$(printf '%s\n%s\n' "$last" "$2" | sort -V | tail -1)" == "$last" ]]; }
+offered() {  # LINES MINOR: whether MINOR is among LINES ("4.2": 4.2 and later; "3.5-4.1")
+  local low=${1%%-*} high=${1#*-}
+  [[ "$(printf '%s\n%s\n' "$low" "$2" | sort -V | head -1)" == "$low" ]] || return 1
+  [[ "$1" != *-* ]] || [[ "$(printf '%s\n%s\n' "$2" "$high" | sort -V | head -1)" == "$2" ]]
 }
 times=()
 status=0

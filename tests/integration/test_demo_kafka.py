@@ -14,7 +14,7 @@ from integration.components import KafkaBroker, extra_jars, spark_jars
 from pyspark.sql import SparkSession
 
 from tests.spark.harness import session
-from ttlstate.demo.kafka import CONNECTOR_ARTIFACT, CONNECTOR_CLASS, DemoKafka
+from ttlstate.demo.kafka import CONNECTOR_CLASS, DemoKafka, connector_package
 from ttlstate.demo.runner import QUERY_KEYS
 from ttlstate.demo.workload import ChurnWorkload
 
@@ -66,6 +66,9 @@ def test_the_demo_reads_and_writes_kafka(spark: SparkSession, kafka: KafkaBroker
 def test_without_the_connector_the_demo_says_what_to_add(kafka: KafkaBroker, tmp_path: object) -> None:
     done = _demo(["--kafka", kafka.bootstrap, "--batches", "2"], str(tmp_path))
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
-    assert CONNECTOR_CLASS in done.stderr and f"--packages {CONNECTOR_ARTIFACT}:" in done.stderr
+    import pyspark
+
+    assert CONNECTOR_CLASS in done.stderr
+    assert f"--packages {connector_package(pyspark.__version__)}`" in done.stderr
     assert "--jars" in done.stderr
     assert "Traceback" not in done.stderr

@@ -3,12 +3,15 @@ where only the wheel (and what it pulls in) is installed:
 
     PYSPARK_PYTHON=<venv>/bin/python <venv>/bin/spark-submit --master local[2] \\
         --jars $(ttlstate jar) --conf spark.sql.extensions=ttlstate.spark.TtlStateExtensions \\
-        submit_job.py WORK_DIR
+        submit_job.py WORK_DIR [ENGINE]
 
-A streaming count per key on ttlstate's native engine with a 2 s TTL, fed three JSON files, one
-per micro-batch, with more than the TTL between batches: every key expires before the next batch,
-so each batch's counts are the counts of that batch alone (without TTL they would add up). The
-files are moved into the input directory one at a time, so the batches and their counts are
+and by test_source_install.py as `python submit_job.py WORK_DIR rocksdict` (configure() then
+launches the JVM with the jar), from a venv with a source install.
+
+A streaming count per key on ttlstate's ENGINE (default native) with a 2 s TTL, fed three JSON
+files, one per micro-batch, with more than the TTL between batches: every key expires before the
+next batch, so each batch's counts are the counts of that batch alone (without TTL they would add
+up). The files are moved into the input directory one at a time, so the batches and their counts are
 exact. The last line printed is `RESULT <json>`: the Python, the provider and engine confs, the
 provider the checkpoint's offset log pinned, each batch's output rows and the ttlstate metrics
 summed over the batches.
@@ -32,16 +35,16 @@ PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 ENGINE_KEY = "spark.sql.streaming.stateStore.ttlstate.engine"
 
 
-def main(work: str) -> None:
+def main(work: str, engine: str = "native") -> None:
     staging, input_dir, ck = (os.path.join(work, d) for d in ("staging", "input", "ck"))
     os.makedirs(staging)
     os.makedirs(input_dir)
-    builder = (SparkSession.builder.appName("ttlstate-submit-check")
+    builder = (SparkSession.builder.master("local[2]").appName("ttlstate-submit-check")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.ui.showConsoleProgress", "false"))
     # incremental cleanup off and a full compaction at every commit: the expired keys that are not
-    # read again (b) are removed by the native engine's compaction filter.
-    spark = ttlstate.configure(builder, ttl=f"{TTL_S}s", engine="native", incremental_size=0,
+    # read again (b) are removed by the native engine's compaction filter (rocksdict has none).
+    spark = ttlstate.configure(builder, ttl=f"{TTL_S}s", engine=engine, incremental_size=0,
                                compact_every=1).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     query = (spark.readStream.schema("k STRING").option("maxFilesPerTrigger", 1).json(input_dir)
@@ -84,4 +87,4 @@ def main(work: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])

@@ -79,6 +79,23 @@ def test_wheel_is_tagged_for_every_python_3_and_manylinux_2_28(built: Built) -> 
         assert f"Classifier: Programming Language :: Python :: 3.{minor}" in metadata
 
 
+def test_make_wheel_of_the_lines_asked_for_shows_its_phases(built: Built, tmp_path: Path) -> None:
+    """`make wheel LINES=3.5`: that line's jars only, each phase announced with its estimate and
+    timed (after the session's build everything is cached: the library is relinked, seconds)."""
+    done = run("make", "-C", ROOT, "wheel", "LINES=3.5", f"WHEEL_DIR={tmp_path}", cwd=ROOT, timeout=3600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (wheel,) = tmp_path.glob("ttlstate-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        jars = sorted(n for n in z.namelist() if n.endswith(".jar"))
+    assert jars == [f"ttlstate/jars/{LINES['3.5'].jar}", f"ttlstate/jars/{LINES['3.5'].tools_jar}"]
+    said = done.stderr
+    estimate = r"make wheel: Spark lines 3\.5; about \d+ min more on 2 idle cores"
+    assert re.search(estimate, said), said[-3000:]
+    for phase in range(1, 6):
+        assert re.search(rf"make wheel \[{phase}/5\] .*: (cached|cold|\d+ to|about)", said), said[-3000:]
+        assert re.search(rf"make wheel \[{phase}/5\] done in \d+ min \d+ s", said), said[-3000:]
+
+
 def test_no_symbol_newer_than_glibc_2_28_and_no_libstdcxx(elf_files: list[Path]) -> None:
     assert [p.name for p in elf_files] == ["libttlstate_native.so"]
     for path in elf_files:

@@ -5,9 +5,9 @@ For each minor version of CPython 3.11+ (`/usr/bin/python3.11` first, then pyenv
 pytest tmp dir, `pip install <wheel>` with its dependencies from the package index as pip is
 configured here, then
 
-- `ttlstate demo --no-plot` exits 0 with its table, its summary and demo.json, where ttlstate's
-  aggregation state levels off below the RocksDB provider's and the compaction filter (native
-  engine only) removed entries;
+- (on the first interpreter, 3.11) `ttlstate demo --no-plot` exits 0 with its table, its summary
+  and demo.json, where ttlstate's aggregation state levels off below the RocksDB provider's and
+  the compaction filter (native engine only) removed entries;
 - `spark-submit` (the venv's, from pyspark, `PYSPARK_PYTHON` the venv's python) runs
   submit_job.py: a count per key over three file micro-batches on ttlstate with the native
   engine; it asserts the exact counts, the provider and engine (conf and offset log), the state
@@ -142,6 +142,10 @@ def test_venv_runs_that_python_with_the_wheel_and_its_dependencies(venv: Venv) -
     assert Path(native_file).is_relative_to(venv.root), native_file  # the installed wheel, not the tree
 
 
+# The demo on the first interpreter only (3.11): the wheel is one binary for every Python, and the
+# spark-submit job below runs a query on the native engine on each one (the demo on each cost CI
+# about 40 s per interpreter).
+@pytest.mark.parametrize("venv", INTERPRETERS[:1], indirect=True, ids=lambda i: i.id)
 def test_demo_runs(venv: Venv, tmp_path: Path) -> None:
     start = time.monotonic()
     # 10 batches, not the default 24: enough for the TTL (3 batches) to level ttlstate's state off

@@ -27,7 +27,7 @@ from tests.spark.harness import (
     session,
 )
 from ttlstate.config import keys as K
-from ttlstate.spark.lines import minor_of
+from ttlstate.spark.lines import OPERATOR_NAMES_SINCE, minor_of, operator_names_known
 
 pytestmark = [pytest.mark.spark, pytest.mark.spark_versions]
 
@@ -110,11 +110,16 @@ def test_stream_stream_join(spark: SparkSession) -> None:
 TTL_STEPS = [[ev("z", 1, 10)], [ev("a", 1, 11), ev("b", 1, 12)], [ev("a", 1, 13)], [ev("c", 1, 40)],
              [ev("a", 1, 41), ev("b", 1, 42)]]
 TTL_CONFS = {K.TTL.key: "10s", K.TIME_SOURCE.key: "watermark"}
+# Where the line's checkpoints name their operators (4.0+), the deduplication's TTL is given by its
+# name instead, the global TTL off: its expiry below then shows that the name took effect.
+DEDUPE_TTL_CONFS = ({K.operator_ttl_key("dedupe"): "10s", K.TTL.key: "off", K.TIME_SOURCE.key: "watermark"}
+                    if operator_names_known(LINE) else TTL_CONFS)
 
 
-def _ttl_run(spark: SparkSession, provider: str, build, mode: str) -> Run:  # noqa: ANN001
+def _ttl_run(spark: SparkSession, provider: str, build, mode: str,  # noqa: ANN001
+             confs: dict[str, str] = TTL_CONFS) -> Run:
     return run_steps(spark, provider, build, SCHEMAS, TTL_STEPS, output_mode=mode,
-                     confs=TTL_CONFS if provider == TTLSTATE else {})
+                     confs=confs if provider == TTLSTATE else {})
 
 
 def _per_step(run: Run) -> list[list[tuple]]:
@@ -129,13 +134,40 @@ def _keys_per_step(run: Run) -> list[list[str]]:
 
 def test_ttl_on_drop_duplicates(spark: SparkSession) -> None:
     build = lambda s: s["events"].withWatermark("ts", "5 seconds").dropDuplicates(["k"])  # noqa: E731
-    ours, theirs = (_ttl_run(spark, p, build, "append") for p in (TTLSTATE, ROCKSDB))
+    ours, theirs = (_ttl_run(spark, p, build, "append", DEDUPE_TTL_CONFS) for p in (TTLSTATE, ROCKSDB))
     assert _keys_per_step(theirs) == [["z"], ["a", "b"], [], ["c"], []]
     assert _keys_per_step(ours) == [["z"], ["a", "b"], [], ["c"], ["a", "b"]]
     # In the query's progress: a and b (and z) expired, on read or by the incremental cleanup of the
     # no-data batch the watermark's move runs first (which one differs between Spark lines).
     expired = sum(p["stateOperators"][0]["customMetrics"]["ttlExpiredTotal"] for p in ours.progress)
     assert expired >= 2
+    # and in Spark's own numRowsRemoved (docs/metrics.md), on every line: this deduplication removes
+    # nothing itself (the watermark's column is not among its keys), so they are TTL's removals alone
+    assert sum(p["stateOperators"][0]["numRowsRemoved"] for p in ours.progress) == expired
+
+
+@pytest.mark.skipif(operator_names_known(LINE), reason="the line names its operators: see above")
+def test_operator_ttl_by_name_is_refused_before_the_query_starts(spark: SparkSession, tmp_path) -> None:  # noqa: ANN001
+    """On a line whose checkpoints do not name operators (3.5), `operator_ttl={"dedupe": ...}` fails
+    in configure(), and the conf line fails `start()` (the start checks), naming the key, the value
+    and what the line allows, instead of the first batch failing."""
+    from pyspark.errors import IllegalArgumentException
+
+    import ttlstate
+
+    allowed = f"operator names are allowed on Spark {OPERATOR_NAMES_SINCE} and later"
+    with pytest.raises(ValueError, match=rf"'{K.operator_ttl_key('dedupe')}' \(set to '7s'\): {allowed}"):
+        ttlstate.configure(SparkSession.builder, operator_ttl={"dedupe": "7s"})
+    (tmp_path / "in").mkdir()
+    spark.conf.set(K.PROVIDER_CLASS_KEY, TTLSTATE)  # the runs above leave the last one's provider
+    spark.conf.set(K.operator_ttl_key("dedupe"), "7s")
+    try:
+        with pytest.raises(IllegalArgumentException, match=f"{allowed}.*operator.<operatorId>.ttl"):
+            spark.readStream.schema(EVENTS_SCHEMA).json(str(tmp_path / "in")).dropDuplicates(["k"]) \
+                .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck")).start()
+    finally:
+        spark.conf.unset(K.operator_ttl_key("dedupe"))
+    assert not (tmp_path / "ck" / "offsets" / "0").exists()
 
 
 EXPECTED_COUNTS = [{"z": 1}, {"a": 1, "b": 1}, {"a": 2}, {"c": 1}, {"a": 1, "b": 1}]
@@ -246,14 +278,20 @@ def test_another_lines_jar_fails_at_start_naming_this_lines(entry: str, tmp_path
     assert "NoClassDefFoundError" not in out, out[-3000:]
 
 
-def test_migrate_runs_where_offered_and_says_why_not_elsewhere(spark: SparkSession, tmp_path) -> None:  # noqa: ANN001
-    from ttlstate.spark.lines import MIGRATE_SINCE, migrate_supported
+def test_migrate_back_runs_where_offered_and_says_why_not_elsewhere(spark: SparkSession, tmp_path) -> None:  # noqa: ANN001
+    """`ttlstate migrate` to ttlstate runs on every line (its cases: tests/spark/test_migrate.py,
+    which the tier runs on each line, scripts/spark_versions.sh); back to Spark's own providers
+    only where Spark has loadEmpty (4.2+), and elsewhere it says so before starting anything."""
+    from ttlstate.spark.lines import MIGRATE_BACK_SINCE, migrate_back_supported
     from ttlstate.spark.migrate import MigrationError, migrate
 
-    if migrate_supported(LINE):  # its cases run in the tier (tests/spark/test_migrate.py)
+    if migrate_back_supported(LINE):
         with pytest.raises(MigrationError, match="not a streaming query checkpoint"):
-            migrate(spark, str(tmp_path / "none"), str(tmp_path / "new"))
+            migrate(spark, str(tmp_path / "none"), str(tmp_path / "new"), to="rocksdb")
     else:
-        refusal = rf"needs Spark {MIGRATE_SINCE} or later.*this is Spark {LINE}"
+        refusal = (rf"on Spark {LINE}\.\d+ migrate writes ttlstate's state only.*needs Spark "
+                   rf"{MIGRATE_BACK_SINCE}'s loadEmpty")
         with pytest.raises(MigrationError, match=refusal):
-            migrate(spark, str(tmp_path / "none"), str(tmp_path / "new"))
+            migrate(spark, str(tmp_path / "none"), str(tmp_path / "new"), to="rocksdb")
+    with pytest.raises(MigrationError, match="not a streaming query checkpoint"):  # to ttlstate: runs
+        migrate(spark, str(tmp_path / "none"), str(tmp_path / "new"))

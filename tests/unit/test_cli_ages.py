@@ -140,6 +140,22 @@ def test_plot_needs_ages(checkpoint: str, tmp_path) -> None:  # noqa: ANN001
         main(["inspect", checkpoint, "--plot", os.path.join(str(tmp_path), "x.png")])
 
 
+def test_plot_without_matplotlib_says_how_to_get_it(checkpoint: str, tmp_path,  # noqa: ANN001
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    png = os.path.join(str(tmp_path), "ages.png")
+    with pytest.raises(SystemExit) as e:
+        main(["inspect", "--ages", checkpoint, "--plot", png])
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert "--plot draws the histogram with matplotlib, which is not installed here" in err
+    assert "pip install 'ttlstate[demo]'" in err and "Traceback" not in err
+    assert not os.path.exists(png)
+
+
 def test_stores_without_a_recorded_time_are_counted_not_aged() -> None:
     from array import array
 

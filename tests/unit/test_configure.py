@@ -282,3 +282,18 @@ def test_ttl_off_is_said_once_at_info(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("INFO", logger="ttlstate.configure"):
         C.configure(FakeBuilder(), ttl="5 seconds")
     assert not [r for r in caplog.records if r.name == "ttlstate.configure"]
+
+
+def test_operator_names_are_refused_on_a_line_whose_checkpoints_name_no_operators() -> None:
+    """Spark 3.5 writes no state metadata, so a store cannot tell which operator `dedupe` is:
+    configure() refuses the key there, naming the key, the value and what the line allows."""
+    from ttlstate.spark.configure import operator_names_message
+
+    confs = {K.TTL.key: "1h", K.operator_ttl_key("dedupe"): "7s", K.operator_ttl_key(1): "1h"}
+    said = operator_names_message(confs, "3.5.9")
+    assert said is not None and said.startswith(
+        f"Invalid conf '{K.operator_ttl_key('dedupe')}' (set to '7s'): operator names are allowed on Spark "
+        "4.0 and later")
+    assert "this is Spark 3.5.9" in said and K.operator_ttl_key("<operatorId>") in said
+    assert operator_names_message(confs, "4.0.5") is None
+    assert operator_names_message({K.operator_ttl_key(0): "7s"}, "3.5.9") is None  # ids work everywhere

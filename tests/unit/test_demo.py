@@ -64,3 +64,12 @@ def test_every_series_is_visible_where_series_are_equal() -> None:
         import matplotlib.pyplot as plt
 
         plt.close(fig)
+
+
+def test_the_kafka_connector_named_is_the_one_of_the_running_sparks_scala() -> None:
+    """`ttlstate demo --kafka` without the connector names the package to add: Spark 3.5's is a
+    Scala 2.12 build, 4.x's 2.13 (a _2.13 connector on Spark 3.5 fails to load)."""
+    from ttlstate.demo.kafka import connector_package
+
+    assert connector_package("3.5.9") == "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.9"
+    assert connector_package("4.1.4") == "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.4"

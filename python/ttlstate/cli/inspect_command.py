@@ -62,6 +62,13 @@ def run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
 
     if args.plot and not args.ages:
         ap.error("--plot draws the --ages histogram: add --ages")
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401 - checked before the checkpoint is read, not after
+        except ImportError:
+            ap.exit(2, "ttlstate inspect: --plot draws the histogram with matplotlib, which is not installed "
+                       "here. Install it with `pip install 'ttlstate[demo]'` (or `pip install matplotlib`), "
+                       "or leave out --plot: the histogram is printed as text anyway.\n")
     now = time.time_ns() // 1_000_000
     try:
         at = parse_at(args.at, now)

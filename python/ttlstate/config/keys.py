@@ -269,8 +269,10 @@ OPERATOR_NAMES: tuple[str, ...] = (
 OPERATOR_NAME_TTL = ConfKey("operator.<operatorName>.ttl", "(the global ttl)",
                             "TTL for the stateful operators of this name, as progress reports it "
                             "(`operatorName`), e.g. `operator.dedupe.ttl`. A store finds its operator's "
-                            "name in the checkpoint's state metadata when it opens; a name that "
-                            "several operators of one query have fails the query (use their ids). "
+                            "name in the checkpoint's state metadata when it opens, which Spark writes "
+                            "since 4.0: on Spark 3.5 `configure()` and the start checks refuse the key "
+                            "before the query starts (use `operator.<operatorId>.ttl` there). A name "
+                            "that several operators of one query have fails the query (use their ids). "
                             "Overrides `ttl`.",
                             Kind.DURATION, option="operator_ttl", off=True, examples=("10m", "1h"),
                             note="; the name one of " + ", ".join(OPERATOR_NAMES))

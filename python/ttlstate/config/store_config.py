@@ -89,7 +89,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
     """
     known = {k.key for k in K.ALL_KEYS if "<" not in k.suffix}
     for key in confs:
-        if key.startswith(K.PREFIX) and key not in known and _operator_of_key(key) is None:
+        if key.startswith(K.PREFIX) and key not in known and operator_of_key(key) is None:
             raise UnknownConfKey(key, confs[key], sorted(known | {K.operator_ttl_key(0)}))
     # Every named key, also those only the shim reads, so every bad value fails alike.
     v = {k: k.parse(confs.get(k.key, k.default)) for k in K.ALL_KEYS if "<" not in k.suffix}
@@ -124,7 +124,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
 _OPERATOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _operator_of_key(key: str) -> int | str | None:
+def operator_of_key(key: str) -> int | str | None:
     """The operator of an `operator.<id>.ttl` (an int) or `operator.<name>.ttl` key (a str)."""
     head = K.PREFIX + "operator."
     if not key.startswith(head) or not key.endswith(".ttl"):
@@ -142,7 +142,7 @@ def _ttl_of_operator(confs: Mapping[str, str], global_ttl: int | None, operator_
     by_id: dict[int, int | None] = {}
     by_name: dict[str, tuple[str, int | None]] = {}
     for key, value in confs.items():
-        op = _operator_of_key(key)
+        op = operator_of_key(key)
         if op is None:
             continue
         if isinstance(op, str) and op not in K.OPERATOR_NAMES:

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 CONNECTOR_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
-CONNECTOR_ARTIFACT = "org.apache.spark:spark-sql-kafka-0-10_2.13"
+
+
+def connector_package(spark_version: str) -> str:
+    """The Maven coordinates of Spark's Kafka connector for Spark `spark_version`: its Scala's
+    suffix (2.12 on Spark 3.5, 2.13 on 4.x) and that version."""
+    from ttlstate.spark.lines import line_for
+
+    return f"org.apache.spark:spark-sql-kafka-0-10_{line_for(spark_version).scala}:{spark_version}"
 
 
 class KafkaConnectorMissing(RuntimeError):
@@ -23,12 +30,13 @@ def require_connector(spark: Any) -> None:
     try:
         spark.sparkContext._jvm.org.apache.spark.util.Utils.classForName(CONNECTOR_CLASS, False, False)
     except Exception:  # py4j's Py4JJavaError: ClassNotFoundException
+        package = connector_package(spark.version)
+        scala = package.split(":")[1].rsplit("_", 1)[1]
         raise KafkaConnectorMissing(
             f"--kafka needs Spark's Kafka connector, and the driver JVM cannot load {CONNECTOR_CLASS}. "
-            f"Add it when the JVM starts: `--packages {CONNECTOR_ARTIFACT}:{spark.version}` (Spark "
-            "resolves it and kafka-clients with Maven), or `--jars` with the local jars of "
-            "spark-sql-kafka-0-10_2.13, spark-token-provider-kafka-0-10_2.13, kafka-clients and "
-            "commons-pool2 (comma-separated)."
+            f"Add it when the JVM starts: `--packages {package}` (Spark resolves it and kafka-clients with "
+            f"Maven), or `--jars` with the local jars of spark-sql-kafka-0-10_{scala}, "
+            f"spark-token-provider-kafka-0-10_{scala}, kafka-clients and commons-pool2 (comma-separated)."
         ) from None
 
 

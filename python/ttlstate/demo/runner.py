@@ -326,7 +326,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                                            "ttlstate-demo-<epoch seconds>)")
     ap.add_argument("--packages", help="Maven coordinates for spark.jars.packages, e.g. "
                                        "org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version> "
-                                       "(default: none)")
+                                       "(_2.12 on Spark 3.5) (default: none)")
     ap.add_argument("--jars", help="comma-separated jars for spark.jars, e.g. the Kafka connector's "
                                    "(default: none)")
 

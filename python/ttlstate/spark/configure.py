@@ -29,9 +29,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ttlstate.config import keys as K
-from ttlstate.config.store_config import store_config_from_confs
+from ttlstate.config.store_config import operator_of_key, store_config_from_confs
 from ttlstate.spark.jars import jar_path, spark_line, spark_version, tools_jar_path
-from ttlstate.spark.lines import UnsupportedSpark
+from ttlstate.spark.lines import OPERATOR_NAMES_SINCE, UnsupportedSpark, minor_of, operator_names_known
 from ttlstate.spark.options import (
     OPERATOR_TTL_OPTION,
     OPTION_KEYS,
@@ -127,6 +127,23 @@ def settings(**options: Any) -> dict[str, str]:
     return confs
 
 
+def operator_names_message(confs: Mapping[str, str], spark: str) -> str | None:
+    """Why an `operator.<name>.ttl` key cannot work on Spark `spark`, on a line whose checkpoints do
+    not name their operators (3.5): refused here, before any query (the shim's start checks say
+    the same to conf lines). None where it can."""
+    if operator_names_known(minor_of(spark)):
+        return None
+    named = sorted(k for k in confs if isinstance(operator_of_key(k), str))
+    if not named:
+        return None
+    key = named[0]
+    return (f"Invalid conf '{key}' (set to '{confs[key]}'): operator names are allowed on Spark "
+            f"{OPERATOR_NAMES_SINCE} and later, whose checkpoints record each stateful operator's name; this "
+            f"is Spark {spark}. Give the operator by its id instead: {K.operator_ttl_key('<operatorId>')} "
+            "(operator_ttl={0: ...} in configure()), the number of its folder under <checkpoint>/state, "
+            "which `ttlstate inspect CHECKPOINT` lists; a query with one stateful operator has only 0.")
+
+
 def ttl_off_note(confs: Mapping[str, str]) -> str | None:
     """The one line saying TTL is off, for confs whose global `ttl` is (None when it is on)."""
     if K.TTL.parse(confs.get(K.TTL.key, K.TTL.default)) is not None:
@@ -160,6 +177,9 @@ def configure(builder: Any, **options: Any) -> Any:
     """
     check_environment()
     confs = settings(**options)
+    refusal = operator_names_message(confs, spark_version())
+    if refusal:
+        raise ValueError(refusal)
     note = ttl_off_note(confs)
     if note:
         log.info(note)

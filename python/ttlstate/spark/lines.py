@@ -43,8 +43,12 @@ LINES: dict[str, SparkLine] = {line.minor: line for line in (
     SparkLine("4.3", "4.3.0", "2.13"),
 )}
 OLDEST, NEWEST = min(LINES, key=_key), max(LINES, key=_key)  # numerically: 4.10 after 4.9
-# `ttlstate migrate` writes the target's state with Spark's `loadEmpty`, new in Spark 4.2.
-MIGRATE_SINCE = "4.2"
+# `ttlstate migrate` to ttlstate runs on every line (ttlstate's provider writes a version from
+# empty itself); to Spark's own providers (the way back) it needs their `loadEmpty`, new in 4.2.
+MIGRATE_BACK_SINCE = "4.2"
+# `operator.<name>.ttl`: a store finds its operator's name in the state metadata Spark writes into
+# the checkpoint since 4.0 (`state/<id>/_metadata/metadata`); Spark 3.5 writes none.
+OPERATOR_NAMES_SINCE = "4.0"
 
 
 class UnsupportedSpark(RuntimeError):
@@ -77,9 +81,14 @@ def serves(folder: str, minor: str) -> bool:
     return _key(low) <= _key(minor) <= _key(high or low)
 
 
-def migrate_supported(minor: str) -> bool:
-    """Whether `ttlstate migrate` runs on Spark line `minor` (its tools jar has the migration)."""
-    return _key(minor) >= _key(MIGRATE_SINCE)
+def migrate_back_supported(minor: str) -> bool:
+    """Whether `ttlstate migrate --to rocksdb|hdfs` runs on Spark line `minor`."""
+    return _key(minor) >= _key(MIGRATE_BACK_SINCE)
+
+
+def operator_names_known(minor: str) -> bool:
+    """Whether `operator.<name>.ttl` works on Spark line `minor` (its checkpoints name operators)."""
+    return _key(minor) >= _key(OPERATOR_NAMES_SINCE)
 
 
 def main(argv: list[str]) -> int:

@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from ttlstate.config import keys as K
-from ttlstate.spark.lines import MIGRATE_SINCE, line_for, migrate_supported
+from ttlstate.spark.lines import MIGRATE_BACK_SINCE, line_for, migrate_back_supported
 from ttlstate.spark.tools_jar import tools_class
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -59,14 +59,14 @@ def migrate(spark: Any, source: str, target: str, to: str = "ttlstate",
     """Migrate the stopped query of checkpoint `source` into the new checkpoint `target`, its
     state held by `to` ("ttlstate", "rocksdb", "hdfs" or a provider class). Returns the report
     (last committed batch, providers, rows per store). Raises MigrationError."""
-    line = line_for(spark.version)
-    if not migrate_supported(line.minor):
-        raise MigrationError(
-            f"ttlstate migrate needs Spark {MIGRATE_SINCE} or later (it writes the new checkpoint's state "
-            f"with Spark's loadEmpty, which older lines lack); this is Spark {spark.version}. Upgrade Spark "
-            f"first (a checkpoint goes on to a newer line as is), or start the query on a new checkpoint "
-            "with ttlstate.")
     provider = TARGETS.get(to, to)
+    if provider != K.PROVIDER_CLASS and not migrate_back_supported(line_for(spark.version).minor):
+        since = MIGRATE_BACK_SINCE
+        raise MigrationError(
+            f"on Spark {spark.version} migrate writes ttlstate's state only, not {provider}'s: writing "
+            f"Spark's own providers at a given version needs Spark {since}'s loadEmpty. To go back from "
+            f"ttlstate on this line, upgrade Spark to {since} or later (the checkpoint goes on there as it "
+            "is) and migrate there, or start the query on a new checkpoint with that provider.")
     jvm = spark.sparkContext._jvm
     spark.streams  # noqa: B018 - creates the state store coordinator on the driver
     done = threading.Event()

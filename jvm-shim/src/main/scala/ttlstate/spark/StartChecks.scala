@@ -140,6 +140,7 @@ object StartChecks {
     if (routed) TransformWithStateRouting.atStart(session, checkpoint, provider, pinned, ours, note, warn)
     else if (onTtlstate) {
       ours.foreach { case (k, v) => unknownKeyMessage(k, v).foreach(m => throw new IllegalArgumentException(m)) }
+      LineFeatures.operatorNameMessage(ours, session.version).foreach(m => throw new IllegalArgumentException(m))
       validateValues(ours, ServerLaunch.driverPython(ours, Some(session.sparkContext.getConf)))
       plan.flatMap(watermarkMessage(ours.get(TimeSourceKey), _)).foreach(m => throw new IllegalArgumentException(m))
       KeySpelling.ttlOffNote(ours, checkpoint).foreach(note)

@@ -36,6 +36,12 @@ class TtlStateStoreProvider extends StateStoreProvider {
     case _ => open(LoadRequest(version, readOnly = false))
   }
 
+  /** A write store of `version` that starts empty, whatever the checkpoint holds: the loadEmpty of
+   *  Spark 4.2, which this line lacks, for `ttlstate migrate` (its tools jar) to write a migrated
+   *  store's state as the version the query goes on from. */
+  private[ttlstate] def emptyStore(version: Long): StateStore =
+    open(LoadRequest(version, readOnly = false, empty = true))
+
   override def getReadStore(version: Long): ReadStateStore = tasks.current(version) match {
     case Some(s) => if (s.session.isReadOnly) s else new SharedReadStore(s)
     case None => open(LoadRequest(version, readOnly = true))

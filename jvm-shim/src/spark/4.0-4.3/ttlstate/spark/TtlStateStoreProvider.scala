@@ -68,6 +68,11 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
     if (SparkLine.sharesTaskStores) tasks.opened(store) else store
   }
 
+  /** A write store of `version` that starts empty, whatever the checkpoint holds: Spark 4.2's
+   *  loadEmpty, for `ttlstate migrate` on the lines that lack it (4.0, 4.1: its tools jar). */
+  private[ttlstate] def emptyStore(version: Long): StateStore =
+    open(LoadRequest(version, readOnly = false, empty = true))
+
   /** After a store of this provider committed `version`. */
   private[spark] def committed(version: Long): Unit =
     if (core.spec.commitValidation) SparkLine.reportCommit(version, core.id, core.spec.hadoopConf)

@@ -2,7 +2,6 @@ package ttlstate.tools
 
 import java.io.IOException
 import java.nio.charset.StandardCharsets.UTF_8
-import java.util.UUID
 
 import scala.util.Try
 
@@ -10,10 +9,9 @@ import com.fasterxml.jackson.databind.ObjectMapper
 import com.fasterxml.jackson.databind.node.ObjectNode
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, FileUtil, Path}
-import org.apache.spark.sql.classic.SparkSession
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.sql.types.{DataType, StructType, TimestampType}
 import org.apache.spark.util.SerializableConfiguration
 import ttlstate.client.Json
 import ttlstate.conf.ConfKeys
@@ -27,9 +25,12 @@ import ttlstate.metadata.SparkMetadata._
  *  continues the same query, so sinks that track the query id stay exactly once), except that
  *  every offset log entry pins the target provider. The state is copied through the provider
  *  API, one Spark task per store: the source provider (the class its offset log pins) reads the
- *  last committed version, the target provider writes it as that same version (Spark's
- *  loadEmpty + forceSnapshotOnCommit), and the row counts are checked: rows read, keys the
- *  target committed, and rows a fresh target provider reads back. */
+ *  last committed version, the target provider writes it as that same version (a write store of
+ *  the version before that starts empty: Spark's loadEmpty on 4.2+, and on every line ttlstate's
+ *  own, `LineStores.emptyWriteStore`), and the row counts are checked: rows read, keys the target
+ *  committed, and rows a fresh target provider reads back. What differs between Spark lines
+ *  (the provider API, the schema files, the operator metadata 3.5 does not write) is
+ *  `LineStores`, one per line. */
 object Migration {
   private val mapper = new ObjectMapper()
 
@@ -43,7 +44,7 @@ object Migration {
 
   final class MigrationError(message: String) extends IOException(message)
 
-  private def fail(message: String): Nothing = throw new MigrationError(message)
+  private[tools] def fail(message: String): Nothing = throw new MigrationError(message)
 
   private def rewriteOffsets(text: String, provider: String): String = {
     val lines = text.split("\n", -1)
@@ -67,26 +68,58 @@ object Migration {
       if (name.startsWith("_")) FileUtil.copy(fs, st.getPath, fs, new Path(to, name), false, conf)
     }
 
-  /** The stores of every stateful operator, from Spark's operator metadata and schema files. */
+  /** The stores of every stateful operator: from Spark's operator metadata where the checkpoint has
+   *  it (Spark 4.0+), else (Spark 3.5 writes none) from the state directories; schemas from
+   *  Spark's schema files. */
   private def describeStores(fs: FileSystem, stateRoot: Path, hadoopConf: Configuration): Seq[StoreSpec] = {
     if (!fs.exists(stateRoot)) return Nil
     val ops = fs.listStatus(stateRoot).toSeq.filter(_.isDirectory).map(_.getPath.getName)
       .flatMap(n => Try(n.toLong).toOption).sorted
     ops.flatMap { op =>
       val metaFile = new Path(stateRoot, s"$op/_metadata/metadata")
-      if (!fs.exists(metaFile)) {
+      val stores = if (fs.exists(metaFile)) {
+        operatorStores(readText(fs, metaFile))
+          .getOrElse(fail(s"cannot read the operator metadata $metaFile (operator state metadata v1 expected)"))
+      } else if (!LineStores.writesOperatorMetadata) {
+        storesOnDisk(fs, new Path(stateRoot, op.toString), hadoopConf, op, stateRoot)
+      } else {
         fail(s"operator $op of the source has no operator metadata ($metaFile): run the query once on " +
-          "Spark 4.x before migrating it")
+          "this Spark before migrating it")
       }
-      val stores = operatorStores(readText(fs, metaFile))
-        .getOrElse(fail(s"cannot read the operator metadata $metaFile (operator state metadata v1 expected)"))
       stores.flatMap { case (name, prefixCols, partitions) =>
-        val schemaId = StateStoreProviderId(StateStoreId(stateRoot.toString, op, 0, name), UUID.randomUUID())
-        val schemas = new StateSchemaCompatibilityChecker(schemaId, hadoopConf, Nil, None, false).readSchemaFile()
-        val cf = schemas.find(_.colFamilyName == StateStore.DEFAULT_COL_FAMILY_NAME).orElse(schemas.headOption)
-          .getOrElse(fail(s"operator $op, store $name: no state schema file"))
-        (0 until partitions).map(p => StoreSpec(op, p, name, cf.keySchema.json, cf.valueSchema.json, prefixCols))
+        val (keySchema, valueSchema) = schemas(stateRoot, op, name, hadoopConf)
+        (0 until partitions).map(p => StoreSpec(op, p, name, keySchema.json, valueSchema.json, prefixCols))
       }
+    }
+  }
+
+  private def schemas(stateRoot: Path, op: Long, name: String, hadoopConf: Configuration): (StructType, StructType) =
+    LineStores.schemas(stateRoot.toString, op, name, hadoopConf)
+      .getOrElse(fail(s"operator $op, store $name: no state schema file under $stateRoot/$op"))
+
+  /** A file name of a version of a store, of Spark's providers or ttlstate's. */
+  private def versionFile(name: String): Boolean =
+    name.matches("\\d+\\.(delta|snapshot|zip|changelog)")
+
+  /** Without operator metadata: the stores of operator `op` as its directories hold them (the
+   *  default store's files in the partition's directory, a named one's in a subdirectory: the
+   *  joins'), its partitions, and the key columns it scans by prefix: a session window's (Spark's
+   *  session window state key is the grouping keys and a non-null `sessionStartTime` timestamp,
+   *  scanned by the grouping keys), 0 for every other operator. */
+  private def storesOnDisk(fs: FileSystem, opDir: Path, hadoopConf: Configuration, op: Long,
+      stateRoot: Path): Seq[(String, Int, Int)] = {
+    val partitions = fs.listStatus(opDir).toSeq.filter(_.isDirectory).map(_.getPath.getName)
+      .flatMap(n => Try(n.toInt).toOption).sorted
+    if (partitions.isEmpty) return Nil
+    val first = fs.listStatus(new Path(opDir, partitions.head.toString)).toSeq
+    val named = first.filter(st => st.isDirectory && !st.getPath.getName.startsWith("_") &&
+      fs.listStatus(st.getPath).exists(f => versionFile(f.getPath.getName))).map(_.getPath.getName)
+    val default = if (first.exists(st => st.isFile && versionFile(st.getPath.getName))) Seq("default") else Nil
+    (default ++ named.sorted).map { name =>
+      val key = schemas(stateRoot, op, name, hadoopConf)._1
+      val session = key.nonEmpty && key.last.name == "sessionStartTime" && key.last.dataType == TimestampType &&
+        !key.last.nullable
+      (name, if (session) key.length - 1 else 0, partitions.length)
     }
   }
 
@@ -97,7 +130,7 @@ object Migration {
   }
 
   /** Runs the migration; returns a JSON report. `targetConfs` are extra confs of the target provider. */
-  def run(spark: SparkSession, source: String, target: String, targetProvider: String,
+  def run(spark: LineStores.Session, source: String, target: String, targetProvider: String,
       targetConfs: java.util.Map[String, String]): String = {
     val hadoopConf = spark.sessionState.newHadoopConf()
     val src = new Path(source)
@@ -125,7 +158,7 @@ object Migration {
     val base = spark.sessionState.conf
     val common = pinned + ("spark.sql.streaming.stateStore.commitValidation.enabled" -> "false")
     val srcConf = storeConf(base, common + (ProviderKey -> sourceProvider))
-    val extra = scala.jdk.CollectionConverters.MapHasAsScala(targetConfs).asScala.toMap
+    val extra = targetConfs.keySet.toArray(Array.empty[String]).map(k => k -> targetConfs.get(k)).toMap
     // A RocksDB target uploads its snapshot within the commit when changelog checkpointing is off.
     val dstConfs = common ++ extra + (ProviderKey -> targetProvider) +
       ("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" -> "false")
@@ -175,7 +208,7 @@ object Migration {
   }
 
   /** One Spark task per store copies it; fails unless every store's counts agree. */
-  private def copyStores(spark: SparkSession, stores: Seq[StoreSpec], what: String, srcState: String,
+  private def copyStores(spark: LineStores.Session, stores: Seq[StoreSpec], what: String, srcState: String,
       dstState: String, version: Long, srcConf: StateStoreConf, dstConf: StateStoreConf, verifyConf: StateStoreConf,
       conf: SerializableConfiguration): Seq[Copied] = {
     val copied = if (stores.isEmpty) Seq.empty[Copied] else {
@@ -214,20 +247,17 @@ object Migration {
       dstConf: StateStoreConf, verifyConf: StateStoreConf, hadoopConf: Configuration): Array[Long] = {
     val keySchema = DataType.fromJson(spec.keySchemaJson).asInstanceOf[StructType]
     val valueSchema = DataType.fromJson(spec.valueSchemaJson).asInstanceOf[StructType]
-    val encoder = if (spec.numColsPrefixKey > 0) PrefixKeyScanStateEncoderSpec(keySchema, spec.numColsPrefixKey)
-      else NoPrefixKeyStateEncoderSpec(keySchema)
-    def provider(root: String, conf: StateStoreConf): StateStoreProvider = StateStoreProvider.createAndInit(
-      StateStoreProviderId(StateStoreId(root, spec.operatorId, spec.partitionId, spec.storeName), UUID.randomUUID()),
-      keySchema, valueSchema, encoder, useColumnFamilies = false, conf, hadoopConf,
-      useMultipleValuesPerKey = false, stateSchemaProvider = None)
+    def provider(root: String, conf: StateStoreConf): StateStoreProvider =
+      LineStores.provider(StateStoreId(root, spec.operatorId, spec.partitionId, spec.storeName), keySchema,
+        valueSchema, spec.numColsPrefixKey, conf, hadoopConf)
     def where(e: Throwable) = new MigrationError(s"${spec.label}: ${e.getMessage}")
 
     val source = provider(srcState, srcConf)
     val (read, committed) = try {
       val target = provider(dstState, dstConf)
       try {
-        val in = source.getReadStore(version, None)
-        val out = target.getStore(version - 1, None, forceSnapshotOnCommit = true, loadEmpty = true)
+        val in = LineStores.readStore(source, version)
+        val out = LineStores.emptyWriteStore(target, version - 1)
         var n = 0L
         try {
           val it = in.iterator()
@@ -251,7 +281,7 @@ object Migration {
     } finally source.close()
     val check = provider(dstState, verifyConf)
     val readBack = try {
-      val s = check.getReadStore(version, None)
+      val s = LineStores.readStore(check, version)
       try { var n = 0L; val it = s.iterator(); while (it.hasNext) { it.next(); n += 1 }; n } finally s.abort()
     } catch {
       case e: Throwable => throw where(e)

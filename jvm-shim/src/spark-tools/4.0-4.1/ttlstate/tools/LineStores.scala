@@ -1,0 +1,26 @@
+package ttlstate.tools
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.classic.SparkSession
+import org.apache.spark.sql.execution.streaming.state._
+import org.apache.spark.sql.types.StructType
+
+/** Spark 4.0's and 4.1's side of `ttlstate migrate` (Migration): operator metadata, the key encoder
+ *  specs (Spark4Stores), and no `loadEmpty`: only ttlstate's provider writes a version from empty
+ *  (its own load), so the target must be ttlstate (EmptyStores). */
+object LineStores {
+  type Session = SparkSession
+
+  val writesOperatorMetadata: Boolean = true
+
+  def schemas(stateRoot: String, op: Long, name: String, hadoopConf: Configuration): Option[(StructType, StructType)] =
+    Spark4Stores.schemas(stateRoot, op, name)(new StateSchemaCompatibilityChecker(_, hadoopConf, Nil, None).readSchemaFile())
+
+  def provider(id: StateStoreId, keySchema: StructType, valueSchema: StructType, numColsPrefixKey: Int,
+      conf: StateStoreConf, hadoopConf: Configuration): StateStoreProvider =
+    Spark4Stores.provider(id, keySchema, valueSchema, numColsPrefixKey, conf, hadoopConf)
+
+  def readStore(provider: StateStoreProvider, version: Long): ReadStateStore = provider.getReadStore(version, None)
+
+  def emptyWriteStore(provider: StateStoreProvider, version: Long): StateStore = EmptyStores.ttlstate(provider, version)
+}
