@@ -167,10 +167,10 @@ ITER_CHUNK_BYTES = 256 * 1024
 
 # A store with column families (transformWithState's) keeps each family's keys behind its name:
 # [FAMILY_NAME_LENGTH_BYTES big-endian name length][UTF-8 name][the family's own key bytes], so a
-# family, and a prefix or an ordered range within it, is one contiguous run of the store's keys
-# (store/column_families.py; the shim's KeyCodec.InFamily).
-FAMILY_NAME_LENGTH_BYTES = 2
-FAMILY_NAME_MAX_BYTES = (1 << (8 * FAMILY_NAME_LENGTH_BYTES)) - 1
+# family, and a prefix or an ordered range within it, is one contiguous run of the store's keys.
+# Defined with the layout in store/column_families.py (the store imports nothing of the server),
+# part of the wire protocol here (generated for the shim's KeyCodec.InFamily).
+from ttlstate.store.column_families import FAMILY_NAME_LENGTH_BYTES, FAMILY_NAME_MAX_BYTES  # noqa: E402, F401
 
 # Metrics payload: u64 num keys, u64 memory bytes, u32 n, n x (str name, i64 value)
 

@@ -2,14 +2,15 @@
 state variable, and Spark's internal ones for timers, TTL indexes and list metadata).
 
 A family's keys are stored behind its name, `[u16 big-endian name length][UTF-8 name]` (the
-widths are protocol constants, generated for the shim's `KeyCodec.InFamily`), then the key as
+widths, defined here, are protocol constants, generated for the shim's `KeyCodec.InFamily`), then the key as
 the family encodes it. No prefix of one name starts another's, so each family is one contiguous
 run of the store's ordered keys: the changelogs, both snapshot layouts and the repair of damaged
 files hold families as they hold any key, and a family exists in a version while it holds one."""
 
 from __future__ import annotations
 
-from ttlstate.server.protocol import FAMILY_NAME_LENGTH_BYTES, FAMILY_NAME_MAX_BYTES
+FAMILY_NAME_LENGTH_BYTES = 2  # the width of a family name's length (part of the wire protocol)
+FAMILY_NAME_MAX_BYTES = (1 << (8 * FAMILY_NAME_LENGTH_BYTES)) - 1
 
 
 def family_prefix(name: str) -> bytes:
