@@ -6,17 +6,21 @@ three cohorts of rows/3 keys, one of them new, and after its third batch a key i
 again. Every variant counts rows per key, in update mode, with a state that forgets a key
 `--ttl` of processing time after its last update, each by its own mechanism (see
 `benchmarks/workloads/churn_child.py`): ttlstate's TTL (`ttlstate`), Spark's `transformWithState` in
-Scala with `TTLConfig` (`tws-scala`), `transformWithStateInPandas` with a TTL'd `ValueState`
-(`tws-pandas`), `applyInPandasWithState` with processing-time timeouts (`apply-in-pandas`),
-and Spark's RocksDB provider with no TTL at all (`rocksdb-no-ttl`: its state only grows). The
-Spark variants use the RocksDB provider (`transformWithState` requires it).
+Scala with `TTLConfig` and a processing-time timer per key that fires `--ttl` after its last
+update (`tws-scala`), the same Scala query served by ttlstate's store (`tws-scala-ttlstate`:
+`transformWithState=ttlstate`, Spark's `TTLConfig` and timers on ttlstate's column families),
+`transformWithStateInPandas` with a TTL'd `ValueState` (`tws-pandas`), `applyInPandasWithState`
+with processing-time timeouts (`apply-in-pandas`), and Spark's RocksDB provider with no TTL at
+all (`rocksdb-no-ttl`: its state only grows). The other Spark variants use the RocksDB provider.
 
 Each variant runs in its own JVM, `--rounds` times in alternating order. Reported: rows/s (all
 input rows over the summed duration of the batches that read them, medians over rounds: an
 `availableNow` query of `transformWithState` in processing time may go on running batches
 without data after the last file, for its TTL, so the query's wall time is no common measure;
 `seconds` has it), rows/s and state rows (`numRowsTotal` of the state operators, as each
-reports it) per batch, peak RSS of the JVM and the state server, ratios to `tws-scala` and
+reports it: a store served by ttlstate counts every column family, Spark's internal ones for
+timers and the TTL index too, where Spark's provider counts its user families only; and the timers
+that fired) per batch, peak RSS of the JVM and the state server, ratios to `tws-scala` and
 `rocksdb-no-ttl`, and the bound the TTL implies: the keys touched in the last TTL of processing
 time. A variant still running after `--deadline` seconds is stopped (`finished` false); one that
 had not read every input row by then is reported as not finished, with the batches it did.
@@ -41,6 +45,7 @@ from benchmarks.harness.variants import (
     COMPACT_EVERY_KEY,
     READ_AHEAD_KEY,
     ROCKSDB,
+    TRANSFORM_WITH_STATE_KEY,
     TTL_KEY,
     TTLSTATE,
     Variant,
@@ -59,6 +64,9 @@ VARIANTS: dict[str, tuple[Variant, str]] = {
     "ttlstate-compact-every-5": (Variant("ttlstate-compact-every-5", TTLSTATE,
                                          {TTL_KEY: "{ttl}", COMPACT_EVERY_KEY: "5"}), "count"),
     "tws-scala": (Variant("tws-scala", ROCKSDB), "tws-scala"),
+    # the same Scala query, its state in ttlstate's store (column families; TTL and timers Spark's)
+    "tws-scala-ttlstate": (Variant("tws-scala-ttlstate", TTLSTATE, {TRANSFORM_WITH_STATE_KEY: "ttlstate"}),
+                           "tws-scala"),
     "tws-pandas": (Variant("tws-pandas", ROCKSDB), "tws-pandas"),
     "apply-in-pandas": (Variant("apply-in-pandas", ROCKSDB), "apply-in-pandas"),
     "rocksdb-no-ttl": (Variant("rocksdb-no-ttl", ROCKSDB), "count"),
@@ -155,6 +163,9 @@ def summarize(runs: list[dict[str, Any]], names: list[str], cohort: int, ttl_ms:
             row["max_state_rows"] = max(b["state_rows"] for b in last)
             row["final_state_rows"] = last[-1]["state_rows"]
             row["ttl_bound_rows"] = ttl_bound([b["batch_ms"] for b in last], cohort, ttl_ms)
+            # timers that fired in the first finished round: in its data batches, then after them
+            row["timers_fired"] = (sum(b.get("custom", {}).get("numExpiredTimers", 0) for b in last)
+                                   + done[0].get("timers_fired_without_data", 0))
             row["jvm_peak_rss_mb"] = statistics.median(r["jvm_peak_rss_mb"] for r in done)
             row["server_peak_rss_mb"] = statistics.median(r["server_peak_rss_mb"] for r in done)
             row["total_peak_pss_mb"] = statistics.median(r.get("total_peak_pss_mb") or 0 for r in done)
@@ -200,7 +211,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     names = [v.name for v in pick({k: v for k, (v, _) in VARIANTS.items()}, args.providers)]
     jar = None
-    if "tws-scala" in names:
+    if any(VARIANTS[n][1] == "tws-scala" for n in names):
         from benchmarks.harness.scala_jobs import jar as build
 
         jar = build()

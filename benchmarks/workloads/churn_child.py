@@ -5,8 +5,9 @@ Every variant counts rows per key over the same Parquet files, one file per trig
 update, each with its own mechanism (`query`):
 - `count`: `groupBy(key).count()` in update mode; with ttlstate its TTL expires the counts,
   with Spark's RocksDB provider nothing does (the unbounded reference);
-- `tws-scala`: `transformWithState` in Scala, a `ValueState` with `TTLConfig`
-  (`benchmarks/workloads/scala/ChurnTtlCount.scala`);
+- `tws-scala`: `transformWithState` in Scala, a `ValueState` with `TTLConfig` and a
+  processing-time timer per key, moved at each update, that fires when the value expires
+  (`benchmarks/workloads/scala/ChurnTtlCount.scala`), on whichever provider the session has;
 - `tws-pandas`: `transformWithStateInPandas`, a `ValueState` with `ttlDurationMs`;
 - `apply-in-pandas`: `applyInPandasWithState` with a processing-time timeout.
 The query gets `deadline_s` seconds; a slower one is stopped and reported unfinished with the
@@ -15,6 +16,7 @@ batches it did.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -83,13 +85,24 @@ def start(spark: Any, params: dict[str, Any]) -> Any:
             .option("checkpointLocation", params["checkpoint"]).trigger(availableNow=True).start())
 
 
+# Custom metrics kept per batch when an operator reports them: transformWithState's timers and
+# TTL, and ttlstate's round trips to its state server (where a served store's time goes).
+KEPT_METRICS = ("numRegisteredTimers", "numDeletedTimers", "numExpiredTimers", "timerProcessingTimeMs",
+                "numValuesRemovedDueToTTLExpiry", "storeCallCount", "storeCallTimeMs", "storeCommitTimeMs")
+
+
 def batch_row(progress: dict[str, Any]) -> dict[str, Any]:
-    """A batch's input rows, duration and state rows (summed over its stateful operators)."""
+    """A batch's input rows, duration, state rows and kept metrics (summed over its stateful
+    operators)."""
     ops = progress.get("stateOperators") or []
+    kept = {name: sum(int(op.get("customMetrics", {}).get(name, 0)) for op in ops) for name in KEPT_METRICS
+            if any(name in op.get("customMetrics", {}) for op in ops)}
     return {"batch_id": progress["batchId"], "input_rows": progress["numInputRows"],
             "batch_ms": progress.get("durationMs", {}).get("triggerExecution"),
             "state_rows": sum(int(op.get("numRowsTotal", 0)) for op in ops),
-            "rows_removed": sum(int(op.get("numRowsRemoved", 0)) for op in ops)}
+            "rows_removed": sum(int(op.get("numRowsRemoved", 0)) for op in ops),
+            "all_updates_ms": sum(int(op.get("allUpdatesTimeMs", 0)) for op in ops),
+            "commit_ms": sum(int(op.get("commitTimeMs", 0)) for op in ops), "custom": kept}
 
 
 def run(params: dict[str, Any]) -> dict[str, Any]:
@@ -103,9 +116,12 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
         if not finished:
             q.stop()
         rows = [batch_row(p) for p in progresses(q)]
+        idle = [batch_row(json.loads(p.json)) for p in q.recentProgress if not p.numInputRows]
     finally:
         spark.stop()
     return {"finished": finished, "seconds": round(elapsed, 3), "batches": rows,
+            "batches_without_data": len(idle),
+            "timers_fired_without_data": sum(b["custom"].get("numExpiredTimers", 0) for b in idle),
             "ttlstate_file": imported_ttlstate() if params["ttlstate"] else None}
 
 

@@ -26,6 +26,7 @@ def test_variant_conf_names_are_the_packages() -> None:
     assert variants.KEY_FILTER_KEY == K.KEY_FILTER_MAX_KEYS.key
     assert variants.CACHE_KEY == K.CACHE_MAX_BYTES.key
     assert variants.MEMORY_KEY == K.MEMORY_MAX_BYTES.key
+    assert variants.TRANSFORM_WITH_STATE_KEY == K.TRANSFORM_WITH_STATE.key
 
 
 def test_restore_rerun_gives_a_restore_child_what_growth_gives_it() -> None:
