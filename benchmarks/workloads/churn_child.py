@@ -11,7 +11,8 @@ update, each with its own mechanism (`query`):
 - `tws-pandas`: `transformWithStateInPandas`, a `ValueState` with `ttlDurationMs`;
 - `apply-in-pandas`: `applyInPandasWithState` with a processing-time timeout.
 The query gets `deadline_s` seconds; a slower one is stopped and reported unfinished with the
-batches it did.
+batches it did. One that never ends by itself (processing-time `transformWithState`) is stopped
+`linger_s` after it has read every input row, so that its last keys' timers have fired.
 """
 
 from __future__ import annotations
@@ -105,13 +106,31 @@ def batch_row(progress: dict[str, Any]) -> dict[str, Any]:
             "commit_ms": sum(int(op.get("commitTimeMs", 0)) for op in ops), "custom": kept}
 
 
+def wait(q: Any, started: float, params: dict[str, Any]) -> tuple[bool, bool]:
+    """Waits until the query ends by itself (True, False), or has read its `total_rows` and then
+    run `linger_s` more (False, True: a processing-time transformWithState query never ends by
+    itself, and its last keys' timers fire in batches without data), or until `deadline_s`."""
+    total, linger = params.get("total_rows"), float(params.get("linger_s", 0))
+    deadline = float(params["deadline_s"])
+    read_at = None
+    while time.perf_counter() - started < deadline:
+        if q.awaitTermination(1.0):
+            return True, False
+        if total is not None and read_at is None:
+            read = sum({p.batchId: p.numInputRows for p in q.recentProgress}.values())
+            read_at = time.perf_counter() if read >= total else None
+        if read_at is not None and time.perf_counter() - read_at >= linger:
+            return False, True
+    return False, False
+
+
 def run(params: dict[str, Any]) -> dict[str, Any]:
     spark = session("ttlstate-churn", params["provider_class"], params["confs"], bool(params["ttlstate"]),
                     params["spark_confs"])
     try:
         started = time.perf_counter()
         q = start(spark, params)
-        finished = bool(q.awaitTermination(float(params["deadline_s"])))
+        finished, linger_stop = wait(q, started, params)
         elapsed = time.perf_counter() - started
         if not finished:
             q.stop()
@@ -119,7 +138,8 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
         idle = [batch_row(json.loads(p.json)) for p in q.recentProgress if not p.numInputRows]
     finally:
         spark.stop()
-    return {"finished": finished, "seconds": round(elapsed, 3), "batches": rows,
+    return {"finished": finished, "stopped_after_linger": linger_stop, "seconds": round(elapsed, 3),
+            "batches": rows,
             "batches_without_data": len(idle),
             "timers_fired_without_data": sum(b["custom"].get("numExpiredTimers", 0) for b in idle),
             "ttlstate_file": imported_ttlstate() if params["ttlstate"] else None}
