@@ -24,8 +24,9 @@ that fired) per batch, peak RSS of the JVM and the state server, ratios to `tws-
 `rocksdb-no-ttl`, and the bound the TTL implies: the keys touched in the last TTL of processing
 time. A variant still running after `--deadline` seconds is stopped (`finished` false); one that
 had not read every input row by then is reported as not finished, with the batches it did. A
-processing-time `transformWithState` query never ends by itself: it is stopped the TTL and 5 s
-after it read its last row (`stopped_after_linger`), its last keys' timers fired by then.
+processing-time `transformWithState` query never ends by itself: it is stopped once it read its
+last row and completed a batch without data that started the TTL after its last batch with data
+(`stopped_after_timers`): its last keys' timers fired in it.
 """
 
 from __future__ import annotations
@@ -74,7 +75,6 @@ VARIANTS: dict[str, tuple[Variant, str]] = {
     "rocksdb-no-ttl": (Variant("rocksdb-no-ttl", ROCKSDB), "count"),
 }
 REFERENCES = ("tws-scala", "rocksdb-no-ttl")
-LINGER_MARGIN_S = 5.0  # after the TTL, for a batch without data to run and fire the last timers
 
 
 def cohort_keys(cohort: int, size: int) -> list[str]:
@@ -128,7 +128,7 @@ def run_variant(name: str, args: argparse.Namespace, input_dir: str, work: str, 
               "ttl_ms": args.ttl_ms, "deadline_s": args.deadline, "spark_confs": spark_confs,
               # a processing-time transformWithState query never ends: stopped once the timers of
               # its last keys had a batch after them
-              "total_rows": total_rows, "linger_s": args.ttl_ms / 1000 + LINGER_MARGIN_S}
+              "total_rows": total_rows}
     try:
         out, rss = run_child("benchmarks.workloads.churn_child", params, variant.env(), here + ".log",
                              args.deadline + 300)

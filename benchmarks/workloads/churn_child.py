@@ -12,11 +12,13 @@ update, each with its own mechanism (`query`):
 - `apply-in-pandas`: `applyInPandasWithState` with a processing-time timeout.
 The query gets `deadline_s` seconds; a slower one is stopped and reported unfinished with the
 batches it did. One that never ends by itself (processing-time `transformWithState`) is stopped
-`linger_s` after it has read every input row, so that its last keys' timers have fired.
+once it has read every input row and completed a batch without data that started the TTL after
+its last batch with data, in which its last keys' timers fired.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
 import time
@@ -108,20 +110,31 @@ def batch_row(progress: dict[str, Any]) -> dict[str, Any]:
 
 def wait(q: Any, started: float, params: dict[str, Any]) -> tuple[bool, bool]:
     """Waits until the query ends by itself (True, False), or has read its `total_rows` and then
-    run `linger_s` more (False, True: a processing-time transformWithState query never ends by
-    itself, and its last keys' timers fire in batches without data), or until `deadline_s`."""
-    total, linger = params.get("total_rows"), float(params.get("linger_s", 0))
-    deadline = float(params["deadline_s"])
-    read_at = None
+    completed a batch without data that started the TTL after its last batch with data (False,
+    True: a processing-time transformWithState query never ends by itself, and its last keys'
+    timers fire in that batch), or until `deadline_s`."""
+    total, deadline = params.get("total_rows"), float(params["deadline_s"])
     while time.perf_counter() - started < deadline:
         if q.awaitTermination(1.0):
             return True, False
-        if total is not None and read_at is None:
-            read = sum({p.batchId: p.numInputRows for p in q.recentProgress}.values())
-            read_at = time.perf_counter() if read >= total else None
-        if read_at is not None and time.perf_counter() - read_at >= linger:
+        if total is not None and last_timers_fired(q.recentProgress, int(total), int(params["ttl_ms"])):
             return False, True
     return False, False
+
+
+def last_timers_fired(progress: list[Any], total: int, ttl_ms: int) -> bool:
+    """Whether the batches (`StreamingQueryProgress`) read `total` rows and a batch without data
+    that started at least `ttl_ms` after the last batch with data has completed."""
+    data = {p.batchId: p for p in progress if p.numInputRows}
+    if not data or sum(p.numInputRows for p in data.values()) < total:
+        return False
+    due = _ms(data[max(data)].timestamp) + ttl_ms
+    return any(not p.numInputRows and _ms(p.timestamp) >= due for p in progress)
+
+
+def _ms(timestamp: str) -> float:
+    """A progress's `timestamp` (ISO 8601, UTC) in epoch milliseconds."""
+    return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000
 
 
 def run(params: dict[str, Any]) -> dict[str, Any]:
@@ -130,7 +143,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     try:
         started = time.perf_counter()
         q = start(spark, params)
-        finished, linger_stop = wait(q, started, params)
+        finished, timers_stop = wait(q, started, params)
         elapsed = time.perf_counter() - started
         if not finished:
             q.stop()
@@ -138,7 +151,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
         idle = [batch_row(json.loads(p.json)) for p in q.recentProgress if not p.numInputRows]
     finally:
         spark.stop()
-    return {"finished": finished, "stopped_after_linger": linger_stop, "seconds": round(elapsed, 3),
+    return {"finished": finished, "stopped_after_timers": timers_stop, "seconds": round(elapsed, 3),
             "batches": rows,
             "batches_without_data": len(idle),
             "timers_fired_without_data": sum(b["custom"].get("numExpiredTimers", 0) for b in idle),
