@@ -66,7 +66,7 @@ run: setup
 	$(PY) -m ttlstate.cli.main demo
 
 test: setup test-scala lint
-	$(PY) -m pytest -m "not long and not integration and not spark_versions and not cluster" --durations=25 tests
+	$(PY) -m pytest -m "not long and not integration and not spark_versions and not cluster" --durations=60 tests
 
 # The shim's Scala unit tests (ScalaTest, fetched with Maven from jvm-shim/test-deps/pom.xml on
 # first use; the compiled tests are cached until a test source or the shim jar changes).
