@@ -11,9 +11,7 @@
 # scripts/build_static_deps.sh (cached), and exports only the ttl_* functions. setup.py then
 # packages it as is (TTLSTATE_PREBUILT_LIB) under the py3-none tag, with the shim jar, which must
 # be built already. `-z defs`: a symbol no linked library defines fails the link (it would
-# otherwise fail only when the library is loaded). The library is cached (in the static
-# dependencies' cache folder) under a hash of everything it is built from: native sources and
-# headers, the generated headers, this script, the compiler and the static dependencies.
+# otherwise fail only when the library is loaded).
 set -euo pipefail
 PY=${1:?usage: build_wheel.sh BUILD_PYTHON OUT_DIR}
 OUT=${2:?usage: build_wheel.sh BUILD_PYTHON OUT_DIR}
@@ -35,34 +33,21 @@ mkdir -p "$build/obj"
 printf '{\n  global: ttl_*;\n  local: *;\n};\n' >"$build/exports.map"
 
 PYTHONPATH=python "$PY" -m ttlstate.codegen cpp build/generated/include >/dev/null  # the generated headers
-compile_native() {
-  echo "build_wheel: compiling the native library for $PLATFORM" >&2
-  local pids=() src pid
-  for src in native/src/*.cpp; do
-    # Warnings are errors in ttlstate's code; the static dependencies' headers are system headers
-    # (-isystem), whose warnings are not ours to fix.
-    "${cxx[@]}" -std=c++17 -O2 -fPIC -Wall -Wextra -Werror -fvisibility=hidden -Inative/include \
-      -Ibuild/generated/include -isystem "$prefix/include" \
-      -c "$src" -o "$build/obj/$(basename "$src" .cpp).o" &
-    pids+=($!)
-    if [ ${#pids[@]} -ge "$(nproc)" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
-  done
-  for pid in "${pids[@]}"; do wait "$pid"; done
-  "${cxx[@]}" -shared -o "$build/libttlstate_native.so" "$build"/obj/*.o \
-    "$prefix/lib/librocksdb.a" "$prefix/lib/liblz4.a" "$prefix/lib/libzstd.a" "$prefix/lib/libz.a" \
-    -lpthread -ldl -Wl,--version-script="$build/exports.map" -Wl,--gc-sections -Wl,-z,defs -s
-}
-key=$( { "$zig" version; echo "$prefix"; cat "$prefix/target" scripts/build_wheel.sh
-         find native/src native/include build/generated/include -type f | sort | xargs sha256sum; } |
-       sha256sum | cut -c1-16)
-cached=${TTLSTATE_BUILD_CACHE:-$HOME/.cache/ttlstate-build}/native-$key
-if [[ -f "$cached/.complete" ]]; then
-  echo "build_wheel: the native library from the cache ($cached: built before from the same sources)" >&2
-  cp "$cached/libttlstate_native.so" "$build/libttlstate_native.so"
-else
-  compile_native
-  rm -rf "$cached" && mkdir -p "$cached" && cp "$build/libttlstate_native.so" "$cached/" && touch "$cached/.complete"
-fi
+echo "build_wheel: compiling the native library for $PLATFORM" >&2
+pids=()
+for src in native/src/*.cpp; do
+  # Warnings are errors in ttlstate's code; the static dependencies' headers are system headers
+  # (-isystem), whose warnings are not ours to fix.
+  "${cxx[@]}" -std=c++17 -O2 -fPIC -Wall -Wextra -Werror -fvisibility=hidden -Inative/include -Ibuild/generated/include \
+    -isystem "$prefix/include" \
+    -c "$src" -o "$build/obj/$(basename "$src" .cpp).o" &
+  pids+=($!)
+  if [ ${#pids[@]} -ge "$(nproc)" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+"${cxx[@]}" -shared -o "$build/libttlstate_native.so" "$build"/obj/*.o \
+  "$prefix/lib/librocksdb.a" "$prefix/lib/liblz4.a" "$prefix/lib/libzstd.a" "$prefix/lib/libz.a" \
+  -lpthread -ldl -Wl,--version-script="$build/exports.map" -Wl,--gc-sections -Wl,-z,defs -s
 
 mkdir -p "$OUT"
 # The jars are built (above): setup.py packages those of $lines and compiles none.
