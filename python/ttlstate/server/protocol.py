@@ -31,7 +31,7 @@ from ttlstate.errors import (  # noqa: F401  (re-exported: part of the wire prot
     ProtocolError,
 )
 
-PROTOCOL_VERSION = 13
+PROTOCOL_VERSION = 14
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
