@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 from tests.integration.test_kafka_hdfs import HDFS_CLIENT
 from tests.spark.harness import TTLSTATE, Run, session
 from tests.spark.test_repartition import (
+    ONE_BATCH_PER_STEP,
     SCHEMA,
     TTL_CONFS,
     TTL_STEPS,
@@ -77,7 +78,10 @@ def test_repartition_on_hdfs_refused_while_running_killed_twice_then_finished(
         repartition(spark, first.checkpoint, 5, out=open(os.devnull, "w"))  # noqa: SIM115
     assert repartition(spark, first.checkpoint, 5, out=open(os.devnull, "w"))["resumed"]  # noqa: SIM115
 
-    got = Run(spark, TTLSTATE, agg_by_two_columns, SCHEMA, "update", TTL_CONFS, root=first.root)
+    # One batch per step, as the other two runs (and test_repartition.rescaled's continued run):
+    # that conf is not pinned in the checkpoint.
+    got = Run(spark, TTLSTATE, agg_by_two_columns, SCHEMA, "update", {**ONE_BATCH_PER_STEP, **TTL_CONFS},
+              root=first.root)
     got.checkpoint, got.step_no, got.outputs = first.checkpoint, first.step_no, dict(first.outputs)
     got.step_of_batch = dict(first.step_of_batch)
     got.start()

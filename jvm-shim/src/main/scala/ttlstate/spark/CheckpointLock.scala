@@ -15,7 +15,7 @@ import scala.util.Try
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path, RawLocalFileSystem}
+import org.apache.hadoop.fs.{FSDataOutputStream, FileSystem, LocalFileSystem, Path, RawLocalFileSystem}
 import org.apache.hadoop.hdfs.DistributedFileSystem
 import org.apache.hadoop.ipc.RemoteException
 import org.slf4j.LoggerFactory
@@ -241,29 +241,65 @@ object CheckpointLock {
     } catch { case NonFatal(e) => Try(channel.close()); Unlockable(e.toString) }
   }
 
-  /** The lease of the lock file, created empty (no block, so no pipeline to DataNodes is kept
-   *  open while a query runs), its holder in an extended attribute. */
+  /** The lease of the lock file, opened for writing with no byte written (no block, so no pipeline
+   *  to DataNodes is kept open while a query runs), its holder in an extended attribute while held.
+   *  Never overwritten: a create that overwrites deletes the file even while another client holds
+   *  its lease, and so would take every holder's lock. The file is created once, then opened for
+   *  append, which the NameNode refuses while another live client holds the lease
+   *  (AlreadyBeingCreatedException) or while it recovers a dead one's (RecoveryInProgressException);
+   *  an append to the empty, closed file writes nothing. */
   private def onHdfs(dfs: DistributedFileSystem, path: Path, line: String): Outcome =
     try {
-      val out = dfs.create(path, true)
+      val out = openForWriting(dfs, path, tries = 2)
       Try(dfs.setXAttr(path, HolderXAttr, line.getBytes(UTF_8)))
-      Taken(() => Try(out.close()))
+      Taken { () =>
+        if (holderOf(dfs, path).contains(line)) Try(dfs.removeXAttr(path, HolderXAttr)) // a free lock names no holder
+        Try(out.close())
+      }
     } catch {
-      case e: IOException if leaseHeld(e) =>
-        HeldBy(holderLine(() => Try(new String(dfs.getXAttr(path, HolderXAttr), UTF_8)).toOption))
+      case e: IOException if leaseHeld(e) => HeldBy(holderLine(() => holderOf(dfs, path)))
     }
 
-  /** The holder's line, read again a few times (for up to 0.1 s) while it is not there yet: a
-   *  holder that has just taken the lock writes it right after. */
-  private def holderLine(read: () => Option[String]): String =
-    Iterator.range(0, 6).map { i => if (i > 0) Thread.sleep(20); read().map(_.trim).filter(_.nonEmpty) }
-      .collectFirst { case Some(l) => l }.getOrElse("another process")
+  /** The lock file open for writing: appended to (every run but the first, one NameNode call),
+   *  created when missing. A race with another taker creating it first is tried once more. */
+  private def openForWriting(dfs: DistributedFileSystem, path: Path, tries: Int): FSDataOutputStream =
+    try dfs.append(path)
+    catch {
+      case e: IOException if named(e, "FileNotFoundException") =>
+        try dfs.create(path, false)
+        catch { case e: IOException if tries > 1 && named(e, "FileAlreadyExistsException") => openForWriting(dfs, path, tries - 1) }
+    }
 
-  /** The NameNode's answer to a create of a file another client has open (or is recovering). */
-  private def leaseHeld(e: IOException): Boolean = {
-    val name = e match { case r: RemoteException => r.getClassName; case other => other.getClass.getName }
-    name.endsWith("AlreadyBeingCreatedException") || name.endsWith("RecoveryInProgressException")
+  private def holderOf(dfs: DistributedFileSystem, path: Path): Option[String] =
+    Try(new String(dfs.getXAttr(path, HolderXAttr), UTF_8)).toOption
+
+  /** The holder's line, read again a few times (for up to 0.1 s) while it is not there yet or names
+   *  a process that is gone: a holder that has just taken the lock writes it right after, and on
+   *  HDFS the line of an earlier holder killed while holding it stays until then. */
+  private def holderLine(read: () => Option[String]): String = {
+    var line: Option[String] = None
+    var reads = 0
+    while (reads < 6 && !line.exists(l => !gone(l))) {
+      if (reads > 0) Thread.sleep(20)
+      line = read().map(_.trim).filter(_.nonEmpty).orElse(line)
+      reads += 1
+    }
+    line.getOrElse("another process")
   }
+
+  /** The NameNode's answer to a create or append of a file another client has open (or whose dead
+   *  holder's lease it is recovering): as a RemoteException naming it, as the client passes it on,
+   *  or unwrapped. */
+  private[spark] def leaseHeld(e: Throwable): Boolean =
+    named(e, "AlreadyBeingCreatedException") || named(e, "RecoveryInProgressException")
+
+  /** Whether `e`, or an exception it wraps (a RemoteException carries the NameNode's by name),
+   *  is of the class `simpleName`. */
+  private def named(e: Throwable, simpleName: String): Boolean =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(8).exists { t =>
+      val name = t match { case r: RemoteException => r.getClassName; case other => other.getClass.getName }
+      name == simpleName || name.endsWith("." + simpleName)
+    }
 
   /** HDFS: the NameNode asked to recover the lease of a holder that is gone (one call, not waited
    *  for: the file is closed within seconds). */
@@ -277,7 +313,9 @@ object CheckpointLock {
     Try(path.getFileSystem(hadoopConf)).toOption.collect { case dfs: DistributedFileSystem => dfs }.flatMap { dfs =>
       val deadline = System.nanoTime() + 10000000000L
       var taken: Option[() => Unit] = None
-      while (taken.isEmpty && System.nanoTime() < deadline) {
+      // Recovery takes a live holder's lease too: asked for only while the holder is the gone one
+      // (after a failed take, once the winner had time to name itself).
+      while (taken.isEmpty && holderOf(dfs, path).exists(gone) && System.nanoTime() < deadline) {
         if (Try(dfs.recoverLease(path)).getOrElse(false)) {
           taken = take(path, line, hadoopConf) match { case Taken(free) => Some(free); case _ => None }
         }

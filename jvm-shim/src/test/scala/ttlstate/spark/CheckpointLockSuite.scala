@@ -1,10 +1,11 @@
 package ttlstate.spark
 
-import java.io.File
+import java.io.{File, IOException}
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
 
 import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.ipc.RemoteException
 import org.scalatest.funsuite.AnyFunSuite
 
 /** The checkpoint lock's own rules, without Spark: it never fails or blocks a query's start but
@@ -54,6 +55,19 @@ class CheckpointLockSuite extends AnyFunSuite {
     }
     assert(CheckpointLock.unlockableReason("s3a://bucket/ck", conf).contains("'s3a' file systems have no lock"))
     assert(CheckpointLock.unlockableReason(folder().getPath, conf) == null)
+  }
+
+  test("a lease another HDFS client holds is recognised as the NameNode's exception arrives") {
+    val held = "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException"
+    val recovering = "org.apache.hadoop.hdfs.protocol.RecoveryInProgressException"
+    for (name <- Seq(held, recovering)) {
+      val remote = new RemoteException(name, "failed to append to /ck/_ttlstate_lock: this file lease is owned by ...")
+      assert(CheckpointLock.leaseHeld(remote), name) // the client passes it on as a RemoteException
+      assert(CheckpointLock.leaseHeld(new IOException("retried", remote)), name) // or wrapped
+    }
+    assert(!CheckpointLock.leaseHeld(new RemoteException("org.apache.hadoop.fs.FileAlreadyExistsException", "exists")))
+    assert(!CheckpointLock.leaseHeld(new RemoteException("org.apache.hadoop.security.AccessControlException", "denied")))
+    assert(!CheckpointLock.leaseHeld(new IOException("Connection refused")))
   }
 
   test("a thousand starts and ends leave no file descriptor and no thread behind") {
