@@ -407,6 +407,34 @@ def test_dry_run_says_what_it_would_move_and_changes_nothing(spark: SparkSession
     assert "already has 2 state partitions" in capsys.readouterr().err
 
 
+def test_a_file_system_without_locks_is_refused_unless_the_query_is_stated_stopped(
+        spark: SparkSession, stopped: Run, tmp_path, capsys) -> None:  # noqa: ANN001
+    """A checkpoint where the command cannot see a running query (here Hadoop's viewfs over a
+    local folder: its scheme has no lock, as S3A's has none): refused, naming why and the flag;
+    with --assume-stopped it goes on, with a WARNING."""
+    from ttlstate.cli.main import main
+
+    ck = _copy(stopped, tmp_path)
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    conf.set("fs.viewfs.mounttable.nolock.link./ck", "file://" + ck)
+    try:
+        before = _files(ck)
+        assert main(["repartition", "viewfs://nolock/ck", "--partitions", "7", "--dry-run"]) == 1
+        err = capsys.readouterr().err
+        assert ("viewfs://nolock/ck cannot be locked (checkpoints on 'viewfs' file systems have no lock), so "
+                "this command cannot tell whether its query runs: stop the query, then run the command again "
+                "with --assume-stopped") in err, err
+        assert main(["repartition", "viewfs://nolock/ck", "--partitions", "7", "--dry-run",
+                     "--assume-stopped"]) == 0
+        got = capsys.readouterr()
+        assert "WARNING: viewfs://nolock/ck cannot be locked" in got.err, got.err
+        assert "--assume-stopped says its query is stopped" in got.err
+        assert "would move the state after batch 1 from 2 to 7 partitions" in got.out
+        assert _files(ck) == before
+    finally:
+        conf.unset("fs.viewfs.mounttable.nolock.link./ck")
+
+
 class Crash(Exception):
     """Raised at a crash point: the command stops there, as if killed (nothing after it runs)."""
 

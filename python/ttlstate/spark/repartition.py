@@ -228,37 +228,49 @@ def _resume(fs: CheckpointFs, partitions: int, dry_run: bool, out: Any) -> dict 
     return summary
 
 
-def _locked(spark: Any, fs: CheckpointFs) -> Any:
+ASSUME_STOPPED = "--assume-stopped"
+
+
+def _locked(spark: Any, fs: CheckpointFs, assume_stopped: bool) -> Any:
     """The checkpoint's lock (CheckpointLock.scala), taken for this command: refused while a query
-    runs on the checkpoint, in this session or in any process whose lock the file system shows.
-    Returns the lock's class, to give it back."""
+    runs on the checkpoint, in this session or in any process whose lock the file system shows,
+    and whenever the lock cannot be taken. On a file system without locks (an object store) only
+    the user can say the query is stopped (`assume_stopped`). Returns the lock's class, to give
+    it back."""
     for q in spark.streams.active:
         if str(q._jsq.streamingQuery().resolvedCheckpointRoot()) == fs.root:
             raise RP.Refused(f"{fs.root} is the checkpoint of the running query {q.name or q.id} of this "
                              "session: stop it first")
     lock = spark.sparkContext._jvm.ttlstate.spark.CheckpointLock
     conf = spark.sparkContext._jsc.hadoopConfiguration()
-    holder = lock.forTool(fs.root, lock.describe("ttlstate repartition"), conf)
-    if holder is not None:
-        raise RP.Refused(f"{fs.root} is in use by {holder}: repartition a stopped query (stop that one "
-                         "first, or wait until that command ends)")
-    unlockable = lock.unlockableReason(fs.root, conf)
-    if unlockable is not None:
-        print(f"ttlstate repartition: WARNING: {fs.root} cannot be locked ({unlockable}): make sure its "
-              "query is stopped, as this command cannot tell", file=sys.stderr)
+    no_lock = lock.unlockableReason(fs.root, conf)
+    if no_lock is None:
+        refusal = lock.forTool(fs.root, lock.describe("ttlstate repartition"), conf)
+        if refusal is not None:
+            raise RP.Refused(f"{fs.root} {refusal}")
+    elif not assume_stopped:
+        raise RP.Refused(f"{fs.root} cannot be locked ({no_lock}), so this command cannot tell whether its "
+                         f"query runs: stop the query, then run the command again with {ASSUME_STOPPED}")
+    else:
+        print(f"ttlstate repartition: WARNING: {fs.root} cannot be locked ({no_lock}); going on because "
+              f"{ASSUME_STOPPED} says its query is stopped: do not start it until this command ends",
+              file=sys.stderr)
     return lock
 
 
-def repartition(spark: Any, checkpoint: str, partitions: int, dry_run: bool = False, out: Any = None) -> dict:
+def repartition(spark: Any, checkpoint: str, partitions: int, dry_run: bool = False, out: Any = None,
+                assume_stopped: bool = False) -> dict:
     """Repartition the stopped query of `checkpoint` to `partitions` state partitions (or say
-    what it would do, `dry_run`). Returns a summary; raises RepartitionError."""
+    what it would do, `dry_run`). `assume_stopped`: the caller states the query is stopped, for a
+    checkpoint on a file system without locks (refused otherwise). Returns a summary; raises
+    RepartitionError."""
     out = out if out is not None else sys.stdout
     try:
         partitions = RP.check_partitions(partitions)
         fs = CheckpointFs(spark, checkpoint)
         if not fs.exists("metadata"):
             raise RP.Refused(f"{checkpoint} is not a streaming query checkpoint (no metadata file)")
-        lock = _locked(spark, fs)
+        lock = _locked(spark, fs, assume_stopped)
     except (RP.Refused, ToolError) as e:
         raise RepartitionError(str(e)) from None
     try:
@@ -306,7 +318,11 @@ It runs as a Spark job (--master, --conf): the stores are read and written on th
 new state is written beside the old one, in <checkpoint>/_ttlstate_repartition/, and the
 checkpoint is switched over only once all of it is written; killed at any point, the query
 restarts as it was, or the command run again finishes the switch. --dry-run says what it would
-move."""
+move.
+
+It refuses a checkpoint whose query runs: it takes the checkpoint's lock, which a running query
+holds (local disks and HDFS). Where the file system has no locks (object stores) it cannot see a
+running query and refuses unless --assume-stopped states the query is stopped."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -317,6 +333,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "required, no default")
     parser.add_argument("--dry-run", action="store_true",
                         help="say what it would move and how much; change nothing")
+    parser.add_argument(ASSUME_STOPPED, action="store_true",
+                        help="for a checkpoint on a file system without locks (S3, GCS, ABFS, ...), where "
+                             "this command cannot see a running query: you state the query is stopped "
+                             "(refused without it; never needed on a local disk or HDFS)")
     add_job_options(parser, "job")
 
 
@@ -324,7 +344,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     """The repartition, as `ttlstate repartition` parsed its arguments."""
     spark = job_session("ttlstate repartition", args, parser)
     try:
-        repartition(spark, args.checkpoint, args.partitions, dry_run=args.dry_run)
+        repartition(spark, args.checkpoint, args.partitions, dry_run=args.dry_run,
+                    assume_stopped=args.assume_stopped)
     except RepartitionError as e:
         print(f"ttlstate repartition: {e}", file=sys.stderr)
         return 1

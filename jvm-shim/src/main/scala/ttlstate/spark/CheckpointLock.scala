@@ -35,7 +35,8 @@ import org.slf4j.LoggerFactory
  *  file lock (`fcntl`), freed when the process ends however it ends; on HDFS the lease of the open
  *  (empty) lock file, which the NameNode keeps for about a minute after its holder died, the holder
  *  named in an extended attribute; other file systems are not locked. The holder's line starts
- *  with what it is, `query` or `tool`. The file stays (one per checkpoint, reused by every run). */
+ *  with what it is, `query` or `tool`. The file stays (one per checkpoint, reused by every run).
+ *  A tool, unlike a query, never goes on without the lock where the file system has locks. */
 object CheckpointLock {
   val FileName = "_ttlstate_lock"
   private val Query = "query"
@@ -149,28 +150,41 @@ object CheckpointLock {
   private def starting(thread: Thread): Boolean = thread.isAlive &&
     thread.getStackTrace.exists(f => f.getMethodName == "startQuery" && f.getClassName.endsWith("StreamingQueryManager"))
 
-  /** A tool's lock, alone: null when taken, else who holds it. A tool may wait (up to 10 s on HDFS,
+  /** A tool's lock, alone: null when the tool holds it now; else why not, in words that follow the
+   *  checkpoint's name (`is in use by ...`, `could not be locked ...`, `cannot be locked ...`). A
+   *  tool never goes on without it: a query running there would go unnoticed (a file system
+   *  without locks is the caller's to allow, `unlockableReason`). It may wait (up to 10 s on HDFS,
    *  for the lease of a holder that is gone). */
   def forTool(checkpoint: String, owner: String, hadoopConf: Configuration): String = held.synchronized {
     settleAll()
     lockPath(checkpoint, hadoopConf) match {
-      case Left(_) => null
+      case Left(reason) => s"cannot be locked ($reason)"
       case Right(path) => Option(held.get(path.toString)) match {
-        case Some(h) => h.owner
+        case Some(h) => inUse(if (h.tool) s"$Tool ${h.owner}" else s"$Query ${h.owner}")
         case None => take(path, s"$Tool $owner", hadoopConf) match {
           case Taken(free) => held.put(path.toString, new Held(owner, free, tool = true)); null
           case HeldBy(holder) if gone(holder) => retaken(path, s"$Tool $owner", hadoopConf) match {
-            case Some(free) => held.put(path.toString, new Held(owner, free, tool = true)); null
-            case None => withoutKind(holder)
+            case Some(free) =>
+              log.warn(s"ttlstate: the lock of $checkpoint was held by ${withoutKind(holder)}, which is gone: taken over")
+              held.put(path.toString, new Held(owner, free, tool = true)); null
+            case None => inUse(holder)
           }
-          case HeldBy(holder) => withoutKind(holder)
-          case Unlockable(_) => null
+          case HeldBy(holder) => inUse(holder)
+          case Unlockable(reason) =>
+            s"could not be locked (taking its lock file $path failed: $reason), so a query running there " +
+              "would go unnoticed: nothing was changed; fix that, then run the command again"
         }
       }
     }
   }
 
-  /** Why `checkpoint` cannot be locked (a running query there goes unnoticed), or null. */
+  /** Why a tool is refused, from the holder's line (its first word says what holds the lock). */
+  private def inUse(line: String): String =
+    if (line.startsWith(Tool + " ")) s"is in use by ${withoutKind(line)}: wait until it ends"
+    else s"is in use by ${withoutKind(line)}: stop that query first"
+
+  /** Why `checkpoint`'s file system has no lock (an object store, say: a query running there goes
+   *  unnoticed), or null where it has one (local disks, HDFS). */
   def unlockableReason(checkpoint: String, hadoopConf: Configuration): String =
     lockPath(checkpoint, hadoopConf).left.toOption.orNull
 
@@ -182,14 +196,24 @@ object CheckpointLock {
   private def entry(checkpoint: String, hadoopConf: Configuration): Option[(String, Held)] =
     lockPath(checkpoint, hadoopConf).toOption.flatMap(p => Option(held.get(p.toString)).map(p.toString -> _))
 
-  /** The lock file of `checkpoint` (a path or URI, as Spark resolves it), or why it has none: only
-   *  local disks and HDFS have locks; other file systems are not even opened for it. */
-  private def lockPath(checkpoint: String, hadoopConf: Configuration): Either[String, Path] = try {
-    val root = new Path(checkpoint)
-    val scheme = Option(root.toUri.getScheme).getOrElse(FileSystem.getDefaultUri(hadoopConf).getScheme)
-    if (scheme != "file" && scheme != "hdfs") Left(s"checkpoints on '$scheme' file systems have no lock")
-    else Right(new Path(root.getFileSystem(hadoopConf).makeQualified(root), FileName))
-  } catch { case e: Exception => Left(s"its file system could not be opened ($e)") }
+  /** The lock file of `checkpoint` (a path or URI, as Spark resolves it), or why its file system has
+   *  none: only local disks and HDFS have locks; other schemes are not even opened for it. One of
+   *  those two that cannot be opened gives the path as it is: taking the lock then fails, naming why. */
+  private def lockPath(checkpoint: String, hadoopConf: Configuration): Either[String, Path] =
+    Try(new Path(checkpoint)).toEither.left.map(e => s"not a path ($e)").flatMap { root =>
+      val scheme = Option(root.toUri.getScheme).orElse(Try(FileSystem.getDefaultUri(hadoopConf).getScheme).toOption)
+      if (!scheme.exists(s => s == "file" || s == "hdfs")) Left(s"checkpoints on '${scheme.orNull}' file systems have no lock")
+      else (try Some(root.getFileSystem(hadoopConf)) catch { case _: Exception | _: LinkageError => None }) match {
+        case Some(fs) if hasLocks(fs) => Right(new Path(fs.makeQualified(root), FileName))
+        case Some(fs) => Left(s"${fs.getClass.getName} has no lock")
+        case None => Right(new Path(root, FileName))
+      }
+    }
+
+  private def hasLocks(fs: FileSystem): Boolean = fs match {
+    case _: LocalFileSystem | _: RawLocalFileSystem => true
+    case other => try other.isInstanceOf[DistributedFileSystem] catch { case _: LinkageError => false }
+  }
 
   private def unlockable(checkpoint: String, reason: String): Unit =
     if (saidUnlockable.add(checkpoint)) {
@@ -215,8 +239,8 @@ object CheckpointLock {
    *  went wrong); never throws. */
   private def take(path: Path, line: String, hadoopConf: Configuration): Outcome = try {
     path.getFileSystem(hadoopConf) match {
-      case dfs: DistributedFileSystem => onHdfs(dfs, path, line)
       case _: LocalFileSystem | _: RawLocalFileSystem => onLocalDisk(new File(path.toUri.getPath), line)
+      case dfs: DistributedFileSystem => onHdfs(dfs, path, line)
       case other => Unlockable(s"${other.getClass.getName} has no lock")
     }
   } catch {

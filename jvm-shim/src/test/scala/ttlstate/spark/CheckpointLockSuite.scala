@@ -23,7 +23,7 @@ class CheckpointLockSuite extends AnyFunSuite {
     assert(CheckpointLock.forTool(ck, "ttlstate repartition (a test)", conf) == null)
     val e = intercept[CheckpointLock.Locked](CheckpointLock.queryStarting(ck, "a query", conf))
     assert(e.getMessage.contains("TTLSTATE_CHECKPOINT_LOCKED") && e.getMessage.contains("ttlstate repartition (a test)"))
-    assert(CheckpointLock.forTool(ck, "another tool", conf) == "ttlstate repartition (a test)")
+    assert(CheckpointLock.forTool(ck, "another tool", conf) == "is in use by ttlstate repartition (a test): wait until it ends")
     CheckpointLock.toolDone(ck, conf)
     CheckpointLock.queryStarting(ck, "a query", conf)
     assert(new String(Files.readAllBytes(lockFile(new File(ck)).toPath), UTF_8) == "query a query\n")
@@ -41,19 +41,29 @@ class CheckpointLockSuite extends AnyFunSuite {
     CheckpointLock.toolDone(ck.getPath, conf)
   }
 
-  test("no lock where none can be had: an object store, a read-only place, a file system that fails") {
+  test("a query starts wherever the lock cannot be had; a tool is refused there, naming why") {
     val failing = new Configuration()
-    failing.set("fs.defaultFS", "hdfs://127.0.0.1:1") // nothing listens: only the FS's creation is tried
+    failing.set("fs.defaultFS", "hdfs://127.0.0.1:1") // nothing listens
     failing.set("ipc.client.connect.max.retries", "0")
     failing.set("ipc.client.connect.max.retries.on.timeouts", "0")
-    val cases = Seq("s3a://bucket/ck" -> conf, "gs://bucket/ck" -> conf, "abfss://c@a.dfs.core.windows.net/ck" -> conf,
-      "file:/proc/self/ttlstate-ck" -> conf, "/no-such-scheme-config/ck" -> failing)
-    for ((ck, c) <- cases) {
+    // File systems without locks: the tool's caller decides (`unlockableReason`); forTool refuses.
+    for (ck <- Seq("s3a://bucket/ck", "gs://bucket/ck", "abfss://c@a.dfs.core.windows.net/ck")) {
+      CheckpointLock.queryStarting(ck, "a query", conf) // never throws
+      val scheme = ck.takeWhile(_ != ':')
+      assert(CheckpointLock.unlockableReason(ck, conf) == s"checkpoints on '$scheme' file systems have no lock")
+      assert(CheckpointLock.forTool(ck, "a tool", conf) == s"cannot be locked (checkpoints on '$scheme' file systems have no lock)")
+      CheckpointLock.toolDone(ck, conf)
+    }
+    // File systems with locks where taking it fails (a place that cannot be written, an unreachable
+    // HDFS): a query starts, a tool is refused (it would not see a query running there).
+    for ((ck, c) <- Seq("file:/proc/self/ttlstate-ck" -> conf, "/no-such-scheme-config/ck" -> failing)) {
       CheckpointLock.queryStarting(ck, "a query", c) // never throws
-      assert(CheckpointLock.forTool(ck, "a tool", c) == null, ck)
+      assert(CheckpointLock.unlockableReason(ck, c) == null, ck)
+      val refusal = CheckpointLock.forTool(ck, "a tool", c)
+      assert(refusal != null && refusal.startsWith("could not be locked (taking its lock file ") &&
+        refusal.contains("_ttlstate_lock failed: ") && refusal.contains("nothing was changed"), refusal)
       CheckpointLock.toolDone(ck, c)
     }
-    assert(CheckpointLock.unlockableReason("s3a://bucket/ck", conf).contains("'s3a' file systems have no lock"))
     assert(CheckpointLock.unlockableReason(folder().getPath, conf) == null)
   }
 
