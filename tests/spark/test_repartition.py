@@ -264,6 +264,26 @@ def test_refusals_leave_the_checkpoint_as_it_was(spark: SparkSession, stopped: R
         k: v for k, v in before.items() if "commits" not in k}
 
 
+def test_a_damaged_header_is_named_as_damaged_not_as_different_settings(spark: SparkSession, stopped: Run,
+                                                                       tmp_path) -> None:  # noqa: ANN001
+    """One partition's changelog of the version to move with one bit of its header's TTL flipped
+    (its JSON still parses, only the checksum tells): the command names that file as damaged, not
+    the partitions' TTL settings as different, and changes nothing."""
+    ck = _copy(stopped, tmp_path)
+    victim = os.path.join(ck, "state", "0", "1", "2.changelog")
+    with open(victim, "rb") as f:
+        data = f.read()
+    ttl = b'"ttlMs": 600000, "updateType"'  # TTL_CONFS' 10m, in the header's settings
+    assert data.count(ttl) == 1
+    with open(victim, "wb") as f:
+        f.write(data.replace(ttl, b'"ttlMs": 600001, "updateType"'))
+    before = _files(ck)
+    with pytest.raises(RepartitionError, match=re.escape("/state/0/1/2.changelog is damaged: it is corrupt "
+                                                         "(checksum mismatch)")):
+        repartition(spark, ck, 3, out=open(os.devnull, "w"))  # noqa: SIM115
+    assert _files(ck) == before
+
+
 def test_another_providers_checkpoint_is_refused_naming_migrate(spark: SparkSession) -> None:
     run = Run(spark, ROCKSDB, agg_by_two_columns, SCHEMA, "update", TTL_CONFS)
     run.start()

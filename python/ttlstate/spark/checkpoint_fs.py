@@ -79,6 +79,10 @@ class CheckpointFs:
                          self._fs.getConf()):
             raise OSError(f"could not copy {src} to {dst}")
 
+    def fetch(self, rel: str, local: str) -> None:
+        """Copies file `rel` to the local path `local` (streamed, no checksum file beside it)."""
+        self._fs.copyToLocalFile(False, self.path(rel), self._jvm.org.apache.hadoop.fs.Path(local), True)
+
     def mkdirs(self, rel: str) -> None:
         self._fs.mkdirs(self.path(rel))
 

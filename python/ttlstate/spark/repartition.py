@@ -30,12 +30,12 @@ import sys
 import threading
 from typing import Any
 
-from ttlstate.checkpoint.record_file import RecordFileError, header_bytes_needed, header_of
 from ttlstate.config.conf_key import PREFIX
 from ttlstate.faults import crash_point
 from ttlstate.spark import repartition_plan as RP
 from ttlstate.spark.checkpoint_fs import CheckpointFs
 from ttlstate.spark.job_options import add_job_options, job_session
+from ttlstate.spark.repartition_headers import check_differing_settings, header
 from ttlstate.spark.tools_jar import ToolError, call
 
 STAGING = "_ttlstate_repartition"
@@ -50,22 +50,6 @@ def _store_dir(op: int, partition: int, store: str) -> str:
     return f"state/{op}/{partition}" + ("" if store == "default" else f"/{store}")
 
 
-def _header(fs: CheckpointFs, folder: str, version: int) -> dict | None:
-    """The header of the store's file of `version` (its changelog, else its snapshot)."""
-    for name in (f"{version}.changelog", f"{version}.snapshot"):
-        path = f"{folder}/{name}"
-        if not fs.exists(path):
-            continue
-        head = fs.read(path, 4096)
-        try:
-            if len(head) < header_bytes_needed(head):
-                head = fs.read(path, header_bytes_needed(head))
-            return header_of(head)[1]
-        except (RecordFileError, ValueError) as e:
-            raise RepartitionError(f"{fs.root}/{path} {e}") from None
-    return None
-
-
 def _checkpoint(spark: Any, fs: CheckpointFs) -> RP.Checkpoint:
     """What the plan needs to know of the checkpoint (read only)."""
     offsets, commits = _ids(fs, "offsets"), _ids(fs, "commits")
@@ -76,10 +60,14 @@ def _checkpoint(spark: Any, fs: CheckpointFs) -> RP.Checkpoint:
     ck = RP.Checkpoint(fs.root, offsets, commits, text, operators)
     if last is not None:
         for op in operators:
-            for p in op.partitions:
-                for store in op.stores:
-                    folder = _store_dir(op.id, p, store.name)
-                    ck.headers[(op.id, p, store.name)] = _header(fs, folder, last + 1)
+            for store in op.stores:
+                files = {}
+                for p in op.partitions:
+                    found = header(fs, _store_dir(op.id, p, store.name), last + 1)
+                    ck.headers[(op.id, p, store.name)] = None if found is None else found[1]
+                    if found is not None:
+                        files[p] = found
+                check_differing_settings(fs, files)
     return ck
 
 

@@ -178,6 +178,38 @@ def _is_limit_key(key_schema: str) -> bool:
     return len(fields) == 1 and fields[0].get("type") == "null"
 
 
+_SETTING_VALUES: dict[str, frozenset[str]] = {
+    "updateType": frozenset(v.value for v in K.UpdateType),
+    "stateVisibility": frozenset(v.value for v in K.StateVisibility),
+    "timeSource": frozenset(v.value for v in K.TimeSource),
+}
+
+
+def _whole(v: object, least: int | None = None) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and (least is None or v >= least)
+
+
+def header_problem(header: dict) -> str | None:
+    """What is wrong with a file header's fields the plan reads (its TTL settings, batch time and
+    key count), as ttlstate never writes them; None when nothing is. A header whose JSON still
+    parses after damage says so here, not as TTL settings that differ between partitions."""
+    for key, least in (("batchTimeMs", None), ("ttlMs", 0), ("keys", 0)):
+        v = header.get(key)
+        if v is not None and not _whole(v, least):
+            return f"{key} is {v!r}, not null or a whole number" + ("" if least is None else f" from {least}")
+    if "settings" not in header:
+        return None
+    settings = header["settings"]
+    if not isinstance(settings, dict):
+        return f"settings is {settings!r}, not an object"
+    if settings.get("ttlMs") is not None and not _whole(settings["ttlMs"], 0):
+        return f"settings.ttlMs is {settings['ttlMs']!r}, not null or a whole number from 0"
+    for key, allowed in _SETTING_VALUES.items():
+        if key in settings and not (isinstance(settings[key], str) and settings[key] in allowed):
+            return f"settings.{key} is {settings[key]!r}, not one of {', '.join(sorted(allowed))}"
+    return None
+
+
 def recorded_settings(header: dict) -> dict[str, object]:
     """The TTL settings a file header recorded (`settings`; only `ttlMs` in files from before
     they were recorded, the rest then as configured by default)."""
@@ -186,6 +218,11 @@ def recorded_settings(header: dict) -> dict[str, object]:
         return dict(settings)
     return {"ttlMs": header.get("ttlMs"), "updateType": K.UPDATE_TYPE.default,
             "stateVisibility": K.STATE_VISIBILITY.default, "timeSource": K.TIME_SOURCE.default}
+
+
+def settings_text(header: dict) -> str:
+    """The recorded settings as one comparable text (JSON, keys sorted)."""
+    return json.dumps(recorded_settings(header), sort_keys=True)
 
 
 def confs_recording(settings: dict[str, object]) -> dict[str, str]:
@@ -257,7 +294,7 @@ def _add_group(out: Plan, ck: Checkpoint, op: Operator, store: Store) -> None:
         raise Refused(f"operator {op.id}, store {store.name}: partitions "
                       f"{[p for p, h in headers.items() if h is None]} hold no version {out.version} (the "
                       f"state after batch {out.batch})")
-    settings = {json.dumps(recorded_settings(h), sort_keys=True) for h in found}
+    settings = {settings_text(h) for h in found}
     if len(settings) > 1:
         raise Refused(f"operator {op.id}, store {store.name}: its partitions recorded different TTL "
                       f"settings ({', '.join(sorted(settings))}); restart the query once so that every "
