@@ -60,8 +60,6 @@ def test_drop_duplicates(spark: SparkSession) -> None:
     _same(spark, lambda s: s["events"].dropDuplicates(["k"]))
 
 
-
-
 def test_session_window(spark: SparkSession) -> None:
     _same(spark, lambda s: s["events"].withWatermark("ts", "10 seconds")
           .groupBy(F.session_window("ts", "5 seconds"), "k").agg(F.count("*").alias("n")))
