@@ -10,6 +10,8 @@ LINES := $(shell PYTHONPATH=python python3 -m ttlstate.spark.lines | cut -d' ' -
 JAR_DIR := python/ttlstate/jars
 JAR := $(JAR_DIR)/ttlstate-shim-spark$(DEV_LINE).jar
 TOOLS_JAR := $(JAR_DIR)/ttlstate-tools-spark$(DEV_LINE).jar
+# Jars built before from the same sources are copied, not compiled again (scripts/build_shim.sh).
+export TTLSTATE_JAR_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ttlstate-build/jars
 ALL_JARS := $(foreach l,$(LINES),$(JAR_DIR)/ttlstate-shim-spark$(l).jar)
 SCALA_SRC := $(shell find jvm-shim/src/main jvm-shim/src/tools jvm-shim/src/spark jvm-shim/src/spark-tools -name '*.scala' -o -name '*.java' 2>/dev/null)
 NATIVE_SRC := $(shell find native -name '*.cpp' -o -name '*.h' 2>/dev/null)
@@ -64,10 +66,10 @@ run: setup
 	$(PY) -m ttlstate.cli.main demo
 
 test: setup test-scala lint
-	$(PY) -m pytest -m "not long and not integration and not spark_versions and not cluster" --durations=25 tests
+	$(PY) -m pytest -m "not long and not integration and not spark_versions and not cluster" --durations=60 tests
 
 # The shim's Scala unit tests (ScalaTest, fetched with Maven from jvm-shim/test-deps/pom.xml on
-# first use; the compiled tests are reused until a test source or the shim jar changes).
+# first use; the compiled tests are cached until a test source or the shim jar changes).
 test-scala: $(JAR)
 	scripts/scala_test.sh $(PY) $(JAR)
 
@@ -84,8 +86,8 @@ test-spark-versions: setup
 # portable wheel, built and checked as installed (tests/packaging; first build: RocksDB from source).
 test-integration: setup
 	scripts/integration_deps.sh >/dev/null
-	$(PY) -m pytest -m integration tests/integration
-	$(PY) -m pytest -m wheel tests/packaging
+	$(PY) -m pytest -m "integration and not long" --durations=15 tests/integration
+	$(PY) -m pytest -m "wheel and not long" --durations=15 tests/packaging
 
 # On a real cluster (docs/cluster.md): YARN (MiniDFSCluster + MiniYARNCluster, two NodeManagers,
 # the physical-memory check on) in client and cluster deploy mode with a venv packed by venv-pack,
@@ -97,9 +99,12 @@ test-cluster: setup
 	scripts/cluster_deps.sh >/dev/null
 	$(PY) -m pytest -m cluster -s --durations=0 tests/cluster  # -s: the scenarios print their measurements
 
-# The long cases `make test` leaves out (e.g. 100 versions of a churning workload).
+# The long cases `make test` and `make test-integration` leave out (e.g. 100 versions of a
+# churning workload; executors of local-cluster moving stores over HDFS).
 test-long: setup
 	$(PY) -m pytest -m "long and not integration and not spark_versions and not cluster" tests
+	scripts/integration_deps.sh >/dev/null
+	$(PY) -m pytest -m "long and integration" tests/integration tests/packaging
 
 # BASELINE=<ref> also runs ttlstate as of that commit in the Spark benchmarks, in the same run
 # (benchmarks/harness/baseline.py checks it out and builds it under ~/.cache/ttlstate-bench).

@@ -176,7 +176,9 @@ def ensure_jars(say: Callable[[str], None] = print) -> list[Path]:
                              + NEEDS.format(java=MIN_JAVA, lines=supported))
     say(f"ttlstate: compiling the shim jar for Spark {line.minor} against Spark {spark.version} "
         f"({spark.found_as}: {spark.jars}); this takes one to a few minutes")
-    env = {**os.environ, "PATH": path, "TTLSTATE_BUILD_PYTHON": sys.executable}
+    # A user's install always compiles (the jar cache is the dev tree's: make, scripts/build_shim.sh).
+    env = {**{k: v for k, v in os.environ.items() if k != "TTLSTATE_JAR_CACHE"}, "PATH": path,
+           "TTLSTATE_BUILD_PYTHON": sys.executable}
     done = subprocess.run(["bash", str(ROOT / "scripts" / "build_shim.sh"), str(spark.jars), str(JAR_DIR)],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     say(done.stdout + done.stderr)

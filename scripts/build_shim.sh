@@ -9,6 +9,10 @@
 # SPARK: a Python with pyspark (`make jar`, `make jars`), or a Spark's jars directory (a source
 # install of the package compiles against the Spark installed where it goes: setup.py).
 # The build's own Python (lines, codegen; standard library only): $TTLSTATE_BUILD_PYTHON, else python3.
+# TTLSTATE_JAR_CACHE (make sets it: ~/.cache/ttlstate-build/jars): a folder of jars built before,
+# each under a hash of everything that goes into it (every shim source, the generated code, these
+# build scripts, the Spark version and the JDK), so a fresh clone, `make wheel` and the
+# Spark-version tier compile a line only when one of those changed. Unset: always compiles.
 # Usage: scripts/build_shim.sh [SPARK [OUT_DIR]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +31,21 @@ folders() { PYTHONPATH=python "$BUILD_PY" -m ttlstate.spark.lines --folders "$mi
 PYTHONPATH=python "$BUILD_PY" -m ttlstate.codegen scala "$work/generated" "$minor" >/dev/null
 mapfile -t srcs < <(find jvm-shim/src/main/scala $(folders jvm-shim/src/spark) "$work/generated" -name '*.scala' | sort)
 jars=$(scripts/spark_jars.sh "$SPARK")
+cached=
+if [[ -n "${TTLSTATE_JAR_CACHE:-}" ]]; then
+  key=$( { echo "$version $minor"; javac -version 2>&1
+           cat scripts/build_shim.sh scripts/scalac.sh scripts/spark_jars.sh
+           find jvm-shim/src -path jvm-shim/src/test -prune -o -type f -print | sort | xargs sha256sum
+           (cd "$work" && find generated -type f | sort | xargs sha256sum); } | sha256sum | cut -c1-16)
+  cached=$TTLSTATE_JAR_CACHE/$minor-$key
+  if [[ -f "$cached/.complete" ]]; then
+    mkdir -p "$OUT_DIR"
+    cp "$cached/$(basename "$jar")" "$jar"
+    cp "$cached/$(basename "$tools_jar")" "$tools_jar"
+    echo "ttlstate: $jar and $tools_jar from the jar cache ($cached: built before from the same sources)"
+    exit 0
+  fi
+fi
 # The entry classes Spark loads by name, and their line check, are Java (they must load on Scala
 # 2.12 and 2.13 alike): compiled first, the Scala code beside them.
 mapfile -t java_srcs < <(find jvm-shim/src/main/java "$work/generated" -name '*.java' | sort)
@@ -42,3 +61,9 @@ rm -f "$jar" "$tools_jar"
 jar cf "$jar" -C "$work/shim" .
 jar cf "$tools_jar" -C "$work/tools" .
 echo "ttlstate: wrote $jar and $tools_jar"
+if [[ -n "$cached" ]]; then  # written whole, then marked complete: a cut-off copy is never used
+  rm -rf "$cached"
+  mkdir -p "$cached"
+  cp "$jar" "$tools_jar" "$cached/"
+  touch "$cached/.complete"
+fi

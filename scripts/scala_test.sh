@@ -28,15 +28,17 @@ if [[ ! -f "$deps/.complete" ]]; then
   touch "$deps/.complete"
 fi
 
-classes=jvm-shim/target/test-classes-$(basename "$SHIM" .jar)
+# The compiled tests, in the cache folder too, under a hash of what they are compiled from (a fresh
+# clone with the same sources and jar reuses them); older compiles for the same jar name go.
 mapfile -t srcs < <(find jvm-shim/src/test/scala -name '*.scala' | sort)
-inputs=$(cat "${srcs[@]}" "$SHIM" "$deps"/*.jar | sha256sum | cut -c1-16)
-if [[ "$(cat "$classes/.inputs" 2>/dev/null)" != "$inputs" ]]; then
+inputs=$( { sha256sum "${srcs[@]}"; cat "$SHIM" "$deps"/*.jar; } | sha256sum | cut -c1-16)
+classes="$parent/classes-$(basename "$SHIM" .jar)-$inputs"
+if [[ ! -f "$classes/.complete" ]]; then
   echo "ttlstate: compiling ${#srcs[@]} Scala test files" >&2
-  rm -rf "$classes"
+  rm -rf "$parent/classes-$(basename "$SHIM" .jar)-"*
   mkdir -p "$classes"
   scripts/scalac.sh "$PY" "$classes" "$SHIM:$deps/*" "${srcs[@]}"
-  echo "$inputs" > "$classes/.inputs"
+  touch "$classes/.complete"
 fi
 
 out=$(mktemp)

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The Spark-version tier (`make test-spark-versions`): for every Spark line ttlstate serves
 # (python/ttlstate/spark/lines.py), in that line's own venv (scripts/spark_venv.sh, cached), its
-# shim jar, its Scala unit tests and tests/spark_versions/test_line.py against that Spark's own
+# shim jar, tests/spark_versions/test_line.py against that Spark's own
 # RocksDB provider, with one case of each feature only some lines offer (FEATURES); then, once, a
 # checkpoint taken from the oldest line to the newest (tests/spark_versions/test_upgrade.py).
+# The Scala unit tests run once per Scala version: `make test` runs them on the dev line (2.13),
+# this tier on each line of another Scala (3.5: 2.12); SCALA_TESTS=all runs them on every line.
 # Of the dev venv's line only the case `make test` has no equivalent of runs (another line's jar
 # on it): `make test` runs all of tests/ on it. Prints the time of each line. LINES="4.2 4.3" runs
 # those lines only (no upgrade).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dev_line=$(sed -n 's/^pyspark==\([0-9]*\.[0-9]*\).*/\1/p' constraints.txt)
+scala_of() { PYTHONPATH=python python3 -m ttlstate.spark.lines | awk -v m="$1" '$1 == m {print $3}'; }
+dev_scala=$(scala_of "$dev_line")
 lines=${LINES:-$(PYTHONPATH=python python3 -m ttlstate.spark.lines | cut -d' ' -f1)}
 # the lines it runs on (the first offering it, or FIRST-LAST) | a test of tests/spark (one case each)
 FEATURES=(
@@ -18,6 +22,8 @@ FEATURES=(
   "3.5-4.1|tests/spark/test_migrate.py::test_session_window"
   "4.1|tests/spark/test_snapshot_lag.py"
   "4.2|tests/spark/test_migrate.py::test_aggregation_from_rocksdb"
+  "3.5|tests/spark/test_repartition.py::test_operator_against_spark_rocksdb[session-window-2-to-3]"
+  "3.5-3.5|tests/spark/test_repartition.py::test_stream_stream_join_against_spark_rocksdb"
   "4.2|tests/spark/test_transform_with_state_served.py::test_state_kinds_ttl_and_processing_time_timers"
 )
 offered() {  # LINES MINOR: whether MINOR is among LINES ("4.2": 4.2 and later; "3.5-4.1")
@@ -37,8 +43,10 @@ for minor in $lines; do
   select=()
   [[ "$minor" == "$dev_line" && -z "${LINES:-}" ]] && features=() &&
     select=(-k test_another_lines_jar_fails_at_start_naming_this_lines)
-  if scripts/scala_test.sh "$venv/bin/python" "python/ttlstate/jars/ttlstate-shim-spark$minor.jar" \
-       >"/tmp/ttlstate-scala-test-$minor.log" 2>&1 || { cat "/tmp/ttlstate-scala-test-$minor.log"; false; } &&
+  scala=skip
+  [[ "${SCALA_TESTS:-}" == all || "$(scala_of "$minor")" != "$dev_scala" ]] && scala=run
+  if { [[ $scala == skip ]] || scripts/scala_test.sh "$venv/bin/python" "python/ttlstate/jars/ttlstate-shim-spark$minor.jar" \
+       >"/tmp/ttlstate-scala-test-$minor.log" 2>&1 || { cat "/tmp/ttlstate-scala-test-$minor.log"; false; }; } &&
      "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/spark_versions/test_line.py "${features[@]}" \
        "${select[@]}"; then
     result=ok

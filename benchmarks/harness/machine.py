@@ -34,6 +34,15 @@ def _rocksdb_version() -> str:
         return "unknown"
 
 
+def uptime() -> str:
+    """`uptime`'s line (the load averages): how busy the machine was, which on a shared machine
+    bounds what a timing means."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
 def describe() -> dict[str, object]:
     import pyspark
 
@@ -45,4 +54,5 @@ def describe() -> dict[str, object]:
         "python": platform.python_version(),
         "pyspark": pyspark.__version__,
         "rocksdb": _rocksdb_version(),
+        "uptime": uptime(),
     }

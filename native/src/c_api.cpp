@@ -394,6 +394,13 @@ ttl_status ttl_txn_put(ttl_txn* t, const char* key, size_t key_size, const char*
   });
 }
 
+ttl_status ttl_txn_put_entry(ttl_txn* t, const char* key, size_t key_size, const char* ttl_value,
+                             size_t ttl_value_size) {
+  return Guard([&] {
+    t->txn->PutEntry(std::string_view(key, key_size), std::string_view(ttl_value, ttl_value_size));
+  });
+}
+
 ttl_status ttl_txn_remove(ttl_txn* t, const char* key, size_t key_size) {
   return Guard([&] { t->txn->Remove(std::string_view(key, key_size)); });
 }

@@ -173,6 +173,8 @@ void Connection::Writes(Txn& txn, PayloadReader& r) {
                          : kind == p::kWritePutPresent ? Txn::Committed::kPresent
                                                        : Txn::Committed::kUnknown;
       txn.Put(key, r.Bytes(), known);
+    } else if (kind == p::kWritePutEntry) {
+      txn.PutEntry(key, r.Bytes());
     } else if (kind == p::kWriteRemove) {
       txn.Remove(key);
     } else if (kind == p::kWriteRemoveExpired) {
@@ -221,7 +223,7 @@ bool Connection::Dispatch(uint8_t code, std::string_view payload) {
     return true;
   }
   if (code != p::kOpGet && code != p::kOpGetEntries && code != p::kOpMultiGet && code != p::kOpIter &&
-      code != p::kOpKeys) {
+      code != p::kOpKeys && code != p::kOpEntries) {
     return false;
   }
   const auto txn = BoundTxn(r.U32());
@@ -249,6 +251,8 @@ bool Connection::Dispatch(uint8_t code, std::string_view payload) {
     std::unique_ptr<Scan> scan;
     if (code == p::kOpKeys) {
       scan = txn->NewKeyScan();
+    } else if (code == p::kOpEntries) {
+      scan = txn->NewStoredScan();
     } else if (const auto prefix = r.BytesOrNull()) {
       scan = txn->NewScan(std::string(*prefix), PrefixUpperBound(*prefix));
     } else {

@@ -238,6 +238,17 @@ void Txn::Put(std::string_view key, std::string_view value, Committed known) {
   }
 }
 
+void Txn::PutEntry(std::string_view key, std::string_view ttl_value) {
+  CheckWritable();
+  if (ttl_value.size() < kTimestampSize) {
+    throw StoreError(protocol::kErrBadRequest, "a whole TtlValue has at least " +
+                     std::to_string(kTimestampSize) + " bytes, this one " + std::to_string(ttl_value.size()));
+  }
+  WritePending(key, Op::kPut, arena_.Copy(ttl_value));
+  Pending& entry = Entry(key);
+  if (entry.in_db < 0) SetInDb(entry, static_cast<int8_t>(Committed::kAbsent));
+}
+
 void Txn::Remove(std::string_view key) {
   CheckWritable();
   if (rules_.incremental_per_record) IncrementalStep();
@@ -260,14 +271,21 @@ std::unique_ptr<Scan> Txn::NewScan(std::optional<std::string> lower, std::option
                          p.op == Op::kPut ? std::optional<std::string>(p.value()) : std::nullopt);
   }
   auto db = std::make_unique<Iterator>(core_, std::move(lower), std::move(upper));
-  return std::make_unique<Scan>(shared_from_this(), std::move(overlay), std::move(db), false);
+  return std::make_unique<Scan>(shared_from_this(), std::move(overlay), std::move(db), ScanKind::kVisible);
 }
 
 std::unique_ptr<Scan> Txn::NewKeyScan() {
   CheckOpen();
   auto db = std::make_unique<Iterator>(core_, std::nullopt, std::nullopt);
   return std::make_unique<Scan>(shared_from_this(), std::vector<std::pair<std::string, std::optional<std::string>>>(),
-                                std::move(db), true);
+                                std::move(db), ScanKind::kKeys);
+}
+
+std::unique_ptr<Scan> Txn::NewStoredScan() {
+  CheckOpen();
+  auto db = std::make_unique<Iterator>(core_, std::nullopt, std::nullopt);
+  return std::make_unique<Scan>(shared_from_this(), std::vector<std::pair<std::string, std::optional<std::string>>>(),
+                                std::move(db), ScanKind::kStored);
 }
 
 void Txn::IncrementalStep() {
@@ -402,8 +420,8 @@ int64_t Txn::Apply(const std::string& sst_path, bool end) {
 }
 
 Scan::Scan(std::shared_ptr<Txn> txn, std::vector<std::pair<std::string, std::optional<std::string>>> overlay,
-           std::unique_ptr<Iterator> db, bool keys_only)
-    : txn_(std::move(txn)), overlay_(std::move(overlay)), db_(std::move(db)), keys_only_(keys_only) {}
+           std::unique_ptr<Iterator> db, ScanKind kind)
+    : txn_(std::move(txn)), overlay_(std::move(overlay)), db_(std::move(db)), kind_(kind) {}
 
 bool Scan::Next(size_t max_bytes, const Emit& emit) {
   size_t bytes = 0;
@@ -429,9 +447,14 @@ bool Scan::Next(size_t max_bytes, const Emit& emit) {
       stored = &v;
     }
     if (stored == nullptr) continue;  // deleted in this transaction
-    if (keys_only_) {
+    if (kind_ == ScanKind::kKeys) {
       emit(*key, nullptr);
       bytes += key->size() + 8;
+      continue;
+    }
+    if (kind_ == ScanKind::kStored) {
+      emit(*key, stored);
+      bytes += key->size() + stored->size() + 8;
       continue;
     }
     const auto user = txn_->Visible(*key, *stored, false);

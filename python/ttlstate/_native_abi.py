@@ -158,6 +158,8 @@ FUNCTIONS: tuple[Function, ...] = (
        "size_t* size)"),
     fn("ttl_status ttl_txn_put(ttl_txn* t, const char* key, size_t key_size, const char* value, "
        "size_t value_size, int committed)", keep_gil=True, checked=False),
+    fn("ttl_status ttl_txn_put_entry(ttl_txn* t, const char* key, size_t key_size, const char* ttl_value, "
+       "size_t ttl_value_size)", keep_gil=True),
     fn("ttl_status ttl_txn_remove(ttl_txn* t, const char* key, size_t key_size)", keep_gil=True,
        checked=False),
     fn("ttl_status ttl_txn_scan(ttl_txn* t, const char* lower, size_t lower_size, const char* upper, "

@@ -31,7 +31,9 @@ from tests.spark.test_local_cluster import (
 )
 from ttlstate.config import keys as K
 
-pytestmark = pytest.mark.integration
+# `make test-long`: the cluster tier's standalone cluster moves stores between executors over
+# HDFS through a killed executor (tests/cluster/test_standalone.py).
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 KILL_AFTER = 3  # steps before the executor JVM is killed
 

@@ -14,7 +14,8 @@ configured here, then
   server's start line (this venv's Python, native engine loaded) and the TTL metrics.
 
 The wheel is built once per session (conftest.py). At least one CPython 3.11 must be found: the
-test of that fails, it does not skip. Marked `integration` and `wheel` (`make test-integration`).
+test of that fails, it does not skip. Marked `integration` and `wheel`: `make test-integration`
+runs the first interpreter's cases, `make test-long` the others and the demo.
 """
 
 from __future__ import annotations
@@ -109,7 +110,12 @@ class Venv:
         return {"PATH": f"{self.root / 'bin'}:{os.environ.get('PATH', '')}", "VIRTUAL_ENV": str(self.root)}
 
 
-@pytest.fixture(scope="module", params=INTERPRETERS, ids=lambda i: i.id)
+# `make test-integration` installs the wheel on the first interpreter (3.11) only; the others, and
+# the demo, run in `make test-long` and in `make release` (tests/packaging/test_release.py installs
+# the release's wheel on each Python and each Spark line): each costs CI minutes, and the wheel is
+# one binary for every Python (py3-none, loaded through ctypes).
+@pytest.fixture(scope="module", ids=lambda i: i.id, params=[
+    pytest.param(i, marks=() if n == 0 else pytest.mark.long) for n, i in enumerate(INTERPRETERS)])
 def venv(request: pytest.FixtureRequest, built: Built,
          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Venv]:
     """A fresh venv of this interpreter with the wheel pip-installed, dependencies and all."""
@@ -145,6 +151,7 @@ def test_venv_runs_that_python_with_the_wheel_and_its_dependencies(venv: Venv) -
 # The demo on the first interpreter only (3.11): the wheel is one binary for every Python, and the
 # spark-submit job below runs a query on the native engine on each one (the demo on each cost CI
 # about 40 s per interpreter).
+@pytest.mark.long
 @pytest.mark.parametrize("venv", INTERPRETERS[:1], indirect=True, ids=lambda i: i.id)
 def test_demo_runs(venv: Venv, tmp_path: Path) -> None:
     start = time.monotonic()

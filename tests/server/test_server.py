@@ -18,6 +18,7 @@ from ttlstate.config import keys as K
 from ttlstate.server import protocol as P
 from ttlstate.server.client import Client, ServerError
 from ttlstate.server.worker_processes import WORKER_NAME
+from ttlstate.ttl import ttl_value
 
 CONFS = {K.ENGINE.key: "rocksdict", K.TTL.key: "100ms"}
 
@@ -544,3 +545,62 @@ def test_the_start_is_logged_at_info(tmp_path, monkeypatch) -> None:  # noqa: AN
     assert "state server started" in lower
     bad = _start_log(tmp_path, monkeypatch, "chatty")  # not a level: warned, default, starts anyway
     assert "TTLSTATE_LOG_LEVEL='chatty' is not a logging level" in bad and "state server started" in bad
+
+
+# What `ttlstate repartition` asks of the state server: a loaded version's entries as stored
+# (OP_ENTRIES: TtlValues with their timestamps, expired ones too), and whole TtlValues put into a
+# store loaded empty (WRITE_PUT_ENTRY), kept as given.
+WRITER = {K.TTL.key: "1h", K.UPDATE_TYPE.key: "OnReadAndWrite", K.TIME_SOURCE.key: "activeTime"}
+
+
+def _written(c: Client, confs: dict[str, str], checkpoint: str) -> None:
+    """Version 2 of a store: a and b written at 1000, then b read (refreshed) and c written at
+    5000 (activeTime: 1000 plus the 4 s between the two batch timestamps)."""
+    h = c.open("source", {**confs, **WRITER}, INFO, checkpoint)
+    c.load(h, 0, 1000)
+    c.writes(h, [(b"a", b"1"), (b"b", b"2")])
+    c.commit(h)
+    c.load(h, 1, 5000, previous_batch_ms=1000)
+    assert c.get(h, b"b") == b"2"  # OnReadAndWrite: b's timestamp becomes 5000
+    c.writes(h, [(b"c", b"3")])
+    c.commit(h)
+
+
+def test_a_store_copied_entry_by_entry_keeps_timestamps_and_settings(server, confs) -> None:  # noqa: ANN001
+    _proc, sockets, tmp = server
+    c = Client(sockets[0])
+    c.hello()
+    source, copy = os.path.join(tmp, "source"), os.path.join(tmp, "copy")
+    _written(c, confs, source)
+
+    # Read as a state reader would (another handle, other confs): what the files hold, unchanged.
+    reader_info = {**INFO, "stateReader": True}
+    r = c.open("reader", {**confs, K.TTL.key: "100ms"}, reader_info, source)
+    c.load(r, 2, 10**9, read_only=True)  # all expired at that time under 100ms: still listed
+    entries = c.entries(r)
+    assert [(k, ttl_value.decode(v)) for k, v in entries] == [
+        (b"a", (1000, b"1")), (b"b", (5000, b"2")), (b"c", (5000, b"3"))]
+
+    # Written into a store loaded empty at version 1: committed as version 2, with a snapshot.
+    w = c.open("copy", {**confs, **WRITER}, INFO, copy)
+    c.load(w, 1, 5000, empty=True)
+    c.put_entries(w, entries)
+    version, num_keys, _metrics = c.commit(w)
+    assert (version, num_keys) == (2, 3)
+    assert sorted(os.listdir(copy)) >= ["2.changelog", "2.snapshot"]
+
+    back = c.open("copy-reader", confs, reader_info, copy)
+    c.load(back, 2, 0, read_only=True)
+    assert c.entries(back) == entries
+
+
+def test_a_put_entry_without_a_timestamp_fails_the_next_call(server, confs) -> None:  # noqa: ANN001
+    _proc, sockets, tmp = server
+    c = Client(sockets[0])
+    c.hello()
+    h = c.open("short", confs, INFO, os.path.join(tmp, "short"))
+    c.load(h, 0, 1000, empty=True)
+    c.put_entries(h, [(b"k", b"1234567")])  # 7 bytes: no room for the 8-byte timestamp
+    with pytest.raises(ServerError) as e:
+        c.commit(h)
+    assert e.value.code in (P.ERR_BAD_REQUEST, P.ERR_INTERNAL) and "8" in str(e.value)

@@ -248,6 +248,7 @@ def kill_an_attempt(spark: SparkSession, query: StreamingQuery, group: str, feed
     return False
 
 
+@pytest.mark.long  # the cancels above interrupt tasks the same way; this adds the rerun
 def test_killed_task_attempts_rerun_exactly_on_the_same_server(spark: SparkSession) -> None:
     """A killed attempt (what Spark does to the loser of a speculative pair, or from the UI) is
     interrupted and rerun: the rerun loads the store's version again on the same server, whose

@@ -32,7 +32,8 @@ STEPS = EVENT_STEPS
 FORMAT_KEY = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 
 # Format 2 changes how each version is found, not what an operator stores: its cases of the
-# single-store operators below that others already cover run in `make test-long` only.
+# single-store operators below that others already cover run in `make test-long` only, as do its
+# inner join (its left outer join runs) and its applyInPandasWithState without timeout.
 format_2_in_long = pytest.mark.parametrize(
     "spark", [pytest.param("1", id="checkpoint-v1"),
               pytest.param("2", id="checkpoint-v2", marks=pytest.mark.long)], indirect=True)
@@ -142,7 +143,11 @@ def join(how: str):  # noqa: ANN201
     return build
 
 
-@pytest.mark.parametrize("how", ["inner", "left_outer"])
+@pytest.mark.parametrize(("spark", "how"), [
+    ("1", "inner"), ("1", "left_outer"), ("2", "left_outer"),
+    pytest.param("2", "inner", marks=pytest.mark.long)], indirect=["spark"],
+    ids=["checkpoint-v1-inner", "checkpoint-v1-left_outer", "checkpoint-v2-left_outer",
+         "checkpoint-v2-inner"])
 def test_stream_stream_join(spark: SparkSession, how: str) -> None:
     _assert_same(spark, join(how), steps=JOIN_STEPS, schemas=JOIN_SCHEMAS)
 
@@ -169,7 +174,11 @@ def count_event_time_timeout(key: tuple, pdfs, state):  # noqa: ANN001, ANN201
     yield from _count(key, pdfs, state, timeout=True)
 
 
-@pytest.mark.parametrize("timeout", [False, True], ids=["no-timeout", "event-time-timeout"])
+@pytest.mark.parametrize(("spark", "timeout"), [
+    ("1", False), ("1", True), ("2", True), pytest.param("2", False, marks=pytest.mark.long)],
+    indirect=["spark"],
+    ids=["checkpoint-v1-no-timeout", "checkpoint-v1-event-time-timeout", "checkpoint-v2-event-time-timeout",
+         "checkpoint-v2-no-timeout"])
 def test_apply_in_pandas_with_state(spark: SparkSession, timeout: bool) -> None:
     def build(s: dict[str, DataFrame]) -> DataFrame:
         events = s["events"].withWatermark("ts", "10 seconds") if timeout else s["events"]

@@ -88,6 +88,7 @@ def _python_job(tmp_path: Path, script: str, *args: str) -> str:
     return done.stdout + done.stderr
 
 
+@pytest.mark.long  # make test: test_launch_modes' conf error at start()
 def test_a_conf_error_fails_start_with_the_drivers_interpreter(tmp_path: Path) -> None:
     """`python job.py` with `configure()`: the check at `start()` runs the interpreter configure
     recorded, so a TTL without a unit fails `start()`, not the first batch; no warning that it
@@ -104,6 +105,7 @@ def test_the_three_conf_lines_are_enough_in_local_mode(tmp_path: Path) -> None:
     assert "ROWS ['a', 'b'] True" in out, out
 
 
+@pytest.mark.long  # make test-cluster: YARN's venv through spark.pyspark.python
 def test_spark_pyspark_python_is_followed_with_no_ttlstate_line(tmp_path: Path) -> None:
     """spark-submit with PySpark's own `spark.pyspark.python` (what a YARN `--archives` venv
     sets) and the three lines: the state server runs that interpreter."""

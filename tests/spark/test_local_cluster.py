@@ -36,7 +36,9 @@ from tests.spark.harness import (
     session,
 )
 
-pytestmark = pytest.mark.spark
+# `make test-long`: the cluster tier (make test-cluster) runs executors in their own JVMs on a
+# standalone cluster through a killed executor, which these cases check on local-cluster.
+pytestmark = [pytest.mark.spark, pytest.mark.long]
 
 MASTER = "local-cluster[2,1,1024]"
 EXECUTOR_MAIN = "org.apache.spark.executor.CoarseGrainedExecutorBackend"

@@ -40,6 +40,15 @@ def test_native_protocol_constants_match() -> None:
     assert _native.RECORD_FORMAT_VERSION == FORMAT_VERSION
 
 
+@pytest.mark.parametrize("prefix", ["OP_", "WRITE_", "LOAD_", "KEY_HASHES_", "RESP_", "CB_"])
+def test_protocol_numbers_are_unique_within_their_kind(prefix: str) -> None:
+    """Two branches may each add a request or write kind: after their merge no number means two
+    things (a LOAD_ flag is a bit: distinct too; CB_ERR_ kinds are their own set)."""
+    numbers = {k: v for k, v in P.constants().items()
+               if k.startswith(prefix) and not k.startswith("CB_ERR_")}
+    assert numbers and len(set(numbers.values())) == len(numbers), numbers
+
+
 def test_conf_keys_match(scala: dict) -> None:
     assert scala["confPrefix"] == K.PREFIX
     assert scala["confSuffixes"] == [k.suffix for k in K.ALL_KEYS]

@@ -45,13 +45,18 @@ struct TxnCounters {
 
 class Txn;
 
+// What a scan emits: the entries TTL shows (user bytes), every key alone, or every entry as
+// stored (its TtlValue, expired ones included).
+enum class ScanKind : uint8_t { kVisible, kKeys, kStored };
+
 // A scan of a transaction's view: the pending writes as of its creation merged over a
-// point-in-time DB iterator; TTL hides (and deletes) expired entries, never refreshes them.
+// point-in-time DB iterator; for kVisible, TTL hides (and deletes) expired entries, never
+// refreshes them.
 class Scan {
  public:
   using Emit = std::function<void(std::string_view key, const std::string* value)>;
   Scan(std::shared_ptr<Txn> txn, std::vector<std::pair<std::string, std::optional<std::string>>> overlay,
-       std::unique_ptr<Iterator> db, bool keys_only);
+       std::unique_ptr<Iterator> db, ScanKind kind);
   // Emits entries until about `max_bytes` were emitted; true when the scan is exhausted.
   bool Next(size_t max_bytes, const Emit& emit);
 
@@ -63,7 +68,7 @@ class Scan {
   std::vector<Entry> db_buf_;
   size_t db_pos_ = 0;
   bool db_done_ = false;
-  bool keys_only_ = false;
+  ScanKind kind_ = ScanKind::kVisible;
 };
 
 class Txn : public std::enable_shared_from_this<Txn> {
@@ -89,10 +94,16 @@ class Txn : public std::enable_shared_from_this<Txn> {
   // the key count exact.
   enum class Committed : int8_t { kUnknown = -1, kAbsent = 0, kPresent = 1 };
   void Put(std::string_view key, std::string_view value, Committed known = Committed::kUnknown);
+  // A put of a whole TtlValue as given (its timestamp is not restamped with now), of a key the
+  // committed DB does not have: a store loaded empty that `ttlstate repartition` fills.
+  void PutEntry(std::string_view key, std::string_view ttl_value);
   void Remove(std::string_view key);
   std::unique_ptr<Scan> NewScan(std::optional<std::string> lower, std::optional<std::string> upper);
   // Every key of the committed DB (expired ones too), values omitted: what the shim's key filter needs.
   std::unique_ptr<Scan> NewKeyScan();
+  // Every entry of the committed DB as stored (key, TtlValue), expired ones too, no side effects:
+  // what `ttlstate repartition` moves to another store.
+  std::unique_ptr<Scan> NewStoredScan();
 
   void MakeWritable();
   void CheckOpen() const;      // throws StateError naming the store, version and state

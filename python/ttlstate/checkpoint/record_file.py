@@ -235,6 +235,30 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
         raise RecordFileError(f"has a bad header ({e})") from None
 
 
+def header_of(head: bytes) -> tuple[bytes, dict[str, object]]:
+    """(kind, header JSON) from a file's first bytes (its prefix and header, not verified
+    further): what a reader without the whole file, such as a remote one, learns of it."""
+    if len(head) < _PREFIX.size:
+        raise RecordFileError(f"is truncated ({len(head)} bytes)")
+    magic, kind, _fmt, hdr_len = _PREFIX.unpack_from(head)
+    if magic != MAGIC:
+        raise RecordFileError("is not a ttlstate checkpoint file (bad magic)")
+    if len(head) < _PREFIX.size + hdr_len:
+        raise RecordFileError(f"has a header of {hdr_len} bytes beyond the {len(head)} read")
+    try:
+        meta = json.loads(head[_PREFIX.size:_PREFIX.size + hdr_len])
+    except ValueError as e:
+        raise RecordFileError(f"has a bad header ({e})") from None
+    if not isinstance(meta, dict):
+        raise RecordFileError("has a bad header (not a JSON object)")
+    return kind, meta
+
+
+def header_bytes_needed(head: bytes) -> int:
+    """How many of a file's first bytes `header_of` needs, from at least its prefix."""
+    return _PREFIX.size + _PREFIX.unpack_from(head)[3]
+
+
 def intact_length(path: str) -> int | None:
     """When bytes were appended after the end of a record file (another writer, a copy tool that
     appended instead of replacing): the length of the record file it starts with, found by its

@@ -1,6 +1,6 @@
 """The `ttlstate` command (also `python -m ttlstate`): argparse subcommands `demo`, `inspect`,
-`jar`, `migrate`, `rollback`, `version`. Each command's arguments and its work live in its own module,
-imported only when that command runs (or when its help is built)."""
+`jar`, `migrate`, `repartition`, `rollback`, `version`. Each command's arguments and its work live
+in its own module, imported only when that command runs (or when its help is built)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,10 @@ COMMANDS: dict[str, Command] = {
     "migrate": Command("ttlstate.spark.migrate", "run_command",
                        "copy a stopped query's checkpoint into a new one on ttlstate (or back, --to "
                        "rocksdb)"),
+    "repartition": Command("ttlstate.spark.repartition", "run_command",
+                           "move a stopped query's state to another number of state partitions "
+                           "(spark.sql.shuffle.partitions), TTL timestamps kept (--dry-run: what it "
+                           "would do)"),
     "rollback": Command("ttlstate.cli.rollback", "run",
                         "roll a stopped query back to the newest batch its state rebuilds, when a "
                         "damaged checkpoint file stops it (--dry-run says what it would move)"),

@@ -108,13 +108,15 @@ class Client:
 
     def load(self, h: int, version: int, now_ms: int, read_only: bool = False,
              key_hashes: bool = False, watermark_ms: int = 0,
-             previous_batch_ms: int | None = None, ckpt_id: str | None = None) -> tuple[int, int]:
+             previous_batch_ms: int | None = None, ckpt_id: str | None = None,
+             empty: bool = False) -> tuple[int, int]:
         """Loads `version` for a batch of timestamp `now_ms` (and the offset log's watermark and
         previous batch timestamp; on checkpoint format 2, the version committed as `ckpt_id`);
-        returns (lineage, number of keys in the local DB). With `key_hashes`,
+        returns (lineage, number of keys in the local DB); `empty`: an empty store at `version`
+        (Spark's loadEmpty). With `key_hashes`,
         `self.key_hashes_kept` then says whether `key_filter_bits` has bits."""
         flags = ((P.LOAD_READ_ONLY if read_only else 0) | (P.LOAD_KEY_HASHES if key_hashes else 0)
-                 | (P.LOAD_CHECKPOINT_ID if ckpt_id is not None else 0))
+                 | (P.LOAD_CHECKPOINT_ID if ckpt_id is not None else 0) | (P.LOAD_EMPTY if empty else 0))
         w = (P.Writer().u32(h).i64(version).i64(now_ms).u8(flags).i64(watermark_ms)
              .i64(-1 if previous_batch_ms is None else previous_batch_ms))
         if ckpt_id is not None:
@@ -154,6 +156,25 @@ class Client:
             if done:
                 return out
             r = self.call(P.OP_ITER_NEXT, P.Writer().u32(h).u32(it_id).payload(), h)
+
+    def entries(self, h: int) -> list[tuple[bytes, bytes]]:
+        """Every entry of the loaded version's local DB as stored (OP_ENTRIES, then its chunks)."""
+        r = self.call(P.OP_ENTRIES, P.Writer().u32(h).payload(), h)
+        it_id = r.u32()
+        out: list[tuple[bytes, bytes]] = []
+        while True:
+            done, n = r.u8(), r.u32()
+            out.extend((r.bytes(), r.bytes()) for _ in range(n))
+            if done:
+                return out
+            r = self.call(P.OP_ITER_NEXT, P.Writer().u32(h).u32(it_id).payload(), h)
+
+    def put_entries(self, h: int, entries: list[tuple[bytes, bytes]]) -> None:
+        """Whole TtlValues into a store loaded empty (WRITE_PUT_ENTRY), pipelined."""
+        w = P.Writer().u32(h).u32(len(entries))
+        for k, stored in entries:
+            w.u8(P.WRITE_PUT_ENTRY).bytes(k).bytes(stored)
+        self.send(P.OP_WRITES, w.payload())
 
     def get(self, h: int, key: bytes) -> bytes | None:
         return self.get_entry(h, key)[0]

@@ -123,6 +123,11 @@ def keys(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes
     return conn.start_iterator((k, None) for k, _ in opened.provider.engine.iterate())
 
 
+def entries(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:
+    conn.version(handle)  # a version must be loaded
+    return conn.start_iterator(opened.provider.engine.iterate())
+
+
 def iterator_next(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:
     it_id = r.u32()
     if it_id not in conn.iters:
@@ -217,6 +222,7 @@ STORE_REQUESTS: dict[int, Handler] = {
     P.OP_GET_ENTRIES: get_entries,
     P.OP_ITER: iterate,
     P.OP_KEYS: keys,
+    P.OP_ENTRIES: entries,
     P.OP_ITER_NEXT: iterator_next,
     P.OP_ITER_CLOSE: iterator_close,
     P.OP_UPGRADE: upgrade,

@@ -31,7 +31,7 @@ from ttlstate.errors import (  # noqa: F401  (re-exported: part of the wire prot
     ProtocolError,
 )
 
-PROTOCOL_VERSION = 13
+PROTOCOL_VERSION = 14
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -114,6 +114,10 @@ OP_GET_ENTRIES = 23   # u32 h, u32 n, n x bytes key                      -> OK u
 #                                                                          last-access time)
 #   n OP_GETs in one round trip, answered in order, each with the side effects of OP_GET: the
 #   shim's read-ahead of the state a chunk of input rows will read (`readAhead.chunkRows`)
+OP_ENTRIES = 24       # u32 h                                            -> OK u32 iter id, chunk
+#   every entry of the loaded version's local DB as stored: (key, TtlValue), its last-access
+#   timestamp as it is and expired entries included; no TTL, no side effects; continue with
+#   OP_ITER_NEXT / OP_ITER_CLOSE. `ttlstate repartition` moves a store's entries with it
 
 LOAD_READ_ONLY = 1
 LOAD_EMPTY = 2
@@ -150,6 +154,9 @@ WRITE_REMOVE_EXPIRED = 4  # the shim's cache found the key expired: the server d
 #                       is stored and expired at its time, and counts it as expired on read
 WRITE_PUT_PRESENT = 5  # a put of a key the shim's cache proved present in the committed store
 #                       (a live cached entry of the loaded version): the commit needs no read
+WRITE_PUT_ENTRY = 6   # a put of a whole TtlValue whose timestamp is kept as given (not the
+#                       batch's now), of a key absent from the committed store: a store loaded
+#                       empty that `ttlstate repartition` fills with another store's entries
 WRITE_APPEND = 7      # bytes key, bytes more: the key's value becomes its stored value (none:
 #                       empty) followed by `more` (a column family's ListState merge, server-side)
 WRITE_REMOVE_PREFIX = 8  # bytes prefix: removes every live key starting with it (a column

@@ -184,6 +184,8 @@ class Connection(socketserver.StreamRequestHandler):
                 key = r.bytes()
                 if kind in (P.WRITE_PUT, P.WRITE_PUT_NEW, P.WRITE_PUT_PRESENT):
                     store.put(key, r.bytes())
+                elif kind == P.WRITE_PUT_ENTRY:
+                    store.put_entry(key, r.bytes())
                 elif kind == P.WRITE_REMOVE:
                     store.remove(key)
                 elif kind == P.WRITE_REMOVE_EXPIRED:

@@ -250,6 +250,10 @@ class NativeVersion:
         with _state_errors():
             self.txn.put(bytes(key), bytes(value))
 
+    def put_entry(self, key: bytes, stored: bytes) -> None:
+        with _state_errors():
+            self.txn.put_entry(bytes(key), bytes(stored))
+
     def remove(self, key: bytes) -> None:
         with _state_errors():
             self.txn.remove(bytes(key))

@@ -235,6 +235,10 @@ class PortableVersion:
             self.incremental_step()
         self._write(bytes(key), ttl_value.encode(self.now_ms, bytes(value)))
 
+    def put_entry(self, key: bytes, stored: bytes) -> None:
+        self._check_writable()
+        self._write(bytes(key), ttl_value.encode(*ttl_value.decode(bytes(stored))))
+
     def remove(self, key: bytes) -> None:
         self._check_writable()
         if self._per_record_cleanup:
@@ -249,9 +253,7 @@ class PortableVersion:
     # -- reads -----------------------------------------------------------------------------
     def _raw(self, key: bytes) -> bytes | None:
         raw = self._pending.get(key, _MISSING)
-        if raw is _MISSING:
-            return self._ctx.engine().get(key)
-        return raw  # type: ignore[return-value]
+        return self._ctx.engine().get(key) if raw is _MISSING else raw  # type: ignore[return-value]
 
     def _visible(self, key: bytes, raw: bytes, refresh: bool) -> bytes | None:
         """Apply TTL to a stored value: the user bytes, or None if hidden as expired."""
@@ -325,8 +327,7 @@ class PortableVersion:
         """Merge a copy of the overlay with a point-in-time engine iterator.
 
         Both sides are fixed when the scan starts, so puts and removes made while iterating
-        (Spark's eviction does this) cannot disturb it.
-        """
+        (Spark's eviction does this) cannot disturb it."""
         self._check_open()
         overlay = sorted(
             (k, v) for k, v in self._pending.items()

@@ -40,6 +40,13 @@ final class PayloadWriter(initial: Int = 256) {
     this
   }
 
+  /** `length` bytes of `v` from `offset`, as they are (no length prefix). */
+  def raw(v: Array[Byte], offset: Int, length: Int): PayloadWriter = {
+    ensure(length)
+    buf.put(v, offset, length)
+    this
+  }
+
   /** Writes these bytes as they are (part of a frame whose head was written before). */
   def writeTo(out: java.io.OutputStream): Unit = out.write(buf.array, 0, buf.position())
 

@@ -145,6 +145,7 @@ object StartChecks {
       plan.flatMap(watermarkMessage(ours.get(TimeSourceKey), _)).foreach(m => throw new IllegalArgumentException(m))
       KeySpelling.ttlOffNote(ours, checkpoint).foreach(note)
       if (served) TransformWithStateRouting.servedAtStart(checkpoint, ours, warn)
+      if (checkpoint != null) QueryLocks.onStart(session, checkpoint) // the last check: it takes the lock
     } else if (ours.exists { case (k, _) => k != ConfKeys.PYTHON }) {
       val shown = if (provider.isEmpty) "Spark's default provider" else provider
       warn(s"ttlstate: this query (checkpoint $checkpoint) sets ttlstate confs " +
