@@ -154,5 +154,7 @@ def batch_per_step(spark: SparkSession, provider: str, build: Build, steps: list
         run.start(once=True)
         assert run.query is not None
         run.query.awaitTermination()
+        for p in run.query.recentProgress:
+            run.progress_by_batch[p["batchId"]] = p
         run.query = None
     return run
