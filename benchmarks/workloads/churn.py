@@ -27,6 +27,10 @@ had not read every input row by then is reported as not finished, with the batch
 processing-time `transformWithState` query never ends by itself: it is stopped once it read its
 last row and completed a batch without data that started the TTL after its last batch with data
 (`stopped_after_timers`): its last keys' timers fired in it.
+
+With `--baseline REF`, each ttlstate variant named in `--baseline-variants` also runs as
+`<name>@<sha>` on an older checkout in the same invocation (`benchmarks/harness/baseline.py`),
+and its row gets `ratio_to_baseline`: only same-run ratios mean anything on this machine.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ import statistics
 import tempfile
 from typing import Any
 
+from benchmarks.harness.baseline import prepare
 from benchmarks.harness.machine import describe
 from benchmarks.harness.subproc import ChildFailed, run_child
 from benchmarks.harness.variants import (
@@ -54,6 +59,7 @@ from benchmarks.harness.variants import (
     Variant,
     pick,
     ratio,
+    with_baseline,
 )
 
 # name -> (provider variant, query kind of churn_child)
@@ -109,10 +115,11 @@ def ttl_bound(batch_ms: list[int], cohort: int, ttl_ms: int) -> int:
     return cohort * min(len(ends), 3 + recent)
 
 
-def run_variant(name: str, args: argparse.Namespace, input_dir: str, work: str, round_no: int,
+def run_variant(variant: Variant, args: argparse.Namespace, input_dir: str, work: str, round_no: int,
                 jar: str | None, total_rows: int) -> dict[str, Any]:
-    variant, query = VARIANTS[name]
-    here = os.path.join(work, f"{name}-r{round_no}")
+    name = variant.name
+    query = VARIANTS[name.split("@")[0]][1]
+    here = os.path.join(work, f"{name.replace('@', '-at-')}-r{round_no}")
     os.makedirs(here)
     confs = {k: v.replace("{ttl}", args.ttl) for k, v in variant.confs.items()}
     spark_confs = {"spark.sql.shuffle.partitions": str(args.partitions),
@@ -139,6 +146,10 @@ def run_variant(name: str, args: argparse.Namespace, input_dir: str, work: str, 
     run = {"variant": name, "round": round_no, **out, **{k: peak[k] for k in (
         "jvm_peak_rss_mb", "server_peak_rss_mb", "total_peak_rss_mb", "jvm_peak_pss_mb", "server_peak_pss_mb",
         "total_peak_pss_mb", "loadavg_1m_mean")}}
+    if variant.baseline is not None:  # ran the old package, its jar and its server, or fails here
+        variant.check_code([run.get("ttlstate_file"), *(j for j in str(run.pop("spark_jars", "")).split(",")
+                                                        if "ttlstate-shim" in j)], peak["server_files"])
+    run.pop("spark_jars", None)
     complete(run, total_rows)
     print({k: v for k, v in run.items() if k != "batches"}, flush=True)
     return run
@@ -183,6 +194,9 @@ def summarize(runs: list[dict[str, Any]], names: list[str], cohort: int, ttl_ms:
         for ref in REFERENCES:
             if ref in out and row["variant"] != ref:
                 row[f"ratio_to_{ref}"] = ratio(row.get("rows_per_s"), out[ref].get("rows_per_s"))
+        twin = next((n for n in out if "@" in n and n.split("@")[0] == row["variant"]), None)
+        if twin is not None:
+            row["ratio_to_baseline"] = ratio(row.get("rows_per_s"), out[twin].get("rows_per_s"))
     return list(out.values())
 
 
@@ -198,6 +212,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--driver-memory", default="1g", help="spark.driver.memory of every variant")
     ap.add_argument("--quick", action="store_true", help="6 batches of 6k rows, deadline 300 s")
     ap.add_argument("--json", help="write the result here (and the plot beside it, .png)")
+    ap.add_argument("--baseline", metavar="REF", help="also run ttlstate's variants from this older commit")
+    ap.add_argument("--baseline-variants", default="ttlstate,tws-scala-ttlstate",
+                    help="which ttlstate variants get a baseline twin")
     args = ap.parse_args(argv)
     if args.quick:
         args.batches, args.rows, args.deadline = 6, 6_000, min(args.deadline, 300)
@@ -215,9 +232,12 @@ def ttl_ms(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
-    names = [v.name for v in pick({k: v for k, (v, _) in VARIANTS.items()}, args.providers)]
+    baseline = prepare(args.baseline) if args.baseline else None
+    variants = with_baseline(pick({k: v for k, (v, _) in VARIANTS.items()}, args.providers), baseline,
+                             args.baseline_variants)
+    names = [v.name for v in variants]
     jar = None
-    if any(VARIANTS[n][1] == "tws-scala" for n in names):
+    if any(VARIANTS[n.split("@")[0]][1] == "tws-scala" for n in names):
         from benchmarks.harness.scala_jobs import jar as build
 
         jar = build()
@@ -228,15 +248,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         input_dir = os.path.join(work, "input")
         counts = write_inputs(input_dir, args.batches, args.rows)
         for round_no in range(args.rounds):
-            for name in names if round_no % 2 == 0 else list(reversed(names)):
-                runs.append(run_variant(name, args, input_dir, work, round_no, jar, sum(counts)))
+            for v in variants if round_no % 2 == 0 else list(reversed(variants)):
+                runs.append(run_variant(v, args, input_dir, work, round_no, jar, sum(counts)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     cohort = max(1, args.rows // 3)
     result = {"params": {"batches": args.batches, "rows_per_batch": args.rows, "rows": sum(counts),
                          "cohort_keys": cohort, "ttl": args.ttl, "partitions": args.partitions,
                          "master": "local[2]", "driver_memory": args.driver_memory, "rounds": args.rounds,
-                         "deadline_s": args.deadline, "quick": args.quick},
+                         "deadline_s": args.deadline, "quick": args.quick,
+                         "baseline": baseline.describe() if baseline else None},
               "machine": describe(), "started": started, "runs": runs,
               "summary": summarize(runs, names, cohort, args.ttl_ms, args.batches, args.deadline)}
     for row in result["summary"]:

@@ -148,6 +148,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
         if not finished:
             q.stop()
         rows = [batch_row(p) for p in progresses(q)]
+        jars = spark.conf.get("spark.jars", "")
         idle = [batch_row(json.loads(p.json)) for p in q.recentProgress if not p.numInputRows]
     finally:
         spark.stop()
@@ -155,7 +156,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
             "batches": rows,
             "batches_without_data": len(idle),
             "timers_fired_without_data": sum(b["custom"].get("numExpiredTimers", 0) for b in idle),
-            "ttlstate_file": imported_ttlstate() if params["ttlstate"] else None}
+            "ttlstate_file": imported_ttlstate() if params["ttlstate"] else None, "spark_jars": jars}
 
 
 if __name__ == "__main__":
