@@ -21,6 +21,7 @@ from tests.damage import damage
 from tests.spark.harness import EVENTS_SCHEMA, ROCKSDB, TTLSTATE, Run, ev, poll_until, run_steps, session
 from tests.spark.tws_queries import (
     EXPECTED,
+    FEATURE_STEPS,
     FINAL_COUNTS,
     SCHEMAS,
     STEPS,
@@ -81,8 +82,7 @@ def test_state_kinds_ttl_and_processing_time_timers(spark: SparkSession) -> None
     # The last two steps iterate the MapState of 200 keys each, about 100 per partition: past the
     # 64th prefix scan of a family in a version, the task copies the family and answers the rest.
     many = [[{"k": f"m{i}", "v": (i + step) % 3} for i in range(200)] for step in range(2)]
-    steps = [[{"k": "a", "v": 1}, {"k": "b", "v": 2}, {"k": "a", "v": 1}], [{"k": "a", "v": 3}],
-             [{"k": "b", "v": 2}, {"k": "c", "v": 4}], [{"k": "a", "v": 5}], *many]
+    steps = [*FEATURE_STEPS, *many]
     ours = batch_per_step(spark, TTLSTATE, build, steps, SERVED)
     theirs = batch_per_step(spark, ROCKSDB, build, steps)
     assert set(pinned_providers(ours)) == {TTLSTATE}
