@@ -24,7 +24,6 @@ FEATURES=(
   "4.2|tests/spark/test_migrate.py::test_aggregation_from_rocksdb"
   "3.5|tests/spark/test_repartition.py::test_operator_against_spark_rocksdb[session-window-2-to-3]"
   "3.5-3.5|tests/spark/test_repartition.py::test_stream_stream_join_against_spark_rocksdb"
-  "4.2|tests/spark/test_transform_with_state_served.py::test_state_kinds_ttl_and_processing_time_timers"
 )
 offered() {  # LINES MINOR: whether MINOR is among LINES ("4.2": 4.2 and later; "3.5-4.1")
   local low=${1%%-*} high=${1#*-}

@@ -29,6 +29,7 @@ READ_AHEAD_KEY = TTL_PREFIX + "readAhead.chunkRows"
 WORKERS_KEY = TTL_PREFIX + "workers"
 MEMORY_KEY = TTL_PREFIX + "memory.maxBytes"
 COMPACT_EVERY_KEY = TTL_PREFIX + "cleanup.compactionFilter.compactEvery"
+TRANSFORM_WITH_STATE_KEY = TTL_PREFIX + "transformWithState"
 CHANGELOG_KEY = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
 

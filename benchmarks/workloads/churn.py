@@ -6,20 +6,31 @@ three cohorts of rows/3 keys, one of them new, and after its third batch a key i
 again. Every variant counts rows per key, in update mode, with a state that forgets a key
 `--ttl` of processing time after its last update, each by its own mechanism (see
 `benchmarks/workloads/churn_child.py`): ttlstate's TTL (`ttlstate`), Spark's `transformWithState` in
-Scala with `TTLConfig` (`tws-scala`), `transformWithStateInPandas` with a TTL'd `ValueState`
-(`tws-pandas`), `applyInPandasWithState` with processing-time timeouts (`apply-in-pandas`),
-and Spark's RocksDB provider with no TTL at all (`rocksdb-no-ttl`: its state only grows). The
-Spark variants use the RocksDB provider (`transformWithState` requires it).
+Scala with `TTLConfig` and a processing-time timer per key that fires `--ttl` after its last
+update (`tws-scala`), the same Scala query served by ttlstate's store (`tws-scala-ttlstate`:
+`transformWithState=ttlstate`, Spark's `TTLConfig` and timers on ttlstate's column families),
+`transformWithStateInPandas` with a TTL'd `ValueState` (`tws-pandas`), `applyInPandasWithState`
+with processing-time timeouts (`apply-in-pandas`), and Spark's RocksDB provider with no TTL at
+all (`rocksdb-no-ttl`: its state only grows). The other Spark variants use the RocksDB provider.
 
 Each variant runs in its own JVM, `--rounds` times in alternating order. Reported: rows/s (all
 input rows over the summed duration of the batches that read them, medians over rounds: an
 `availableNow` query of `transformWithState` in processing time may go on running batches
 without data after the last file, for its TTL, so the query's wall time is no common measure;
 `seconds` has it), rows/s and state rows (`numRowsTotal` of the state operators, as each
-reports it) per batch, peak RSS of the JVM and the state server, ratios to `tws-scala` and
+reports it: a store served by ttlstate counts every column family, Spark's internal ones for
+timers and the TTL index too, where Spark's provider counts its user families only; and the timers
+that fired) per batch, peak RSS of the JVM and the state server, ratios to `tws-scala` and
 `rocksdb-no-ttl`, and the bound the TTL implies: the keys touched in the last TTL of processing
 time. A variant still running after `--deadline` seconds is stopped (`finished` false); one that
-had not read every input row by then is reported as not finished, with the batches it did.
+had not read every input row by then is reported as not finished, with the batches it did. A
+processing-time `transformWithState` query never ends by itself: it is stopped once it read its
+last row and completed a batch without data that started the TTL after its last batch with data
+(`stopped_after_timers`): its last keys' timers fired in it.
+
+With `--baseline REF`, each ttlstate variant named in `--baseline-variants` also runs as
+`<name>@<sha>` on an older checkout in the same invocation (`benchmarks/harness/baseline.py`),
+and its row gets `ratio_to_baseline`: only same-run ratios mean anything on this machine.
 """
 
 from __future__ import annotations
@@ -35,17 +46,20 @@ import statistics
 import tempfile
 from typing import Any
 
+from benchmarks.harness.baseline import prepare
 from benchmarks.harness.machine import describe
 from benchmarks.harness.subproc import ChildFailed, run_child
 from benchmarks.harness.variants import (
     COMPACT_EVERY_KEY,
     READ_AHEAD_KEY,
     ROCKSDB,
+    TRANSFORM_WITH_STATE_KEY,
     TTL_KEY,
     TTLSTATE,
     Variant,
     pick,
     ratio,
+    with_baseline,
 )
 
 # name -> (provider variant, query kind of churn_child)
@@ -59,6 +73,9 @@ VARIANTS: dict[str, tuple[Variant, str]] = {
     "ttlstate-compact-every-5": (Variant("ttlstate-compact-every-5", TTLSTATE,
                                          {TTL_KEY: "{ttl}", COMPACT_EVERY_KEY: "5"}), "count"),
     "tws-scala": (Variant("tws-scala", ROCKSDB), "tws-scala"),
+    # the same Scala query, its state in ttlstate's store (column families; TTL and timers Spark's)
+    "tws-scala-ttlstate": (Variant("tws-scala-ttlstate", TTLSTATE, {TRANSFORM_WITH_STATE_KEY: "ttlstate"}),
+                           "tws-scala"),
     "tws-pandas": (Variant("tws-pandas", ROCKSDB), "tws-pandas"),
     "apply-in-pandas": (Variant("apply-in-pandas", ROCKSDB), "apply-in-pandas"),
     "rocksdb-no-ttl": (Variant("rocksdb-no-ttl", ROCKSDB), "count"),
@@ -98,10 +115,11 @@ def ttl_bound(batch_ms: list[int], cohort: int, ttl_ms: int) -> int:
     return cohort * min(len(ends), 3 + recent)
 
 
-def run_variant(name: str, args: argparse.Namespace, input_dir: str, work: str, round_no: int,
+def run_variant(variant: Variant, args: argparse.Namespace, input_dir: str, work: str, round_no: int,
                 jar: str | None, total_rows: int) -> dict[str, Any]:
-    variant, query = VARIANTS[name]
-    here = os.path.join(work, f"{name}-r{round_no}")
+    name = variant.name
+    query = VARIANTS[name.split("@")[0]][1]
+    here = os.path.join(work, f"{name.replace('@', '-at-')}-r{round_no}")
     os.makedirs(here)
     confs = {k: v.replace("{ttl}", args.ttl) for k, v in variant.confs.items()}
     spark_confs = {"spark.sql.shuffle.partitions": str(args.partitions),
@@ -114,7 +132,10 @@ def run_variant(name: str, args: argparse.Namespace, input_dir: str, work: str, 
         spark_confs["spark.jars"] = jar
     params = {"provider_class": variant.provider_class, "confs": confs, "ttlstate": variant.is_ttlstate,
               "query": query, "input_dir": input_dir, "checkpoint": os.path.join(here, "ck"),
-              "ttl_ms": args.ttl_ms, "deadline_s": args.deadline, "spark_confs": spark_confs}
+              "ttl_ms": args.ttl_ms, "deadline_s": args.deadline, "spark_confs": spark_confs,
+              # a processing-time transformWithState query never ends: stopped once the timers of
+              # its last keys had a batch after them
+              "total_rows": total_rows}
     try:
         out, rss = run_child("benchmarks.workloads.churn_child", params, variant.env(), here + ".log",
                              args.deadline + 300)
@@ -125,6 +146,10 @@ def run_variant(name: str, args: argparse.Namespace, input_dir: str, work: str, 
     run = {"variant": name, "round": round_no, **out, **{k: peak[k] for k in (
         "jvm_peak_rss_mb", "server_peak_rss_mb", "total_peak_rss_mb", "jvm_peak_pss_mb", "server_peak_pss_mb",
         "total_peak_pss_mb", "loadavg_1m_mean")}}
+    if variant.baseline is not None:  # ran the old package, its jar and its server, or fails here
+        variant.check_code([run.get("ttlstate_file"), *(j for j in str(run.pop("spark_jars", "")).split(",")
+                                                        if "ttlstate-shim" in j)], peak["server_files"])
+    run.pop("spark_jars", None)
     complete(run, total_rows)
     print({k: v for k, v in run.items() if k != "batches"}, flush=True)
     return run
@@ -155,6 +180,9 @@ def summarize(runs: list[dict[str, Any]], names: list[str], cohort: int, ttl_ms:
             row["max_state_rows"] = max(b["state_rows"] for b in last)
             row["final_state_rows"] = last[-1]["state_rows"]
             row["ttl_bound_rows"] = ttl_bound([b["batch_ms"] for b in last], cohort, ttl_ms)
+            # timers that fired in the first finished round: in its data batches, then after them
+            row["timers_fired"] = (sum(b.get("custom", {}).get("numExpiredTimers", 0) for b in last)
+                                   + done[0].get("timers_fired_without_data", 0))
             row["jvm_peak_rss_mb"] = statistics.median(r["jvm_peak_rss_mb"] for r in done)
             row["server_peak_rss_mb"] = statistics.median(r["server_peak_rss_mb"] for r in done)
             row["total_peak_pss_mb"] = statistics.median(r.get("total_peak_pss_mb") or 0 for r in done)
@@ -166,6 +194,9 @@ def summarize(runs: list[dict[str, Any]], names: list[str], cohort: int, ttl_ms:
         for ref in REFERENCES:
             if ref in out and row["variant"] != ref:
                 row[f"ratio_to_{ref}"] = ratio(row.get("rows_per_s"), out[ref].get("rows_per_s"))
+        twin = next((n for n in out if "@" in n and n.split("@")[0] == row["variant"]), None)
+        if twin is not None:
+            row["ratio_to_baseline"] = ratio(row.get("rows_per_s"), out[twin].get("rows_per_s"))
     return list(out.values())
 
 
@@ -181,6 +212,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--driver-memory", default="1g", help="spark.driver.memory of every variant")
     ap.add_argument("--quick", action="store_true", help="6 batches of 6k rows, deadline 300 s")
     ap.add_argument("--json", help="write the result here (and the plot beside it, .png)")
+    ap.add_argument("--baseline", metavar="REF", help="also run ttlstate's variants from this older commit")
+    ap.add_argument("--baseline-variants", default="ttlstate,tws-scala-ttlstate",
+                    help="which ttlstate variants get a baseline twin")
     args = ap.parse_args(argv)
     if args.quick:
         args.batches, args.rows, args.deadline = 6, 6_000, min(args.deadline, 300)
@@ -198,9 +232,12 @@ def ttl_ms(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
-    names = [v.name for v in pick({k: v for k, (v, _) in VARIANTS.items()}, args.providers)]
+    baseline = prepare(args.baseline) if args.baseline else None
+    variants = with_baseline(pick({k: v for k, (v, _) in VARIANTS.items()}, args.providers), baseline,
+                             args.baseline_variants)
+    names = [v.name for v in variants]
     jar = None
-    if "tws-scala" in names:
+    if any(VARIANTS[n.split("@")[0]][1] == "tws-scala" for n in names):
         from benchmarks.harness.scala_jobs import jar as build
 
         jar = build()
@@ -211,15 +248,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         input_dir = os.path.join(work, "input")
         counts = write_inputs(input_dir, args.batches, args.rows)
         for round_no in range(args.rounds):
-            for name in names if round_no % 2 == 0 else list(reversed(names)):
-                runs.append(run_variant(name, args, input_dir, work, round_no, jar, sum(counts)))
+            for v in variants if round_no % 2 == 0 else list(reversed(variants)):
+                runs.append(run_variant(v, args, input_dir, work, round_no, jar, sum(counts)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     cohort = max(1, args.rows // 3)
     result = {"params": {"batches": args.batches, "rows_per_batch": args.rows, "rows": sum(counts),
                          "cohort_keys": cohort, "ttl": args.ttl, "partitions": args.partitions,
                          "master": "local[2]", "driver_memory": args.driver_memory, "rounds": args.rounds,
-                         "deadline_s": args.deadline, "quick": args.quick},
+                         "deadline_s": args.deadline, "quick": args.quick,
+                         "baseline": baseline.describe() if baseline else None},
               "machine": describe(), "started": started, "runs": runs,
               "summary": summarize(runs, names, cohort, args.ttl_ms, args.batches, args.deadline)}
     for row in result["summary"]:

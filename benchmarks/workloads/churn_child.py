@@ -5,16 +5,21 @@ Every variant counts rows per key over the same Parquet files, one file per trig
 update, each with its own mechanism (`query`):
 - `count`: `groupBy(key).count()` in update mode; with ttlstate its TTL expires the counts,
   with Spark's RocksDB provider nothing does (the unbounded reference);
-- `tws-scala`: `transformWithState` in Scala, a `ValueState` with `TTLConfig`
-  (`benchmarks/workloads/scala/ChurnTtlCount.scala`);
+- `tws-scala`: `transformWithState` in Scala, a `ValueState` with `TTLConfig` and a
+  processing-time timer per key, moved at each update, that fires when the value expires
+  (`benchmarks/workloads/scala/ChurnTtlCount.scala`), on whichever provider the session has;
 - `tws-pandas`: `transformWithStateInPandas`, a `ValueState` with `ttlDurationMs`;
 - `apply-in-pandas`: `applyInPandasWithState` with a processing-time timeout.
 The query gets `deadline_s` seconds; a slower one is stopped and reported unfinished with the
-batches it did.
+batches it did. One that never ends by itself (processing-time `transformWithState`) is stopped
+once it has read every input row and completed a batch without data that started the TTL after
+its last batch with data, in which its last keys' timers fired.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -83,13 +88,53 @@ def start(spark: Any, params: dict[str, Any]) -> Any:
             .option("checkpointLocation", params["checkpoint"]).trigger(availableNow=True).start())
 
 
+# Custom metrics kept per batch when an operator reports them: transformWithState's timers and
+# TTL, and ttlstate's round trips to its state server (where a served store's time goes).
+KEPT_METRICS = ("numRegisteredTimers", "numDeletedTimers", "numExpiredTimers", "timerProcessingTimeMs",
+                "numValuesRemovedDueToTTLExpiry", "storeCallCount", "storeCallTimeMs", "storeCommitTimeMs")
+
+
 def batch_row(progress: dict[str, Any]) -> dict[str, Any]:
-    """A batch's input rows, duration and state rows (summed over its stateful operators)."""
+    """A batch's input rows, duration, state rows and kept metrics (summed over its stateful
+    operators)."""
     ops = progress.get("stateOperators") or []
+    kept = {name: sum(int(op.get("customMetrics", {}).get(name, 0)) for op in ops) for name in KEPT_METRICS
+            if any(name in op.get("customMetrics", {}) for op in ops)}
     return {"batch_id": progress["batchId"], "input_rows": progress["numInputRows"],
             "batch_ms": progress.get("durationMs", {}).get("triggerExecution"),
             "state_rows": sum(int(op.get("numRowsTotal", 0)) for op in ops),
-            "rows_removed": sum(int(op.get("numRowsRemoved", 0)) for op in ops)}
+            "rows_removed": sum(int(op.get("numRowsRemoved", 0)) for op in ops),
+            "all_updates_ms": sum(int(op.get("allUpdatesTimeMs", 0)) for op in ops),
+            "commit_ms": sum(int(op.get("commitTimeMs", 0)) for op in ops), "custom": kept}
+
+
+def wait(q: Any, started: float, params: dict[str, Any]) -> tuple[bool, bool]:
+    """Waits until the query ends by itself (True, False), or has read its `total_rows` and then
+    completed a batch without data that started the TTL after its last batch with data (False,
+    True: a processing-time transformWithState query never ends by itself, and its last keys'
+    timers fire in that batch), or until `deadline_s`."""
+    total, deadline = params.get("total_rows"), float(params["deadline_s"])
+    while time.perf_counter() - started < deadline:
+        if q.awaitTermination(1.0):
+            return True, False
+        if total is not None and last_timers_fired(q.recentProgress, int(total), int(params["ttl_ms"])):
+            return False, True
+    return False, False
+
+
+def last_timers_fired(progress: list[Any], total: int, ttl_ms: int) -> bool:
+    """Whether the batches (`StreamingQueryProgress`) read `total` rows and a batch without data
+    that started at least `ttl_ms` after the last batch with data has completed."""
+    data = {p.batchId: p for p in progress if p.numInputRows}
+    if not data or sum(p.numInputRows for p in data.values()) < total:
+        return False
+    due = _ms(data[max(data)].timestamp) + ttl_ms
+    return any(not p.numInputRows and _ms(p.timestamp) >= due for p in progress)
+
+
+def _ms(timestamp: str) -> float:
+    """A progress's `timestamp` (ISO 8601, UTC) in epoch milliseconds."""
+    return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000
 
 
 def run(params: dict[str, Any]) -> dict[str, Any]:
@@ -98,15 +143,20 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     try:
         started = time.perf_counter()
         q = start(spark, params)
-        finished = bool(q.awaitTermination(float(params["deadline_s"])))
+        finished, timers_stop = wait(q, started, params)
         elapsed = time.perf_counter() - started
         if not finished:
             q.stop()
         rows = [batch_row(p) for p in progresses(q)]
+        jars = spark.conf.get("spark.jars", "")
+        idle = [batch_row(json.loads(p.json)) for p in q.recentProgress if not p.numInputRows]
     finally:
         spark.stop()
-    return {"finished": finished, "seconds": round(elapsed, 3), "batches": rows,
-            "ttlstate_file": imported_ttlstate() if params["ttlstate"] else None}
+    return {"finished": finished, "stopped_after_timers": timers_stop, "seconds": round(elapsed, 3),
+            "batches": rows,
+            "batches_without_data": len(idle),
+            "timers_fired_without_data": sum(b["custom"].get("numExpiredTimers", 0) for b in idle),
+            "ttlstate_file": imported_ttlstate() if params["ttlstate"] else None, "spark_jars": jars}
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ void Txn::End(const char* state) {
   const char* expected = nullptr;
   ended_.compare_exchange_strong(expected, state, std::memory_order_acq_rel);
   if (expected == nullptr) {
+    written_in_order_.reset();
     pending_.Clear();
     {
       std::lock_guard<std::mutex> lock(sorted_mu_);
@@ -77,9 +78,11 @@ Txn::Pending& Txn::Entry(std::string_view key) {
 }
 
 void Txn::WritePending(std::string_view key, Op op, std::string_view stored) {
-  Pending& p = Entry(key);
+  auto& record = pending_.FindOrInsert(key, [this](std::string_view k) { return arena_.Copy(k); });
+  Pending& p = record.value;
   if (p.op == Op::kNone) {
     ++written_;
+    if (written_in_order_) written_in_order_->insert(record.key);
     if (!rewritten_) {
       if (!changelog_) changelog_.emplace(kChangelogZstdLevel, kChangelogEncodeChunk);
       if (op == Op::kPut) changelog_->Put(key, stored);
@@ -254,15 +257,19 @@ void Txn::Remove(std::string_view key) {
 
 std::unique_ptr<Scan> Txn::NewScan(std::optional<std::string> lower, std::optional<std::string> upper) {
   CheckOpen();
-  std::vector<std::pair<std::string, std::optional<std::string>>> overlay;
-  for (const auto& [key, p] : pending_) {
-    if (p.op == Op::kNone) continue;
-    if (lower && key < *lower) continue;
-    if (upper && key >= *upper) continue;
-    overlay.emplace_back(std::string(key),
+  if (!written_in_order_) {
+    written_in_order_.emplace();
+    for (const auto& [key, p] : pending_) {
+      if (p.op != Op::kNone) written_in_order_->insert(key);
+    }
+  }
+  std::vector<std::pair<std::string, std::optional<std::string>>> overlay;  // in key order
+  auto it = lower ? written_in_order_->lower_bound(std::string_view(*lower)) : written_in_order_->begin();
+  for (; it != written_in_order_->end() && (!upper || *it < std::string_view(*upper)); ++it) {
+    const Pending& p = pending_.Find(*it)->value;
+    overlay.emplace_back(std::string(*it),
                          p.op == Op::kPut ? std::optional<std::string>(p.value()) : std::nullopt);
   }
-  std::sort(overlay.begin(), overlay.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   auto db = std::make_unique<Iterator>(core_, std::move(lower), std::move(upper));
   return std::make_unique<Scan>(shared_from_this(), std::move(overlay), std::move(db), ScanKind::kVisible);
 }

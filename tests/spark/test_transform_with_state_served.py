@@ -21,6 +21,7 @@ from tests.damage import damage
 from tests.spark.harness import EVENTS_SCHEMA, ROCKSDB, TTLSTATE, Run, ev, poll_until, run_steps, session
 from tests.spark.tws_queries import (
     EXPECTED,
+    FEATURE_STEPS,
     FINAL_COUNTS,
     SCHEMAS,
     STEPS,
@@ -78,8 +79,10 @@ def test_state_kinds_ttl_and_processing_time_timers(spark: SparkSession) -> None
 
     def build(s: dict[str, DataFrame]) -> DataFrame:
         return features(s["events"])
-    steps = [[{"k": "a", "v": 1}, {"k": "b", "v": 2}, {"k": "a", "v": 1}], [{"k": "a", "v": 3}],
-             [{"k": "b", "v": 2}, {"k": "c", "v": 4}], [{"k": "a", "v": 5}]]
+    # The last two steps iterate the MapState of 200 keys each, about 100 per partition: past the
+    # 64th prefix scan of a family in a version, the task copies the family and answers the rest.
+    many = [[{"k": f"m{i}", "v": (i + step) % 3} for i in range(200)] for step in range(2)]
+    steps = [*FEATURE_STEPS, *many]
     ours = batch_per_step(spark, TTLSTATE, build, steps, SERVED)
     theirs = batch_per_step(spark, ROCKSDB, build, steps)
     assert set(pinned_providers(ours)) == {TTLSTATE}
@@ -87,6 +90,10 @@ def test_state_kinds_ttl_and_processing_time_timers(spark: SparkSession) -> None
     # The 1 ms TTL'd value is gone; batch 0's timers fire.
     assert ours.outputs[1] == [("a", "in", 3, "recent=-1 map=1:2,3:1 list=1,1,3"),
                                ("a", "timer", 0, ""), ("b", "timer", 0, "")]
+    assert ("m1", "in", 2, "recent=-1 map=1:1,2:1 list=1,2") in ours.outputs[5]
+    copied = [int(op["customMetrics"].get(M.FAMILY_COPY_SCANS.name, 0))
+              for op in ours.progress[-1]["stateOperators"]]
+    assert sum(copied) > 0, copied  # the copies answered, and exactly (the outputs above)
 
 
 def test_event_time_timers_and_initial_state(spark: SparkSession) -> None:

@@ -143,6 +143,11 @@ def on_rocksdb(spark: SparkSession, build: Build, steps: list = STEPS) -> Run:
     return run_steps(spark, ROCKSDB, build, SCHEMAS, steps, restart_after=RESTART_AFTER, output_mode="update")
 
 
+# `TransformWithStateQueries.features`' input: each step a batch (`batch_per_step`).
+FEATURE_STEPS = [[{"k": "a", "v": 1}, {"k": "b", "v": 2}, {"k": "a", "v": 1}], [{"k": "a", "v": 3}],
+                 [{"k": "b", "v": 2}, {"k": "c", "v": 4}], [{"k": "a", "v": 5}]]
+
+
 def batch_per_step(spark: SparkSession, provider: str, build: Build, steps: list,
                    confs: dict[str, str] | None = None) -> Run:
     """The query started for each step, one batch each (`Trigger.Once`): a processing-time
@@ -154,5 +159,7 @@ def batch_per_step(spark: SparkSession, provider: str, build: Build, steps: list
         run.start(once=True)
         assert run.query is not None
         run.query.awaitTermination()
+        for p in run.query.recentProgress:
+            run.progress_by_batch[p["batchId"]] = p
         run.query = None
     return run

@@ -214,16 +214,21 @@ def test_transform_with_state_runs_in_a_ttlstate_session(spark: SparkSession) ->
     """Every transformWithState API of the line (Scala's, PySpark's in pandas, from 4.1 in rows),
     routed to Spark's RocksDB provider, across a restart (tests/spark/test_transform_with_state.py
     has all of it on 4.3), giving what that provider gives; and the Scala query served by
-    ttlstate's own store (`transformWithState=ttlstate`; test_transform_with_state_served.py)."""
+    ttlstate's own store (`transformWithState=ttlstate`; test_transform_with_state_served.py):
+    the counts, and every state kind with TTLConfigs and processing-time timers, as on Spark's
+    RocksDB provider (what Spark's classes for them put in the families changes by line)."""
     from tests.spark.tws_queries import (
         EXPECTED,
+        FEATURE_STEPS,
         RESTART_AFTER,
         SCHEMAS,
         STEPS,
         apis,
+        batch_per_step,
         on_rocksdb,
         pinned_providers,
         routed_run,
+        tools_method,
     )
 
     found = apis(spark)
@@ -233,6 +238,13 @@ def test_transform_with_state_runs_in_a_ttlstate_session(spark: SparkSession) ->
     served = run_steps(spark, TTLSTATE, found["scala"], SCHEMAS, STEPS, restart_after=RESTART_AFTER,
                        output_mode="update", confs={K.TRANSFORM_WITH_STATE.key: "ttlstate"})
     assert served.outputs == EXPECTED and set(pinned_providers(served)) == {TTLSTATE}
+    features = tools_method(spark, "features")
+
+    def build(s: dict[str, DataFrame]) -> DataFrame:
+        return features(s["events"])
+    ours = batch_per_step(spark, TTLSTATE, build, FEATURE_STEPS, {K.TRANSFORM_WITH_STATE.key: "ttlstate"})
+    assert ours.outputs == batch_per_step(spark, ROCKSDB, build, FEATURE_STEPS).outputs
+    assert set(pinned_providers(ours)) == {TTLSTATE}
 
 
 WRONG_JAR_JOB = """

@@ -26,6 +26,7 @@ def test_variant_conf_names_are_the_packages() -> None:
     assert variants.KEY_FILTER_KEY == K.KEY_FILTER_MAX_KEYS.key
     assert variants.CACHE_KEY == K.CACHE_MAX_BYTES.key
     assert variants.MEMORY_KEY == K.MEMORY_MAX_BYTES.key
+    assert variants.TRANSFORM_WITH_STATE_KEY == K.TRANSFORM_WITH_STATE.key
 
 
 def test_restore_rerun_gives_a_restore_child_what_growth_gives_it() -> None:
@@ -263,6 +264,22 @@ def test_churn_input_keeps_each_key_for_three_batches(tmp_path: object) -> None:
     batches = [set(pq.read_table(f).column("key").to_pylist()) for f in files]
     assert all(len(keys) == n for keys, n in zip(batches, counts, strict=True))  # each key once per batch
     assert batches[0] < batches[1] < batches[2] and "c0-0" not in batches[3] and "c1-0" in batches[3]
+
+
+def test_churn_stops_a_query_once_its_last_timers_had_a_batch() -> None:
+    from types import SimpleNamespace
+
+    from benchmarks.workloads.churn_child import last_timers_fired
+
+    def p(batch: int, rows: int, second: float) -> SimpleNamespace:
+        stamp = f"2026-11-29T10:00:{second:06.3f}Z"
+        return SimpleNamespace(batchId=batch, numInputRows=rows, timestamp=stamp)
+
+    data = [p(0, 10, 0.0), p(1, 20, 5.0)]
+    assert not last_timers_fired(data, 40, 3000)  # a row not read yet
+    assert not last_timers_fired(data, 30, 3000)  # no batch without data yet
+    assert not last_timers_fired([*data, p(2, 0, 7.9)], 30, 3000)  # started before the last timers were due
+    assert last_timers_fired([*data, p(2, 0, 7.9), p(3, 0, 8.0)], 30, 3000)
 
 
 def test_churn_summary_bound_ratios_and_a_variant_that_did_not_finish(tmp_path: object) -> None:

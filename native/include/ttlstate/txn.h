@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -194,6 +195,11 @@ class Txn : public std::enable_shared_from_this<Txn> {
   std::mutex sorted_mu_;
   std::vector<uint32_t> sorted_;
   size_t sorted_for_ = static_cast<size_t>(-1);  // written_ when sorted_ was computed
+  // The written keys (in the arena) in key order, kept from the transaction's first scan on, so
+  // that a scan takes the writes of its range without visiting every write: transformWithState
+  // scans one grouping key's timers per key, and visiting all of the batch's writes each time
+  // made its batches quadratic. None before a first scan: a batch that never scans pays nothing.
+  std::optional<std::set<std::string_view>> written_in_order_;
   TxnCounters counters_;
   std::atomic<const char*> ended_{nullptr};
 };

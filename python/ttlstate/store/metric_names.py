@@ -99,6 +99,10 @@ CACHE_MISSES = MetricName("executorCacheMissCount", "sum",
 READ_AHEAD_KEYS = MetricName("readAheadKeyCount", "sum",
                              "keys whose state was fetched ahead of Spark's reads, a chunk of input "
                              "rows per round trip (`readAhead.chunkRows`)", "none")
+FAMILY_COPY_SCANS = MetricName("familyCopyPrefixScanCount", "sum",
+                               "prefix scans of a column family (transformWithState's per-key timers, "
+                               "MapState iteration) answered from the task's copy of the family, "
+                               "without a call to the store", "none")
 CACHE_BYTES = MetricName("executorCacheBytes", "size",
                          "bytes the store's entries take in the executor's cross-batch cache", "none")
 
@@ -107,7 +111,7 @@ ALL_METRICS: tuple[MetricName, ...] = (
     STORE_CALL_COUNT, STORE_CALL_TIME_MS, BLOOM_FILTER_SKIPPED_READS, ROCKSDB_SST_FILE_SIZE,
     COMMIT_TIME_MS, SNAPSHOT_TIME_MS, LOAD_LATENCY_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES,
     CACHE_BYTES, STATE_BYTES, TTL_EXPIRED_TOTAL, NUM_REMOVED_STATE_ROWS, READ_AHEAD_KEYS,
-    REPLAYED_CHANGELOGS, SNAPSHOTS_AUTO_REPAIRED,
+    REPLAYED_CHANGELOGS, SNAPSHOTS_AUTO_REPAIRED, FAMILY_COPY_SCANS,
 )
 
 # Former names, for readers of old progress logs and dashboards (docs/metrics.md).

@@ -28,6 +28,10 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
   private[store] val reads = new CachedReads(version, rules, clock, hint, (kind, k, v) => queueWrite(kind, k, v))
   reads.readOnly = readOnly
   private val scans = new Scans(channel, () => isOpen)
+  // Copies of the column families this task prefix-scans key by key; never for a store with TTL,
+  // whose entries expire without a write.
+  private val mirrors: FamilyMirrors =
+    if (rules.ttlMs < 0) new FamilyMirrors(StoreVersion.MirrorAfterScans, StoreVersion.MirrorMaxBytes) else null
   private val key = new KeyBytes // the key of the call in progress: see keyOf
   private var state = "open"
   private var committedVersion = -1L
@@ -168,18 +172,45 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
     new EntryScan(scans.open(what, channel.request().bytes(prefix).frame(Protocol.OP_ITER)))
   }
 
-  /** Stored entries, streamed in chunks: the key after `next()` is `key`, its value `value`. */
-  final class EntryScan private[StoreVersion] (chunks: scans.Chunks) {
+  /** The live entries whose stored keys start with `prefix`, in key order, of the column family
+   *  whose keys start with `scope`: from this task's copy of the family when it has one
+   *  (`FamilyMirrors`: made at the family's `MirrorAfterScans`-th prefix scan), else streamed
+   *  from the server as `entries` streams them. */
+  private[ttlstate] def prefixEntries(what: String, scope: Array[Byte], prefix: Array[Byte]): EntryScan = {
+    requireOpen()
+    if (mirrors != null && scope != null) {
+      var local = mirrors.prefixScan(scope, prefix)
+      if (local == null && mirrors.wants(scope)) {
+        val all = entries("copy of a column family", scope)
+        try if (mirrors.load(scope, Iterator.continually(all).takeWhile(_.hasNext).map { s => s.next(); (s.key, s.value) }))
+          local = mirrors.prefixScan(scope, prefix)
+        finally all.close()
+      }
+      if (local != null) return new EntryScan(null, local)
+    }
+    entries(what, prefix)
+  }
+
+  /** Stored entries, streamed in chunks (or, `local`, from a family's copy in this task): the key
+   *  after `next()` is `key`, its value `value`. */
+  final class EntryScan private[StoreVersion] (chunks: scans.Chunks,
+      local: Iterator[(Array[Byte], Array[Byte])] = null) {
     var key: Array[Byte] = _
     var value: Array[Byte] = _
-    def hasNext: Boolean = chunks.hasNext
+    def hasNext: Boolean = if (local != null) local.hasNext else chunks.hasNext
     def next(): Unit = {
       if (!hasNext) throw new NoSuchElementException("end of ttlstate iterator")
-      chunks.consumed()
-      key = chunks.reader.bytesOrNull()
-      value = chunks.reader.bytesOrNull()
+      if (local != null) {
+        val (k, v) = local.next()
+        key = k
+        value = v
+      } else {
+        chunks.consumed()
+        key = chunks.reader.bytesOrNull()
+        value = chunks.reader.bytesOrNull()
+      }
     }
-    def close(): Unit = chunks.close()
+    def close(): Unit = if (chunks != null) chunks.close()
   }
 
   /** An iteration as Spark wants it: rows, and a close for a scan not read to its end. */
@@ -207,6 +238,7 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
     val k = keyOf(row, codec)
     val kind = reads.putKind(k)
     channel.queue(kind, k, bytes)
+    if (mirrors != null && mirrors.active) mirrors.put(k.toArray, bytes)
     reads.wrote(k, bytes, kind)
   }
 
@@ -220,6 +252,7 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
     if ((known eq CachedReads.Ask) && reads.appendable(key)) {
       scans.beforeWrite()
       channel.queue(Protocol.WRITE_APPEND, key, bytes)
+      if (mirrors != null && mirrors.active) mirrors.append(key.toArray, bytes)
       reads.appended(key)
     } else {
       val base = if (known eq CachedReads.Ask) getBytes(row, codec) else known
@@ -234,6 +267,7 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
     scans.beforeWrite()
     advanceClock()
     channel.queue(Protocol.WRITE_REMOVE_PREFIX, key.set(prefix), null)
+    if (mirrors != null) mirrors.removePrefix(prefix)
     reads.removedPrefix(prefix)
   }
 
@@ -247,6 +281,7 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
     scans.beforeWrite()
     advanceClock()
     channel.queue(Protocol.WRITE_REMOVE, k, null)
+    if (mirrors != null && mirrors.active) mirrors.remove(k.toArray)
     reads.removed(k)
   }
 
@@ -272,6 +307,7 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
         case MetricNames.CACHE_MISSES => reads.cacheMisses
         case MetricNames.READ_AHEAD_KEYS => reads.readAheadKeys
         case MetricNames.CACHE_BYTES => reads.cacheBytes
+        case MetricNames.FAMILY_COPY_SCANS => if (mirrors == null) 0L else mirrors.answered
         case MetricNames.TTL_EXPIRED_ON_READ | MetricNames.TTL_EXPIRED_TOTAL | MetricNames.NUM_REMOVED_STATE_ROWS =>
           reported.getOrElse(m.name, 0L) + reads.expiredInCacheReadOnly
         case name => reported.getOrElse(name, 0L)
@@ -324,4 +360,12 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
     (if (committedVersion >= 0) committedVersion else version, committedIds._1, committedIds._2)
 
   def committed: Long = committedVersion
+}
+
+object StoreVersion {
+  /** The prefix scans of one column family in a version after which the task copies the family
+   *  (`FamilyMirrors`): enough that a few scans never read a whole family. */
+  val MirrorAfterScans = 64
+  /** What one task's copies of column families may take of the heap (keys, values, the maps). */
+  val MirrorMaxBytes: Long = 32L << 20
 }

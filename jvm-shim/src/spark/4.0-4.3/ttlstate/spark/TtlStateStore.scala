@@ -36,10 +36,12 @@ final class TtlStateStore(val session: StoreVersion, provider: TtlStateStoreProv
 
   /** The entries of `f` whose stored keys start with `prefix`, from `from` (inclusive) until
    *  `until` (exclusive; null: no bound), in key order: one pair per key (its first value in a
-   *  multi-valued family), or with `everyValue` one per value. */
+   *  multi-valued family), or with `everyValue` one per value. `keyByKey`: a prefix scan of one
+   *  grouping key's entries, which the task's copy of the family answers once it has one. */
   private def pairs(what: String, f: ColumnFamily, prefix: Array[Byte], everyValue: Boolean,
-      from: Array[Byte] = null, until: Array[Byte] = null): StateStoreIterator[UnsafeRowPair] = {
-    val scan = new FamilyScan(session.entries(what, prefix), from, until)
+      from: Array[Byte] = null, until: Array[Byte] = null, keyByKey: Boolean = false): StateStoreIterator[UnsafeRowPair] = {
+    val entries = if (keyByKey) session.prefixEntries(what, f.layout.codec.scope, prefix) else session.entries(what, prefix)
+    val scan = new FamilyScan(entries, from, until)
     val numFields = f.layout.numValueFields
     val rows: Iterator[UnsafeRowPair] = if (!f.multiValues) scan.map { case (k, v) =>
       new UnsafeRowPair(f.layout.codec.decode(k), valueRow(v, numFields))
@@ -65,7 +67,7 @@ final class TtlStateStore(val session: StoreVersion, provider: TtlStateStoreProv
   private def withPrefix(what: String, prefixKey: UnsafeRow, colFamilyName: String,
       everyValue: Boolean): StateStoreIterator[UnsafeRowPair] = {
     val f = family(colFamilyName)
-    pairs(what, f, f.layout.codec.scanPrefix(prefixKey), everyValue)
+    pairs(what, f, f.layout.codec.scanPrefix(prefixKey), everyValue, keyByKey = true)
   }
 
   override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = all("iterator", colFamilyName, false)
