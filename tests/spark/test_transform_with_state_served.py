@@ -7,7 +7,8 @@ Spark's RocksDB provider, both restarted in the middle, and must give the same r
 of Spark 4.3 (Scala, `transformWithStateInPandas`, row-based `transformWithState`), and in Scala
 ValueState, ListState and MapState with and without `TTLConfig` (a 1 ms TTL expires at any later
 batch), processing-time timers, event-time timers and an initial state; the state data source
-reads a served store."""
+reads a served store, and its change feed of a ValueState and a MapState is Spark's (a
+ListState's is refused)."""
 
 from __future__ import annotations
 
