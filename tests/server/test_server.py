@@ -126,7 +126,7 @@ def test_checkpoint_ids_over_the_wire(server, confs) -> None:  # noqa: ANN001
     with pytest.raises(ServerError, match="2_nope.changelog"):
         c.load(h2, 2, 1000, ckpt_id="nope")
     for version, key in ((1, b"a"), (2, b"b")):
-        r = c.call(P.OP_CHANGES, P.Writer().u32(h2).i64(version).i64(2).str(second).payload(), h2)
+        r = c.call(P.OP_CHANGES, P.Writer().u32(h2).i64(version).i64(2).str(second).str("").payload(), h2)
         r.u32()  # iterator id
         done, n = r.u8(), r.u32()
         assert (done, [(r.bytes(), r.bytes_or_none() is not None) for _ in range(n)]) == (1, [(key, True)])
@@ -177,6 +177,24 @@ def test_column_family_writes_append_and_remove_a_familys_key_range(server, conf
     c.load(again, 2, 1000)  # rebuilt from the changelogs
     assert c.scan(again) == [(lst + b"k1", b"abd"), (lst + b"k2", b"c"), (longer + b"k1", b"w")]
     assert family_counts([k for k, _ in c.scan(again)]) == {"list": 2, "lists": 1}
+    # The change feed of one family (OP_CHANGES naming it): its records only, not a family whose
+    # name starts with its name; values as stored (TtlValue: after the 8-byte timestamp).
+    feeds = {(version, family): _changes(c, again, version, family)
+             for version in (1, 2) for family in ("list", "value", "")}
+    assert feeds[1, "list"] == [(lst + b"k1", b"ab"), (lst + b"k2", b"c")]
+    assert feeds[2, "list"] == [(lst + b"k1", b"abd")]
+    assert sorted(feeds[2, "value"]) == [(other + b"k1", None), (other + b"k2", None)]
+    assert sorted(feeds[1, ""]) == sorted([*feeds[1, "list"], (other + b"k1", b"v"), (longer + b"k1", b"w")])
+
+
+def _changes(c: Client, h: int, version: int, family: str) -> list[tuple[bytes, bytes | None]]:
+    """OP_CHANGES of `version` on format 1, the records of `family` ("": all), in one chunk."""
+    r = c.call(P.OP_CHANGES, P.Writer().u32(h).i64(version).i64(version).str("").str(family).payload(), h)
+    r.u32()  # iterator id
+    done, n = r.u8(), r.u32()
+    assert done == 1
+    records = [(r.bytes(), r.bytes_or_none()) for _ in range(n)]
+    return [(k, None if v is None else v[8:]) for k, v in records]
 
 
 def test_key_scan_and_lineage_for_the_shims_key_filter(server, confs) -> None:  # noqa: ANN001

@@ -7,7 +7,8 @@ Spark's RocksDB provider, both restarted in the middle, and must give the same r
 of Spark 4.3 (Scala, `transformWithStateInPandas`, row-based `transformWithState`), and in Scala
 ValueState, ListState and MapState with and without `TTLConfig` (a 1 ms TTL expires at any later
 batch), processing-time timers, event-time timers and an initial state; the state data source
-reads a served store."""
+reads a served store, and its change feed of a ValueState and a MapState is Spark's (a
+ListState's is refused)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ from ttlstate.store import metric_names as M
 pytestmark = pytest.mark.spark
 
 SERVED = {K.TRANSFORM_WITH_STATE.key: "ttlstate"}
+# Spark's RocksDB provider has a change feed with changelog checkpointing only.
+CHANGELOG_ON = {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +56,7 @@ def _both(spark: SparkSession, build, schemas: dict[str, str], steps: list, rest
     def run(provider: str, confs: dict[str, str]) -> Run:
         return run_steps(spark, provider, build, schemas, steps, restart_after=restart_after,
                          output_mode="update", confs=confs)
-    ours, theirs = run(TTLSTATE, SERVED), run(ROCKSDB, {})
+    ours, theirs = run(TTLSTATE, SERVED), run(ROCKSDB, CHANGELOG_ON)
     assert pinned_providers(ours) and set(pinned_providers(ours)) == {TTLSTATE}
     store = os.path.join(ours.checkpoint, "state", "0", "0")
     assert any(name.endswith(".changelog") for name in os.listdir(store))
@@ -65,6 +68,22 @@ def _rows(run: Run) -> list[tuple]:
     return sorted((row for rows in run.outputs.values() for row in rows), key=repr)
 
 
+def _change_feed(spark: SparkSession, checkpoint: str, var: str, last_writes: bool = False) -> list[str]:
+    """The state data source's change feed of the state variable `var` from batch 0, each row
+    as its fields (batch id, change type, key, value; a MapState's: grouping key, user key,
+    value). `last_writes`: only the last change of each key in each batch (Spark's RocksDB
+    provider reports every write, in order; ttlstate's changelogs hold a batch's last write of
+    each key)."""
+    reader = (spark.read.format("statestore").option("readChangeFeed", "true")
+              .option("changeStartBatchId", "0").option("stateVarName", var))
+    rows = [row.asDict(recursive=True) for row in reader.load(checkpoint).collect()]  # in file order
+    if last_writes:
+        def which(row: dict) -> str:
+            return repr({k: v for k, v in row.items() if k not in ("change_type", "value", "user_map_value")})
+        rows = list({which(row): row for row in rows}.values())
+    return sorted(repr(row) for row in rows)
+
+
 def test_each_api_served_by_ttlstate_as_on_rocksdb(spark: SparkSession) -> None:
     for name, build in apis(spark).items():
         ours, theirs = _both(spark, build, SCHEMAS, STEPS)
@@ -72,6 +91,11 @@ def test_each_api_served_by_ttlstate_as_on_rocksdb(spark: SparkSession) -> None:
         assert any(ours.checkpoint in w and "do not apply to the transformWithState operators" in w
                    for w in warnings(spark)), name
     assert read_counts(spark, ours.checkpoint) == FINAL_COUNTS  # the state data source, on ttlstate's store
+    # The change feed of a ValueState, as Spark's RocksDB provider gives it; a ListState's is refused.
+    feed = _change_feed(spark, ours.checkpoint, "count")
+    assert feed == _change_feed(spark, theirs.checkpoint, "count") and len(feed) == 5, feed
+    with pytest.raises(Exception, match="the change feed of ListState 'values' \\(not yet\\)"):
+        _change_feed(spark, ours.checkpoint, "values")
 
 
 def test_state_kinds_ttl_and_processing_time_timers(spark: SparkSession) -> None:
@@ -107,6 +131,13 @@ def test_event_time_timers_and_initial_state(spark: SparkSession) -> None:
     assert _rows(ours) == _rows(theirs)
     fired = sorted(r[0] for r in _rows(ours) if r[1].startswith("timer"))
     assert fired == ["a", "a", "b", "c"] and ("a", "in", 11, "1:1") in _rows(ours)  # initial count 10
+    # The change feed of a ValueState and a MapState: each key's last write in each batch, as on
+    # Spark's provider (the initial state's put and the first batch's update of "a" are one
+    # change here). Spark's state data source fails on its own provider's timers' change feed
+    # (`readRegisteredTimers`: a ClassCastException in 4.3), so timers are not compared.
+    for var in ("count", "values"):
+        feed = _change_feed(spark, ours.checkpoint, var)
+        assert feed and feed == _change_feed(spark, theirs.checkpoint, var, last_writes=True), var
 
 
 FORMAT_KEY = "spark.sql.streaming.stateStore.checkpointFormatVersion"

@@ -248,7 +248,7 @@ TRANSFORM_WITH_STATE = ConfKey(
     "Where a transformWithState query (Spark 4.0 and later) keeps its state. `rocksdb`: Spark's "
     "RocksDB provider, the whole query: the extension routes it there, with one INFO line at its "
     "start. `ttlstate`: ttlstate's own store, its column families key prefixes there (opt-in; not "
-    "yet: the change feed of such a store). Its state variables expire by their `TTLConfig` either "
+    "yet: the change feed of a ListState). Its state variables expire by their `TTLConfig` either "
     "way; ttlstate's TTL does not apply to them. Read when the query starts: a checkpoint keeps "
     "the provider it was started with. See [transformWithState](transform-with-state.md).",
     Kind.ENUM, option="transform_with_state", choices=TransformWithStateStore)

@@ -192,9 +192,9 @@ def _published_version(name: str | None) -> int:
 
 
 def changes(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:
-    version, end_version, end_id = r.i64(), r.i64(), r.str()
+    version, end_version, end_id, family = r.i64(), r.i64(), r.str(), r.str()
     return conn.start_iterator(opened.provider.changelog_records(
-        version, (end_version, end_id) if end_id else None))
+        version, (end_version, end_id) if end_id else None, family or None))
 
 
 def cleanup(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:

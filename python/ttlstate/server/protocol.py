@@ -31,7 +31,7 @@ from ttlstate.errors import (  # noqa: F401  (re-exported: part of the wire prot
     ProtocolError,
 )
 
-PROTOCOL_VERSION = 14
+PROTOCOL_VERSION = 15
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -92,9 +92,11 @@ OP_SNAPSHOT_NOW = 19  # u32 h                                            -> OK i
 #   writes the snapshot of the loaded version now, whatever snapshotInterval says (Spark's
 #   forceSnapshotOnCommit)
 OP_CHANGES = 20       # u32 h, i64 version, i64 end version,             -> OK u32 iter id, chunk
-#                       str end version's checkpoint id ("": format 1)
+#                       str end version's checkpoint id ("": format 1),
+#                       str column family ("": every record)
 #   the records of the store's changelog of `version` (on format 2: the one on the lineage of
-#   the end version's id), verified whole and bound to the store
+#   the end version's id), verified whole and bound to the store, those of the column family
+#   only when one is named (its keys as stored, behind the family's name)
 #   first, in file order: (key, TtlValue) puts and (key, null) deletes; continue with
 #   OP_ITER_NEXT / OP_ITER_CLOSE. Needs no loaded version (the state data source's change feed)
 OP_KEY_FILTER_BITS = 21  # u32 h, i64 lineage, i64 version,             -> OK bytes words (null: none)

@@ -13,19 +13,25 @@ from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import VersionNotFound
 from ttlstate.checkpoint.id_plan import EMPTY
 from ttlstate.checkpoint.record_file import KIND_CHANGELOG, read_records
+from ttlstate.store.column_families import family_prefix
 from ttlstate.store.context import StoreContext
 
 
-def changelog_records(ctx: StoreContext, version: int, end: tuple[int, str] | None = None
-                      ) -> Iterator[tuple[bytes, bytes | None]]:
+def changelog_records(ctx: StoreContext, version: int, end: tuple[int, str] | None = None,
+                      family: str | None = None) -> Iterator[tuple[bytes, bytes | None]]:
     """The records of the changelog of `version` in file order, after verifying the whole file
     and that it is this store's. `end`: on checkpoint format 2, the (version, id) whose lineage
-    names the changelog to read."""
+    names the changelog to read. `family`: only the records of that column family (a store with
+    column families: its keys as stored, behind the family's name), as Spark's RocksDB provider
+    reads one family's changes."""
+    prefix = family_prefix(family) if family is not None else b""
     with ctx.lock:
         name = names.changelog_name(version, _id_on_lineage(ctx, version, end) if end else "")
         local, header = ctx.files.fetch_verified(name, KIND_CHANGELOG, version)
     try:
-        yield from read_records(local, header)
+        for key, value in read_records(local, header):
+            if key.startswith(prefix):
+                yield key, value
     finally:
         os.unlink(local)
 

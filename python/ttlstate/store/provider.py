@@ -242,10 +242,11 @@ class StoreProvider:
         """Delete checkpoint files older than what the newest N versions need."""
         return retention.clean_up(self._ctx, self._db, self._timeline, min_versions_to_retain)
 
-    def changelog_records(self, version: int, end: tuple[int, str] | None = None
+    def changelog_records(self, version: int, end: tuple[int, str] | None = None, family: str | None = None
                           ) -> Iterator[tuple[bytes, bytes | None]]:
-        """The records of the changelog of `version` (the state data source's change feed)."""
-        return change_feed.changelog_records(self._ctx, version, end)
+        """The records of the changelog of `version` (the state data source's change feed),
+        those of the column family `family` only when one is named."""
+        return change_feed.changelog_records(self._ctx, version, end, family)
 
     # -- metrics ------------------------------------------------------------------------------
     def drain_metrics(self) -> dict[str, int]:

@@ -10,11 +10,13 @@ final case class Change(key: UnsafeRow, value: UnsafeRow, batchId: Long)
  *  whole and bound to this store by the server): puts and deletes with batch id version - 1,
  *  values without the TTL timestamp, as Spark's own providers report them. Deletes include those
  *  TTL made (expired on read, incremental cleanup); the compaction filter's are not in
- *  changelogs. The state data source's `readChangeFeed` reads it through Spark's iterator. */
+ *  changelogs. `family` (a store with column families): the server sends that family's records
+ *  only, decoded by its `layout`; "": every record, by the store's own. The state data source's
+ *  `readChangeFeed` reads it through Spark's iterator. */
 final class ChangeFeed private[store] (core: ProviderCore, files: CheckpointFiles, startVersion: Long,
-    endVersion: Long, endId: Option[String]) {
-  private val codec = core.spec.codec
-  private val numValueFields = core.spec.valueSchema.length
+    endVersion: Long, endId: Option[String], family: String, layout: RowLayout) {
+  private val codec = layout.codec
+  private val numValueFields = layout.numValueFields
   private var version = startVersion - 1
   private var borrowed: (ServerConnection, Int, Int) = _ // connection, handle, worker
   private var reader: PayloadReader = _
@@ -41,7 +43,7 @@ final class ChangeFeed private[store] (core: ProviderCore, files: CheckpointFile
           }
         }
         reader = call(new PayloadWriter().u32(borrowed._2).i64(version).i64(endVersion)
-          .str(endId.getOrElse("")).frame(Protocol.OP_CHANGES))
+          .str(endId.getOrElse("")).str(family).frame(Protocol.OP_CHANGES))
         iterId = reader.u32()
         header()
       } else return null

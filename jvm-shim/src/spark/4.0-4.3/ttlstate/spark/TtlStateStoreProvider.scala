@@ -89,15 +89,24 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
       endId: Option[String]): TtlStateStore =
     open(LoadRequest(endVersion, readOnly, endId, fromSnapshot = Some(snapshotVersion), snapshotCkptId = snapshotId))
 
-  /** Spark's change feed iterator over `core.changes`. */
+  /** Spark's change feed iterator over `core.changes`: on a store with column families, the
+   *  changes of the family Spark names (the state data source registered it first), which the
+   *  state server picks out of the changelogs. */
   private[spark] def changeFeed(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
       endId: Option[String]): NextIteratorBridge[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] = {
-    colFamilyNameOpt.filter(_ != StateStore.DEFAULT_COL_FAMILY_NAME).foreach { cf =>
-      throw StateStoreErrors.unsupportedOperationException(s"column family $cf", "TtlStateStoreProvider")
+    val family = if (core.spec.columnFamilies) {
+      val f = families(colFamilyNameOpt.getOrElse(StateStore.DEFAULT_COL_FAMILY_NAME))
+      // A ListState's appends are stored as its whole new list: Spark's feed reports each append.
+      if (f.multiValues) throw StateStoreErrors.unsupportedOperationException(
+        s"the change feed of ListState '${f.name}' (not yet)", "TtlStateStoreProvider")
+      Some((f.name, f.layout))
+    } else {
+      colFamilyNameOpt.filter(_ != StateStore.DEFAULT_COL_FAMILY_NAME).foreach { cf =>
+        throw StateStoreErrors.unsupportedOperationException(s"column family $cf", "TtlStateStoreProvider")
+      }
+      None
     }
-    if (core.spec.columnFamilies) throw StateStoreErrors.unsupportedOperationException(
-      "the change feed of a store with column families (not yet)", "TtlStateStoreProvider")
-    val feed: ChangeFeed = core.changes(startVersion, endVersion, endId)
+    val feed: ChangeFeed = core.changes(startVersion, endVersion, endId, family)
     new NextIteratorBridge[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] {
       override protected def getNext(): (RecordType.Value, UnsafeRow, UnsafeRow, Long) = feed.next() match {
         case null => end(); null
