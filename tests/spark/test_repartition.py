@@ -39,9 +39,11 @@ from tests.spark.harness import (
 )
 from tests.spark.test_differential import JOIN_SCHEMAS, JOIN_STEPS, join
 from ttlstate import faults
+from ttlstate.checkpoint import names
 from ttlstate.checkpoint.identity import store_label
 from ttlstate.checkpoint.location import LocalCheckpointLocation
 from ttlstate.checkpoint.record_file import verify_record_file
+from ttlstate.cli.commit_log import committed_ids
 from ttlstate.config import keys as K
 from ttlstate.config.store_config import StoreConfig
 from ttlstate.spark.repartition import RepartitionError, repartition
@@ -51,6 +53,7 @@ pytestmark = pytest.mark.spark
 
 SCHEMA = {"events": EVENTS_SCHEMA}
 ONE_BATCH_PER_STEP = {"spark.sql.streaming.noDataMicroBatches.enabled": "false"}
+FORMAT_VERSION = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 
 
 @pytest.fixture(scope="module")
@@ -85,9 +88,10 @@ def side_by_side(runs: list[Run], steps: list) -> None:
 
 def rescaled(spark: SparkSession, reference: str, build: Callable, steps: list, mode: str, old: int,
              new: int, stop_after: int, confs: dict[str, str] | None = None,
-             schemas: dict[str, str] = SCHEMA) -> tuple[Run, Run]:
-    """The query on ttlstate with `old` partitions for `stop_after` steps, repartitioned to `new`,
-    then on for the other steps; beside it, the same query on `reference` with `new` partitions
+             schemas: dict[str, str] = SCHEMA, killed_at: str | None = None) -> tuple[Run, Run]:
+    """The query on ttlstate with `old` partitions for `stop_after` steps, repartitioned to `new`
+    (`killed_at`: first stopped at that crash point, then run again to finish), then on for the
+    other steps; beside it, the same query on `reference` with `new` partitions
     from the start. Every entry and what the files recorded must be the same after the
     repartition as before; the continued query runs with `new` partitions."""
     confs = {**ONE_BATCH_PER_STEP, **(confs or {})}
@@ -98,8 +102,12 @@ def rescaled(spark: SparkSession, reference: str, build: Callable, steps: list, 
     side_by_side([first, expected], steps[:stop_after])
     first.stop()
     before = raw_state(first.checkpoint)
+    if killed_at is not None:
+        with crashing_at(killed_at):
+            repartition(spark, first.checkpoint, new, out=open(os.devnull, "w"))  # noqa: SIM115
     summary = repartition(spark, first.checkpoint, new, out=open(os.devnull, "w"))  # noqa: SIM115
     assert (summary["from"], summary["to"], summary["batch"]) == (old, new, max(first.outputs))
+    assert summary.get("resumed", False) == (killed_at is not None)
     assert raw_state(first.checkpoint) == before, "entries (keys, TtlValues) or recorded settings changed"
     assert not os.path.exists(os.path.join(first.checkpoint, "_ttlstate_repartition"))
     got = Run(spark, TTLSTATE, build, schemas, mode, confs, root=first.root)
@@ -126,22 +134,38 @@ def raw_state(checkpoint: str) -> dict[tuple[str, str], dict]:
                       if os.path.isdir(os.path.join(folder, d)) and not d.startswith("_")]
             for name, directory in stores or [("default", folder)]:
                 entry = out.setdefault((op, name), {"entries": {}, "recorded": set()})
-                version = max(int(f.split(".")[0]) for f in os.listdir(directory) if f.endswith(".changelog"))
+                version, ckpt_id = _newest_committed(checkpoint, op, part, directory)
                 tmp = tempfile.mkdtemp()
                 p = StoreProvider(store_label(op, part, name), tmp, LocalCheckpointLocation(directory),
-                                  StoreConfig(), reader=True)
+                                  StoreConfig(), reader=True, checkpoint_ids=bool(ckpt_id))
                 try:
-                    p.get_store(version, read_only=True).release()
+                    p.get_store(version, read_only=True, ckpt_id=ckpt_id or None).release()
                     for k, v in p.engine.iterate():
                         assert k not in entry["entries"], "a key in two partitions"
                         entry["entries"][k] = v
-                    header = verify_record_file(os.path.join(directory, f"{version}.changelog"), b"C")
+                    changelog = os.path.join(directory, names.changelog_name(version, ckpt_id))
+                    header = verify_record_file(changelog, b"C")
                     settings = json.dumps(header.settings, sort_keys=True)
                     entry["recorded"].add((version, header.batch_time_ms, settings))
                 finally:
                     p.close()
                     shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _newest_committed(checkpoint: str, op: str, part: str, directory: str) -> tuple[int, str]:
+    """The store's newest version, and on checkpoint format 2 the id of it that the newest
+    commit log entry names ("" on format 1)."""
+    files = [f for f in names.parse_all(os.listdir(directory)) if f.kind == names.CHANGELOG]
+    version = max(f.version for f in files)
+    committed = committed_ids(checkpoint, op, part)
+    ids = [f.ckpt_id for f in files if f.version == version and f.ckpt_id]
+    if not ids:
+        return version, ""
+    assert committed is not None and committed[0] == version, (committed, version)
+    named = [i for i in ids if i in committed[1]]
+    assert len(named) == 1, (ids, committed)
+    return version, named[0]
 
 
 # Aggregation by a string and an int, TTL 10 minutes of event time (timeSource=watermark: the
@@ -190,6 +214,20 @@ def test_operator_against_spark_rocksdb(spark: SparkSession, name: str) -> None:
     assert got.outputs == expected.outputs
 
 
+def test_checkpoint_format_2_against_spark_rocksdb(spark: SparkSession) -> None:
+    """Checkpoint format 2: the old stores are read at the ids the last commit recorded, and the
+    commit log entry is rewritten with the new stores' ids (one list per new partition), which the
+    restarted query loads by; down 3 -> 2 (a prime count up is the aggregation's). Killed right
+    after that rewrite, the command run again finishes the switch."""
+    got, expected = rescaled(spark, ROCKSDB, lambda s: s["events"].dropDuplicates(["k"]), STEPS, "append", 3,
+                             2, 2, {FORMAT_VERSION: "2"}, killed_at="repartition-ids-switched")
+    assert got.outputs == expected.outputs
+    ids = committed_ids(got.checkpoint, "0", "1")
+    assert ids is not None and ids[0] == 1 + max(got.outputs)  # the continued query's own commits
+    with open(os.path.join(got.checkpoint, "commits", "1")) as f:  # the rewritten entry: 2 partitions
+        assert len(json.loads(f.read().split("\n")[1])["stateUniqueIds"]["0"]) == 2
+
+
 def test_stream_stream_join_against_spark_rocksdb(spark: SparkSession) -> None:
     got, expected = rescaled(spark, ROCKSDB, join("left_outer"), JOIN_STEPS, "append", 2, 3, 2,
                              schemas=JOIN_SCHEMAS)
@@ -216,8 +254,8 @@ def _copy(run: Run, tmp_path) -> str:  # noqa: ANN001
 def _files(root: str) -> dict[str, bytes]:
     """Every file of a checkpoint but its lock (whose holder line changes with every holder)."""
     out = {}
-    for d, _dirs, names in os.walk(root):
-        for n in names:
+    for d, _dirs, files in os.walk(root):
+        for n in files:
             if n.startswith("_ttlstate_lock"):
                 continue
             with open(os.path.join(d, n), "rb") as f:
@@ -248,10 +286,13 @@ def test_refusals_leave_the_checkpoint_as_it_was(spark: SparkSession, stopped: R
             repartition(spark, ck, partitions)  # type: ignore[arg-type]
     with pytest.raises(RepartitionError, match="not a streaming query checkpoint"):
         repartition(spark, str(tmp_path), 3)
-    _edit_offsets(ck, 1, **{"spark.sql.streaming.stateStore.checkpointFormatVersion": "2"})
-    with pytest.raises(RepartitionError, match="format version 2"):
+    _edit_offsets(ck, 1, **{FORMAT_VERSION: "3"})
+    with pytest.raises(RepartitionError, match="format version 3"):
         repartition(spark, ck, 3)
-    _edit_offsets(ck, 1, **{"spark.sql.streaming.stateStore.checkpointFormatVersion": "1",
+    _edit_offsets(ck, 1, **{FORMAT_VERSION: "2"})  # a format 1 commit log: no ids to load by
+    with pytest.raises(RepartitionError, match="records no state checkpoint ids .* for operator 0"):
+        repartition(spark, ck, 3)
+    _edit_offsets(ck, 1, **{FORMAT_VERSION: "1",
                             "spark.sql.streaming.statefulOperator.useStrictDistribution": "false"})
     with pytest.raises(RepartitionError, match="useStrictDistribution=false"):
         repartition(spark, ck, 3)

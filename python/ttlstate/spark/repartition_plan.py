@@ -88,6 +88,11 @@ class Checkpoint:
     offset_text: str | None
     operators: list[Operator]
     headers: dict[tuple[int, int, str], dict | None] = field(default_factory=dict)
+    # Checkpoint format 2 (repartition_ids.py): each store's id at the version to move, and each
+    # operator's stores in the order its commit log entry lists their ids.
+    format2: bool = False  # pinned, or its last commit log entry records ids
+    ids: dict[tuple[int, int, str], str] = field(default_factory=dict)
+    id_order: dict[int, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -100,11 +105,13 @@ class Plan:
     rows: int | None  # the rows to move, when every file recorded its count
     bytes: int
     lines: list[str]  # what it does, operator by operator
+    id_order: dict[int, list[str]] | None = None  # format 2: each operator's stores in id order
 
     def job(self, state_root: str, staging_root: str, read_confs: dict[str, str]) -> str:
         """The Spark job's plan (Plan.scala)."""
         return json.dumps({"stateRoot": state_root, "stagingRoot": staging_root, "version": self.version,
-                           "groups": self.groups, "readConfs": read_confs})
+                           "groups": self.groups, "readConfs": read_confs,
+                           "checkpointIds": self.id_order is not None})
 
 
 def offset_confs(text: str) -> dict[str, str]:
@@ -234,6 +241,11 @@ def confs_recording(settings: dict[str, object]) -> dict[str, str]:
             K.TIME_SOURCE.key: str(settings.get("timeSource", K.TIME_SOURCE.default)), **WRITE_ONLY}
 
 
+def is_format2(pinned: dict[str, str]) -> bool:
+    """Whether the confs an offset log entry pins make checkpoint format 2."""
+    return pinned.get(FORMAT_VERSION, "1") == "2"
+
+
 def last_committed(ck: Checkpoint) -> int:
     if not ck.commits:
         raise Refused(f"{ck.location} has no committed batch: there is no state to move yet")
@@ -257,20 +269,25 @@ def plan(ck: Checkpoint, partitions: int) -> Plan:
         raise Refused(f"{ck.location} keeps its state in {provider or 'the HDFS state store provider'}, "
                       f"not ttlstate: run `ttlstate migrate {ck.location} <new checkpoint>` to move it to "
                       "ttlstate first, then repartition the new checkpoint")
-    if pinned.get(FORMAT_VERSION, "1") != "1":
+    if pinned.get(FORMAT_VERSION, "1") not in ("1", "2"):
         raise Refused(f"{ck.location} uses state checkpoint format version {pinned[FORMAT_VERSION]} "
-                      f"({FORMAT_VERSION}); ttlstate repartition moves format 1 checkpoints")
+                      f"({FORMAT_VERSION}); ttlstate repartition moves format 1 and 2 checkpoints")
     if pinned.get(STRICT_DISTRIBUTION, "true") != "true":
         raise Refused(f"{ck.location} was started with {STRICT_DISTRIBUTION}=false (before Spark 3.3): "
                       "its state is partitioned as each query's plan happened to be, not by its keys' hash")
     old = int(pinned.get(SHUFFLE_PARTITIONS, "0"))
     if partitions == old:
         raise Refused(f"{ck.location} already has {old} state partitions: nothing to do")
-    out = Plan(batch, batch + 1, old, partitions, [], 0, 0, [])
+    out = Plan(batch, batch + 1, old, partitions, [], 0, 0, [],
+               {o.id: ck.id_order.get(o.id, []) for o in ck.operators} if ck.format2 else None)
     for op in ck.operators:
         if op.metadata_version == 2:
             raise Refused(f"operator {op.id} is a transformWithState ('{op.name}'), which ttlstate "
                           "repartition does not move yet; the checkpoint is unchanged")
+        if out.id_order is not None and sorted(out.id_order[op.id]) != sorted(s.name for s in op.stores):
+            raise Refused(f"operator {op.id}: its last committed batch's commit log entry records the "
+                          f"checkpoint ids of stores {out.id_order[op.id]} in partition {op.partitions[:1]}, "
+                          f"not of its stores {[s.name for s in op.stores]}")
         for store in op.stores:
             _add_group(out, ck, op, store)
     return out
@@ -304,7 +321,14 @@ def _add_group(out: Plan, ck: Checkpoint, op: Operator, store: Store) -> None:
     out.rows = None if out.rows is None or rows is None else out.rows + rows
     out.bytes += store.bytes
     new = 1 if r == "single" else out.new_partitions
-    out.groups.append({"operator": op.id, "store": store.name, "keySchema": store.key_schema,
+    ids = []
+    if out.id_order is not None:
+        ids = [ck.ids.get((op.id, p, store.name)) for p in old]
+        if None in ids:
+            missing = [p for p, i in zip(old, ids, strict=True) if i is None]
+            raise Refused(f"operator {op.id}, store {store.name}: partitions {missing} hold no file of "
+                          f"version {out.version} under the checkpoint id its last committed batch recorded")
+    out.groups.append({"oldIds": ids, "operator": op.id, "store": store.name, "keySchema": store.key_schema,
                        "valueSchema": store.value_schema,
                        "numColsPrefixKey": max(store.num_cols_prefix_key, 0), "route": r,
                        "oldPartitions": list(old), "newPartitions": new,

@@ -38,17 +38,19 @@ object Route {
 /** One store of one operator, moved from `oldPartitions` to `newPartitions` partitions: its
  *  version `version` is read in each old partition under `stateRoot` and written as that version
  *  into each new one under `stagingRoot`, opened with `confs` (the TTL settings the old files
- *  recorded) at `batchTimeMs` (the batch time they recorded for that version). */
+ *  recorded) at `batchTimeMs` (the batch time they recorded for that version). `oldIds`: on
+ *  checkpoint format 2, each old partition's checkpoint id of that version (empty on format 1). */
 final case class StoreGroup(operatorId: Long, storeName: String, keySchemaJson: String, valueSchemaJson: String,
     numColsPrefixKey: Int, route: Route, oldPartitions: Seq[Int], newPartitions: Int,
-    confs: Map[String, String], batchTimeMs: Long) {
+    confs: Map[String, String], batchTimeMs: Long, oldIds: Seq[String]) {
   def label: String = s"operator $operatorId, store $storeName"
 }
 
 /** What the job moves, as the Python side planned it (JSON). `readConfs`: the ttlstate confs the
- *  old stores are read with (the session's: engine, workers, interpreter). */
+ *  old stores are read with (the session's: engine, workers, interpreter). `checkpointIds`:
+ *  checkpoint format 2 (stores loaded by id, each commit making a new one). */
 final case class Plan(stateRoot: String, stagingRoot: String, version: Long, groups: IndexedSeq[StoreGroup],
-    readConfs: Map[String, String]) {
+    readConfs: Map[String, String], checkpointIds: Boolean) {
   /** The first new store's index of each group, and the number of new stores. */
   val firstTarget: IndexedSeq[Int] = groups.scanLeft(0)(_ + _.newPartitions)
   def targets: Int = firstTarget.last
@@ -66,9 +68,10 @@ object Plan {
       StoreGroup(g.get("operator").asLong(), g.get("store").asText(), g.get("keySchema").asText(),
         g.get("valueSchema").asText(), g.get("numColsPrefixKey").asInt(), Route.parse(g.get("route").asText()),
         g.get("oldPartitions").elements().asScala.map(_.asInt()).toSeq, g.get("newPartitions").asInt(),
-        strings(g.get("confs")), g.get("batchTimeMs").asLong())
+        strings(g.get("confs")), g.get("batchTimeMs").asLong(),
+        Option(g.get("oldIds")).map(_.elements().asScala.map(_.asText()).toSeq).getOrElse(Nil))
     }.toIndexedSeq
     Plan(root.get("stateRoot").asText(), root.get("stagingRoot").asText(), root.get("version").asLong(), groups,
-      strings(root.get("readConfs")))
+      strings(root.get("readConfs")), Option(root.get("checkpointIds")).exists(_.asBoolean()))
   }
 }
