@@ -20,7 +20,7 @@ import pandas as pd
 import psutil
 import pyspark
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
@@ -38,6 +38,7 @@ from tests.spark.harness import (
     session,
 )
 from tests.spark.test_differential import JOIN_SCHEMAS, JOIN_STEPS, join
+from tests.spark.tws_queries import tools_method
 from ttlstate import faults
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.identity import store_label
@@ -47,6 +48,7 @@ from ttlstate.cli.commit_log import committed_ids
 from ttlstate.config import keys as K
 from ttlstate.config.store_config import StoreConfig
 from ttlstate.spark.repartition import RepartitionError, repartition
+from ttlstate.store.column_families import split_key
 from ttlstate.store.provider import StoreProvider
 
 pytestmark = pytest.mark.spark
@@ -126,6 +128,18 @@ def raw_state(checkpoint: str) -> dict[tuple[str, str], dict]:
     partitions, read from the files as a state reader would, with the settings and batch time its
     newest files recorded."""
     out: dict[tuple[str, str], dict] = {}
+    for (op, _part, name), entries, recorded in _stores_read(checkpoint):
+        entry = out.setdefault((op, name), {"entries": {}, "recorded": set()})
+        for k, v in entries.items():
+            assert k not in entry["entries"], "a key in two partitions"
+            entry["entries"][k] = v
+        entry["recorded"].add(recorded)
+    return out
+
+
+def _stores_read(checkpoint: str) -> Iterator[tuple[tuple[str, str, str], dict, tuple]]:
+    """Each store's (operator, partition, name), its newest version's entries, and the version,
+    batch time and settings its changelog recorded."""
     state = os.path.join(checkpoint, "state")
     for op in sorted(os.listdir(state)):
         for part in sorted(p for p in os.listdir(os.path.join(state, op)) if p.isdigit()):
@@ -133,24 +147,20 @@ def raw_state(checkpoint: str) -> dict[tuple[str, str], dict]:
             stores = [(d, os.path.join(folder, d)) for d in os.listdir(folder)
                       if os.path.isdir(os.path.join(folder, d)) and not d.startswith("_")]
             for name, directory in stores or [("default", folder)]:
-                entry = out.setdefault((op, name), {"entries": {}, "recorded": set()})
                 version, ckpt_id = _newest_committed(checkpoint, op, part, directory)
                 tmp = tempfile.mkdtemp()
                 p = StoreProvider(store_label(op, part, name), tmp, LocalCheckpointLocation(directory),
                                   StoreConfig(), reader=True, checkpoint_ids=bool(ckpt_id))
                 try:
                     p.get_store(version, read_only=True, ckpt_id=ckpt_id or None).release()
-                    for k, v in p.engine.iterate():
-                        assert k not in entry["entries"], "a key in two partitions"
-                        entry["entries"][k] = v
+                    entries = dict(p.engine.iterate())
                     changelog = os.path.join(directory, names.changelog_name(version, ckpt_id))
                     header = verify_record_file(changelog, b"C")
                     settings = json.dumps(header.settings, sort_keys=True)
-                    entry["recorded"].add((version, header.batch_time_ms, settings))
+                    yield (op, part, name), entries, (version, header.batch_time_ms, settings)
                 finally:
                     p.close()
                     shutil.rmtree(tmp, ignore_errors=True)
-    return out
 
 
 def _newest_committed(checkpoint: str, op: str, part: str, directory: str) -> tuple[int, str]:
@@ -226,6 +236,92 @@ def test_checkpoint_format_2_against_spark_rocksdb(spark: SparkSession) -> None:
     assert ids is not None and ids[0] == 1 + max(got.outputs)  # the continued query's own commits
     with open(os.path.join(got.checkpoint, "commits", "1")) as f:  # the rewritten entry: 2 partitions
         assert len(json.loads(f.read().split("\n")[1])["stateUniqueIds"]["0"]) == 2
+
+
+# transformWithState served by ttlstate (processing time, Scala: TransformWithStateQueries.features):
+# ValueStates with and without a TTLConfig, a MapState and a ListState with TTLConfigs, and a
+# processing-time timer per key and batch; so every family kind: the variables, the list's row
+# counter and TTL indexes ($rowCounter_, $ttl_, $min_, $count_), the map's TTL index, and the timers
+# with their secondary index. One batch per step (Trigger.Once): such a query never settles. Each
+# batch fires the timers the one before registered. The keys' names occur in no other key's bytes.
+TWS_KEYS = ("alpha-key", "bravo-key", "charlie-key", "delta-key", "echo-key", "foxtrot-key")
+TWS_STEPS = [[{"k": k, "v": v} for k, v in zip(TWS_KEYS[:4], (1, 2, 1, 3), strict=True)],
+             [{"k": k, "v": v} for k, v in zip(TWS_KEYS[1:5], (3, 6, 2, 2), strict=True)],
+             [{"k": k, "v": v} for k, v in zip(TWS_KEYS[::2] + TWS_KEYS[5:], (5, 7, 1, 4), strict=True)]]
+TWS_RESCALES = {1: 3, 2: 2}  # before step 1: up to 3 partitions; before step 2: down to 2
+TWS_VARIABLES = ("seen", "recent", "perValue", "history")
+
+
+def _state_by_variable(spark: SparkSession, checkpoint: str) -> dict[str, list]:
+    """Each state variable's entries as Spark's state data source reads them (its partition
+    aside), and the keys with registered timers; TTL expiration times (processing time: they
+    differ between runs) left out."""
+    def plain(v: object) -> object:
+        if isinstance(v, Row):
+            return tuple(plain(x) for k, x in v.asDict().items() if k != "ttlExpirationMs")
+        if isinstance(v, list):
+            return sorted((plain(x) for x in v), key=repr)
+        if isinstance(v, dict):
+            return sorted(((plain(k), plain(x)) for k, x in v.items()), key=repr)
+        return v
+    out = {}
+    for name in TWS_VARIABLES:
+        rows = spark.read.format("statestore").option("stateVarName", name).load(checkpoint).collect()
+        out[name] = sorted(((plain(r["key"]), plain(r[c])) for r in rows for c in r.asDict()
+                            if c not in ("key", "partition_id")), key=repr)
+    timers = spark.read.format("statestore").option("readRegisteredTimers", "true").load(checkpoint).collect()
+    out["timers"] = sorted({plain(r["key"]) for r in timers}, key=repr)
+    return out
+
+
+def _partitions_by_grouping_key(checkpoint: str) -> dict[str, set[str]]:
+    """For each grouping key, the partitions holding any entry of any column family that names
+    it (every family's keys contain their grouping key's bytes): one each, where its ValueState
+    is, when every family was placed by its grouping key."""
+    where: dict[str, set[str]] = {}
+    for (_op, part, _name), entries, _recorded in _stores_read(checkpoint):
+        for stored in entries:
+            family, key = split_key(stored)
+            named = [k for k in TWS_KEYS if k.encode() in key]
+            assert len(named) == 1, (family, key)
+            where.setdefault(named[0], set()).add(part)
+    return where
+
+
+def test_transform_with_state_served_up_and_down(spark: SparkSession) -> None:
+    """A served transformWithState 2 -> 3 (a prime count) after a batch, then 3 -> 2 after the
+    next, each time restarted: every batch's output, and each state variable and the timers as
+    the state data source reads them, equal the same query's on Spark's RocksDB provider with 3
+    partitions from the start; after each move every family's entries of a grouping key are in
+    one partition; the operator metadata (v2) names the new count."""
+    features = tools_method(spark, "features")
+
+    def build(s: dict[str, DataFrame]) -> DataFrame:
+        return features(s["events"])
+
+    served = {K.TRANSFORM_WITH_STATE.key: "ttlstate"}
+    ours = Run(spark, TTLSTATE, build, SCHEMA, "update", partitioned(served, 2))
+    theirs = Run(spark, ROCKSDB, build, SCHEMA, "update", partitioned({}, 3))
+    quiet = open(os.devnull, "w")  # noqa: SIM115
+    for i, rows in enumerate(TWS_STEPS):
+        if i in TWS_RESCALES:
+            assert repartition(spark, ours.checkpoint, TWS_RESCALES[i], out=quiet)["to"] == TWS_RESCALES[i]
+            placed = _partitions_by_grouping_key(ours.checkpoint)
+            assert {k: len(p) for k, p in placed.items()} == {k: 1 for k in placed}, placed
+            assert set().union(*placed.values()) <= {str(p) for p in range(TWS_RESCALES[i])}
+        for run in (ours, theirs):
+            run.feed(rows)
+            run.start(once=True)
+            assert run.query is not None
+            run.query.awaitTermination()
+            run.query = None
+    assert ours.outputs == theirs.outputs
+    assert any(row[1] == "timer" for row in ours.outputs[2])  # timers moved down fire
+    assert _state_by_variable(spark, ours.checkpoint) == _state_by_variable(spark, theirs.checkpoint)
+    metadata = os.path.join(ours.checkpoint, "state", "0", "_metadata", "v2")
+    newest = max((n for n in os.listdir(metadata) if n.isdigit()), key=int)
+    with open(os.path.join(metadata, newest)) as f:
+        assert {s["numPartitions"] for s in json.loads(f.read().split("\n")[-1])["stateStoreInfo"]} == {2}
 
 
 def test_stream_stream_join_against_spark_rocksdb(spark: SparkSession) -> None:

@@ -134,10 +134,13 @@ def _stage_metadata(fs: CheckpointFs, ck: RP.Checkpoint, plan: RP.Plan) -> None:
         for name in fs.list(src):
             if name.startswith("_"):
                 fs.copy(f"{src}/{name}", f"{dst}/{name}")
-        metadata = f"{dst}/_metadata/metadata"
-        if fs.exists(metadata):
-            fs.write(metadata, RP.operator_metadata_with_partitions(fs.read_text(metadata), new).encode(),
-                     overwrite=True)
+        # v1: one file; v2 (transformWithState's): one per batch that changed it, of which the
+        # newest up to the last committed batch describes the state moved
+        v2 = [b for b in _ids(fs, f"{dst}/_metadata/v2") if b <= plan.batch]
+        for metadata in [f"{dst}/_metadata/metadata"] + [f"{dst}/_metadata/v2/{b}" for b in v2[-1:]]:
+            if fs.exists(metadata):
+                text = RP.operator_metadata_with_partitions(fs.read_text(metadata), new)
+                fs.write(metadata, text.encode(), overwrite=True)
         for p in (p for p in op.partitions if p < new):
             for folder in {_store_dir(op.id, p, s.name) for s in op.stores} | {f"state/{op.id}/{p}"}:
                 for name in fs.list(folder):
@@ -171,7 +174,9 @@ def _stage(spark: Any, fs: CheckpointFs, ck: RP.Checkpoint, plan: RP.Plan, out: 
 
 
 def _verify(fs: CheckpointFs, plan: RP.Plan, report: list[dict]) -> None:
-    """Every new store committed its version as a snapshot, and every entry read was written."""
+    """Every new store committed its version as a snapshot (version 1, the state after the first
+    batch, as its changelog on the empty state: a store loaded empty at version 0 writes no
+    snapshot, and needs none), and every entry read was written."""
     for g in plan.groups:
         written = [r for r in report if r["operator"] == g["operator"] and r["store"] == g["store"]]
         read = sum(s["rows"] for s in written[0]["sourceRows"]) if written else -1
@@ -182,10 +187,10 @@ def _verify(fs: CheckpointFs, plan: RP.Plan, report: list[dict]) -> None:
         for r in written:
             folder = f"{STAGING}/{_store_dir(g['operator'], int(r['partition']), g['store'])}"
             ckpt_id = r.get("ckptId", "") if plan.id_order is not None else ""
-            snapshot = names.snapshot_name(plan.version, ckpt_id)
-            if snapshot not in fs.list(folder):
-                raise RepartitionError(f"{fs.root}/{folder} has no snapshot {snapshot}; the checkpoint is "
-                                       "unchanged")
+            kind = names.SNAPSHOT if plan.version > 1 else names.CHANGELOG
+            committed = names.file_name(plan.version, kind, ckpt_id)
+            if committed not in fs.list(folder):
+                raise RepartitionError(f"{fs.root}/{folder} has no {committed}; the checkpoint is unchanged")
 
 
 def _ids(fs: CheckpointFs, log: str) -> list[int]:
@@ -346,7 +351,9 @@ DESCRIPTION = """\
 Move a STOPPED streaming query's state to N state partitions: the query then restarts with N
 partitions (spark.sql.shuffle.partitions, which Spark otherwise keeps for a checkpoint's life) and
 finds every key in the partition Spark routes it to. Every entry keeps its TTL timestamp, and the
-new files record the TTL settings the old ones did.
+new files record the TTL settings the old ones did. Every stateful operator ttlstate serves moves,
+transformWithState's column families too (each key by its grouping key; a family it does not know
+is refused by name), on checkpoint format 1 and 2 (the commit log gets the new stores' ids).
 
 It runs as a Spark job (--master, --conf): the stores are read and written on the executors. The
 new state is written beside the old one, in <checkpoint>/_ttlstate_repartition/, and the

@@ -23,9 +23,10 @@ window's keys by their layout (Route `auto`, KeyRouter.scala).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ttlstate.config import keys as K
+from ttlstate.spark import repartition_families as RF
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 STRICT_DISTRIBUTION = "spark.sql.streaming.statefulOperator.useStrictDistribution"
@@ -37,6 +38,7 @@ WHOLE_KEY_OPERATORS = frozenset({"stateStoreSave", "dedupe", "dedupeWithinWaterm
 SESSION_WINDOW = "sessionWindowStateStoreSaveExec"
 JOIN = "symmetricHashJoin"
 LIMIT = "globalLimit"
+EMPTY_STRUCT = json.dumps({"type": "struct", "fields": []})
 # What the new stores are opened with besides the recorded TTL: nothing may leave them while they
 # are written (no cleanup), so they hold exactly the old stores' entries.
 WRITE_ONLY = {K.FULL_SNAPSHOT.key: "false", K.INCREMENTAL_SIZE.key: "0",
@@ -57,6 +59,8 @@ class Store:
     key_schema: str | None
     value_schema: str | None
     bytes: int
+    schema_file: str = ""  # a store with column families (transformWithState's): its schema file
+    families: tuple[dict, ...] = ()  # and its families (name, keySchema, encoder)
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,8 @@ def operators_of(layout_json: str) -> list[Operator]:
     layout = json.loads(layout_json)
     return [Operator(int(o["id"]), o["name"], int(o["metadataVersion"]), tuple(o["partitions"]),
                      tuple(Store(s["name"], int(s["numColsPrefixKey"]), s["keySchema"], s["valueSchema"],
-                                 int(s["bytes"])) for s in o["stores"]))
+                                 int(s["bytes"]), s.get("schemaFile", ""), tuple(s.get("families", ())))
+                           for s in o["stores"]))
             for o in layout["operators"]]
 
 
@@ -281,9 +286,10 @@ def plan(ck: Checkpoint, partitions: int) -> Plan:
     out = Plan(batch, batch + 1, old, partitions, [], 0, 0, [],
                {o.id: ck.id_order.get(o.id, []) for o in ck.operators} if ck.format2 else None)
     for op in ck.operators:
-        if op.metadata_version == 2:
-            raise Refused(f"operator {op.id} is a transformWithState ('{op.name}'), which ttlstate "
-                          "repartition does not move yet; the checkpoint is unchanged")
+        if op.metadata_version == 2 and not all(s.families for s in op.stores):
+            raise Refused(f"operator {op.id} is a transformWithState ('{op.name}') whose operator metadata "
+                          "names no schema file of column families for its stores: their keys cannot be "
+                          "placed; the checkpoint is unchanged")
         if out.id_order is not None and sorted(out.id_order[op.id]) != sorted(s.name for s in op.stores):
             raise Refused(f"operator {op.id}: its last committed batch's commit log entry records the "
                           f"checkpoint ids of stores {out.id_order[op.id]} in partition {op.partitions[:1]}, "
@@ -295,7 +301,14 @@ def plan(ck: Checkpoint, partitions: int) -> Plan:
 
 def _add_group(out: Plan, ck: Checkpoint, op: Operator, store: Store) -> None:
     """One store of one operator into `out`: its route, its new stores' confs and batch time."""
-    r = route(op, store)
+    families: dict[str, list[int] | None] = {}
+    if store.families:  # routed by each family's grouping key (repartition_families.py)
+        try:
+            families, grouping = RF.routes(op.id, list(store.families))
+        except RF.FamilyRefused as e:
+            raise Refused(str(e)) from None
+        store = replace(store, key_schema=grouping, value_schema=EMPTY_STRUCT, num_cols_prefix_key=0)
+    r = "families" if families else route(op, store)
     old = (0,) if r == "single" else tuple(range(out.old_partitions))
     if op.partitions != old:
         raise Refused(f"operator {op.id} has state partitions {list(op.partitions)} where "
@@ -328,7 +341,9 @@ def _add_group(out: Plan, ck: Checkpoint, op: Operator, store: Store) -> None:
             missing = [p for p, i in zip(old, ids, strict=True) if i is None]
             raise Refused(f"operator {op.id}, store {store.name}: partitions {missing} hold no file of "
                           f"version {out.version} under the checkpoint id its last committed batch recorded")
-    out.groups.append({"oldIds": ids, "operator": op.id, "store": store.name, "keySchema": store.key_schema,
+    by_family = {"families": families, "schemaFile": store.schema_file} if families else {}
+    out.groups.append({**by_family, "oldIds": ids, "operator": op.id, "store": store.name,
+                       "keySchema": store.key_schema,
                        "valueSchema": store.value_schema,
                        "numColsPrefixKey": max(store.num_cols_prefix_key, 0), "route": r,
                        "oldPartitions": list(old), "newPartitions": new,

@@ -18,7 +18,8 @@ final class RawStore(root: String, group: StoreGroup, partition: Int, confs: Map
   private val keySchema = DataType.fromJson(group.keySchemaJson).asInstanceOf[StructType]
   private val core = new ProviderCore(StoreSpec(id, keySchema,
     DataType.fromJson(group.valueSchemaJson).asInstanceOf[StructType], KeyCodec(group.numColsPrefixKey, keySchema),
-    confs, hadoopConf, checkpointIds = checkpointIds, minVersionsToRetain = 1, commitValidation = false))
+    confs, hadoopConf, checkpointIds = checkpointIds, minVersionsToRetain = 1, commitValidation = false,
+    columnFamilies = group.route == Route.Families))
   private val files = new CheckpointFiles(new Path(id.storeCheckpointLocation().toString), hadoopConf)
   private var borrowed: (ServerConnection, Int, Int) = core.withConnection(keep = true)((c, h, w) => (c, h, w))
   private def handle: Int = borrowed._2

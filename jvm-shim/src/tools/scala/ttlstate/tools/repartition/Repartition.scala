@@ -6,6 +6,7 @@ import java.nio.ByteBuffer
 import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 import org.apache.spark.{Partitioner, SparkContext, TaskContext}
 import org.apache.spark.rdd.ShuffledRDD
 import org.apache.spark.sql.types.{DataType, StructType}
@@ -64,13 +65,25 @@ object Repartition {
     store
   }
 
+  /** How a stored key of `group` finds its new partition: by its column family's grouping key
+   *  (FamilyRouter, the families' encoders read from the operator's schema file), else KeyRouter. */
+  private def router(group: StoreGroup, label: String, hadoopConf: Configuration): Array[Byte] => Int =
+    if (group.route == Route.Families) {
+      val path = new Path(group.schemaFile)
+      val in = path.getFileSystem(hadoopConf).open(path)
+      val decoders = try SchemaFile.decoders(in) finally in.close()
+      new FamilyRouter(group.families, decoders, group.newPartitions, label).partition
+    } else {
+      val keySchema = DataType.fromJson(group.keySchemaJson).asInstanceOf[StructType]
+      new KeyRouter(keySchema, group.route, group.newPartitions, label).partition
+    }
+
   /** One old store's entries as shuffle records, streamed from the server as they are routed. */
   private def read(plan: Plan, g: Int, oldPartition: Int, hadoopConf: Configuration): Iterator[(Int, Array[Byte])] = {
     val group = plan.groups(g)
     val store = closedWithTask(new RawStore(plan.stateRoot, group, oldPartition, plan.readConfs, hadoopConf,
       plan.checkpointIds))
-    val keySchema = DataType.fromJson(group.keySchemaJson).asInstanceOf[StructType]
-    val router = new KeyRouter(keySchema, group.route, group.newPartitions, store.label)
+    val partitionOf = router(group, store.label, hadoopConf)
     val chunkBytes = math.max(16 << 10, math.min(256 << 10, ChunksBudget / group.newPartitions))
     val first = plan.firstTarget(g)
     store.load(plan.version, 0L, readOnly = true, empty = false,
@@ -98,7 +111,7 @@ object Repartition {
         while (ready.isEmpty && !finished) {
           if (entries.hasNext) {
             val (key, stored) = entries.next()
-            val t = router.partition(key)
+            val t = partitionOf(key)
             out(t).writeByte(Protocol.WRITE_PUT_ENTRY)
             out(t).writeInt(key.length)
             out(t).write(key)
