@@ -6,6 +6,7 @@ files record what the old ones did. Also what it refuses, and its dry run."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -305,6 +306,13 @@ def test_transform_with_state_served_up_and_down(spark: SparkSession) -> None:
     quiet = open(os.devnull, "w")  # noqa: SIM115
     for i, rows in enumerate(TWS_STEPS):
         if i in TWS_RESCALES:
+            if i == 1:
+                said = io.StringIO()
+                repartition(spark, ours.checkpoint, TWS_RESCALES[i], dry_run=True, out=said)
+                assert "store default: 2 -> 3 partitions" in said.getvalue(), said.getvalue()
+                for family in ("$procTimers_timestampToKey", "$rowCounter_history", "$count_history",
+                               "$ttl_perValue", "perValue"):
+                    assert f" {family}," in said.getvalue(), family
             assert repartition(spark, ours.checkpoint, TWS_RESCALES[i], out=quiet)["to"] == TWS_RESCALES[i]
             placed = _partitions_by_grouping_key(ours.checkpoint)
             assert {k: len(p) for k, p in placed.items()} == {k: 1 for k in placed}, placed

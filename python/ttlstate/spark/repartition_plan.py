@@ -352,4 +352,6 @@ def _add_group(out: Plan, ck: Checkpoint, op: Operator, store: Store) -> None:
                                            if h.get("batchTimeMs") is not None), default=0)})
     name = f"operator {op.id}" + (f" ({op.name})" if op.name else "")
     size = f"{store.bytes} bytes" + ("" if rows is None else f", {rows} rows")
-    out.lines.append(f"{name}, store {store.name}: {len(old)} -> {new} partitions ({size})")
+    kept = [f for f, path in families.items() if path is not None]
+    by = f", column families {', '.join(sorted(kept))} by their grouping key" if kept else ""
+    out.lines.append(f"{name}, store {store.name}: {len(old)} -> {new} partitions ({size}){by}")
