@@ -209,7 +209,6 @@ def _running_count(key: tuple, pdfs, state):  # noqa: ANN001, ANN202
 
 
 OPERATORS = {
-    "dedup-4-to-3": (lambda s: s["events"].dropDuplicates(["k"]), "append", 4, 3),
     "session-window-2-to-3": (lambda s: s["events"].withWatermark("ts", "10 minutes")
                               .groupBy(F.session_window("ts", "5 minutes"), "k").agg(F.count("*").alias("n")),
                               "append", 2, 3),
@@ -225,18 +224,18 @@ def test_operator_against_spark_rocksdb(spark: SparkSession, name: str) -> None:
     assert got.outputs == expected.outputs
 
 
-def test_checkpoint_format_2_against_spark_rocksdb(spark: SparkSession) -> None:
-    """Checkpoint format 2: the old stores are read at the ids the last commit recorded, and the
-    commit log entry is rewritten with the new stores' ids (one list per new partition), which the
-    restarted query loads by; down 3 -> 2 (a prime count up is the aggregation's). Killed right
-    after that rewrite, the command run again finishes the switch."""
-    got, expected = rescaled(spark, ROCKSDB, lambda s: s["events"].dropDuplicates(["k"]), STEPS, "append", 3,
-                             2, 2, {FORMAT_VERSION: "2"}, killed_at="repartition-ids-switched")
+def test_dedup_on_checkpoint_format_2_against_spark_rocksdb(spark: SparkSession) -> None:
+    """dropDuplicates 4 -> 3 on checkpoint format 2 (format 1 is the other operators'): the old
+    stores are read at the ids the last commit recorded, and the commit log entry is rewritten
+    with the new stores' ids (one list per new partition), which the restarted query loads by.
+    Killed right after that rewrite, the command run again finishes the switch."""
+    got, expected = rescaled(spark, ROCKSDB, lambda s: s["events"].dropDuplicates(["k"]), STEPS, "append", 4,
+                             3, 2, {FORMAT_VERSION: "2"}, killed_at="repartition-ids-switched")
     assert got.outputs == expected.outputs
     ids = committed_ids(got.checkpoint, "0", "1")
     assert ids is not None and ids[0] == 1 + max(got.outputs)  # the continued query's own commits
-    with open(os.path.join(got.checkpoint, "commits", "1")) as f:  # the rewritten entry: 2 partitions
-        assert len(json.loads(f.read().split("\n")[1])["stateUniqueIds"]["0"]) == 2
+    with open(os.path.join(got.checkpoint, "commits", "1")) as f:  # the rewritten entry: 3 partitions
+        assert len(json.loads(f.read().split("\n")[1])["stateUniqueIds"]["0"]) == 3
 
 
 # transformWithState served by ttlstate (processing time, Scala: TransformWithStateQueries.features):
