@@ -292,8 +292,9 @@ def test_transform_with_state_served_up_and_down(spark: SparkSession) -> None:
     """A served transformWithState 2 -> 3 (a prime count) after a batch, then 3 -> 2 after the
     next, each time restarted: every batch's output, and each state variable and the timers as
     the state data source reads them, equal the same query's on Spark's RocksDB provider with 3
-    partitions from the start; after each move every family's entries of a grouping key are in
-    one partition; the operator metadata (v2) names the new count."""
+    partitions from the start; each move keeps every entry as it was (its value with the TTL
+    expiration time in it), and after it every family's entries of a grouping key are in one
+    partition; the operator metadata (v2) names the new count."""
     features = tools_method(spark, "features")
 
     def build(s: dict[str, DataFrame]) -> DataFrame:
@@ -312,7 +313,9 @@ def test_transform_with_state_served_up_and_down(spark: SparkSession) -> None:
                 for family in ("$procTimers_timestampToKey", "$rowCounter_history", "$count_history",
                                "$ttl_perValue", "perValue"):
                     assert f" {family}," in said.getvalue(), family
+            before = raw_state(ours.checkpoint)
             assert repartition(spark, ours.checkpoint, TWS_RESCALES[i], out=quiet)["to"] == TWS_RESCALES[i]
+            assert raw_state(ours.checkpoint) == before, "entries (keys, values, TTL times) changed"
             placed = _partitions_by_grouping_key(ours.checkpoint)
             assert {k: len(p) for k, p in placed.items()} == {k: 1 for k in placed}, placed
             assert set().union(*placed.values()) <= {str(p) for p in range(TWS_RESCALES[i])}
