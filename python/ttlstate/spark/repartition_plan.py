@@ -14,7 +14,12 @@ state of its keys in store p. So a key moves to the partition that hash gives fo
   columns ttlstate stores apart;
 - stream-stream join (symmetricHashJoin): the join key, which is all of keyToNumValues' key and
   all of keyWithIndexToValue's but its index;
-- streaming limit (globalLimit): none, its one store stays in partition 0.
+- streaming limit (globalLimit): none, its one store stays in partition 0;
+- transformWithState served by ttlstate (operator metadata v2): its grouping key, which each
+  column family's key begins with or contains (repartition_families.py).
+
+On checkpoint format 2 the stores are read at the ids the last commit recorded, and the commit
+log entry gets the new stores' (repartition_ids.py).
 
 Spark 3.5 writes no operator metadata: join stores are known by their names, and a session
 window's keys by their layout (Route `auto`, KeyRouter.scala).
