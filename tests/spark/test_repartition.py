@@ -6,6 +6,7 @@ files record what the old ones did. Also what it refuses, and its dry run."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -20,7 +21,7 @@ import pandas as pd
 import psutil
 import pyspark
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
@@ -38,19 +39,24 @@ from tests.spark.harness import (
     session,
 )
 from tests.spark.test_differential import JOIN_SCHEMAS, JOIN_STEPS, join
+from tests.spark.tws_queries import tools_method
 from ttlstate import faults
+from ttlstate.checkpoint import names
 from ttlstate.checkpoint.identity import store_label
 from ttlstate.checkpoint.location import LocalCheckpointLocation
 from ttlstate.checkpoint.record_file import verify_record_file
+from ttlstate.cli.commit_log import committed_ids
 from ttlstate.config import keys as K
 from ttlstate.config.store_config import StoreConfig
 from ttlstate.spark.repartition import RepartitionError, repartition
+from ttlstate.store.column_families import split_key
 from ttlstate.store.provider import StoreProvider
 
 pytestmark = pytest.mark.spark
 
 SCHEMA = {"events": EVENTS_SCHEMA}
 ONE_BATCH_PER_STEP = {"spark.sql.streaming.noDataMicroBatches.enabled": "false"}
+FORMAT_VERSION = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 
 
 @pytest.fixture(scope="module")
@@ -85,9 +91,10 @@ def side_by_side(runs: list[Run], steps: list) -> None:
 
 def rescaled(spark: SparkSession, reference: str, build: Callable, steps: list, mode: str, old: int,
              new: int, stop_after: int, confs: dict[str, str] | None = None,
-             schemas: dict[str, str] = SCHEMA) -> tuple[Run, Run]:
-    """The query on ttlstate with `old` partitions for `stop_after` steps, repartitioned to `new`,
-    then on for the other steps; beside it, the same query on `reference` with `new` partitions
+             schemas: dict[str, str] = SCHEMA, killed_at: str | None = None) -> tuple[Run, Run]:
+    """The query on ttlstate with `old` partitions for `stop_after` steps, repartitioned to `new`
+    (`killed_at`: first stopped at that crash point, then run again to finish), then on for the
+    other steps; beside it, the same query on `reference` with `new` partitions
     from the start. Every entry and what the files recorded must be the same after the
     repartition as before; the continued query runs with `new` partitions."""
     confs = {**ONE_BATCH_PER_STEP, **(confs or {})}
@@ -98,8 +105,12 @@ def rescaled(spark: SparkSession, reference: str, build: Callable, steps: list, 
     side_by_side([first, expected], steps[:stop_after])
     first.stop()
     before = raw_state(first.checkpoint)
+    if killed_at is not None:
+        with crashing_at(killed_at):
+            repartition(spark, first.checkpoint, new, out=open(os.devnull, "w"))  # noqa: SIM115
     summary = repartition(spark, first.checkpoint, new, out=open(os.devnull, "w"))  # noqa: SIM115
     assert (summary["from"], summary["to"], summary["batch"]) == (old, new, max(first.outputs))
+    assert summary.get("resumed", False) == (killed_at is not None)
     assert raw_state(first.checkpoint) == before, "entries (keys, TtlValues) or recorded settings changed"
     assert not os.path.exists(os.path.join(first.checkpoint, "_ttlstate_repartition"))
     got = Run(spark, TTLSTATE, build, schemas, mode, confs, root=first.root)
@@ -118,6 +129,18 @@ def raw_state(checkpoint: str) -> dict[tuple[str, str], dict]:
     partitions, read from the files as a state reader would, with the settings and batch time its
     newest files recorded."""
     out: dict[tuple[str, str], dict] = {}
+    for (op, _part, name), entries, recorded in _stores_read(checkpoint):
+        entry = out.setdefault((op, name), {"entries": {}, "recorded": set()})
+        for k, v in entries.items():
+            assert k not in entry["entries"], "a key in two partitions"
+            entry["entries"][k] = v
+        entry["recorded"].add(recorded)
+    return out
+
+
+def _stores_read(checkpoint: str) -> Iterator[tuple[tuple[str, str, str], dict, tuple]]:
+    """Each store's (operator, partition, name), its newest version's entries, and the version,
+    batch time and settings its changelog recorded."""
     state = os.path.join(checkpoint, "state")
     for op in sorted(os.listdir(state)):
         for part in sorted(p for p in os.listdir(os.path.join(state, op)) if p.isdigit()):
@@ -125,23 +148,35 @@ def raw_state(checkpoint: str) -> dict[tuple[str, str], dict]:
             stores = [(d, os.path.join(folder, d)) for d in os.listdir(folder)
                       if os.path.isdir(os.path.join(folder, d)) and not d.startswith("_")]
             for name, directory in stores or [("default", folder)]:
-                entry = out.setdefault((op, name), {"entries": {}, "recorded": set()})
-                version = max(int(f.split(".")[0]) for f in os.listdir(directory) if f.endswith(".changelog"))
+                version, ckpt_id = _newest_committed(checkpoint, op, part, directory)
                 tmp = tempfile.mkdtemp()
                 p = StoreProvider(store_label(op, part, name), tmp, LocalCheckpointLocation(directory),
-                                  StoreConfig(), reader=True)
+                                  StoreConfig(), reader=True, checkpoint_ids=bool(ckpt_id))
                 try:
-                    p.get_store(version, read_only=True).release()
-                    for k, v in p.engine.iterate():
-                        assert k not in entry["entries"], "a key in two partitions"
-                        entry["entries"][k] = v
-                    header = verify_record_file(os.path.join(directory, f"{version}.changelog"), b"C")
+                    p.get_store(version, read_only=True, ckpt_id=ckpt_id or None).release()
+                    entries = dict(p.engine.iterate())
+                    changelog = os.path.join(directory, names.changelog_name(version, ckpt_id))
+                    header = verify_record_file(changelog, b"C")
                     settings = json.dumps(header.settings, sort_keys=True)
-                    entry["recorded"].add((version, header.batch_time_ms, settings))
+                    yield (op, part, name), entries, (version, header.batch_time_ms, settings)
                 finally:
                     p.close()
                     shutil.rmtree(tmp, ignore_errors=True)
-    return out
+
+
+def _newest_committed(checkpoint: str, op: str, part: str, directory: str) -> tuple[int, str]:
+    """The store's newest version, and on checkpoint format 2 the id of it that the newest
+    commit log entry names ("" on format 1)."""
+    files = [f for f in names.parse_all(os.listdir(directory)) if f.kind == names.CHANGELOG]
+    version = max(f.version for f in files)
+    committed = committed_ids(checkpoint, op, part)
+    ids = [f.ckpt_id for f in files if f.version == version and f.ckpt_id]
+    if not ids:
+        return version, ""
+    assert committed is not None and committed[0] == version, (committed, version)
+    named = [i for i in ids if i in committed[1]]
+    assert len(named) == 1, (ids, committed)
+    return version, named[0]
 
 
 # Aggregation by a string and an int, TTL 10 minutes of event time (timeSource=watermark: the
@@ -174,7 +209,6 @@ def _running_count(key: tuple, pdfs, state):  # noqa: ANN001, ANN202
 
 
 OPERATORS = {
-    "dedup-4-to-3": (lambda s: s["events"].dropDuplicates(["k"]), "append", 4, 3),
     "session-window-2-to-3": (lambda s: s["events"].withWatermark("ts", "10 minutes")
                               .groupBy(F.session_window("ts", "5 minutes"), "k").agg(F.count("*").alias("n")),
                               "append", 2, 3),
@@ -188,6 +222,116 @@ def test_operator_against_spark_rocksdb(spark: SparkSession, name: str) -> None:
     build, mode, old, new = OPERATORS[name]
     got, expected = rescaled(spark, ROCKSDB, build, STEPS, mode, old, new, 2)
     assert got.outputs == expected.outputs
+
+
+def test_dedup_on_checkpoint_format_2_against_spark_rocksdb(spark: SparkSession) -> None:
+    """dropDuplicates 4 -> 3 on checkpoint format 2 (format 1 is the other operators'): the old
+    stores are read at the ids the last commit recorded, and the commit log entry is rewritten
+    with the new stores' ids (one list per new partition), which the restarted query loads by.
+    Killed right after that rewrite, the command run again finishes the switch."""
+    got, expected = rescaled(spark, ROCKSDB, lambda s: s["events"].dropDuplicates(["k"]), STEPS, "append", 4,
+                             3, 2, {FORMAT_VERSION: "2"}, killed_at="repartition-ids-switched")
+    assert got.outputs == expected.outputs
+    ids = committed_ids(got.checkpoint, "0", "1")
+    assert ids is not None and ids[0] == 1 + max(got.outputs)  # the continued query's own commits
+    with open(os.path.join(got.checkpoint, "commits", "1")) as f:  # the rewritten entry: 3 partitions
+        assert len(json.loads(f.read().split("\n")[1])["stateUniqueIds"]["0"]) == 3
+
+
+# transformWithState served by ttlstate (processing time, Scala: TransformWithStateQueries.features):
+# ValueStates with and without a TTLConfig, a MapState and a ListState with TTLConfigs, and a
+# processing-time timer per key and batch; so every family kind: the variables, the list's row
+# counter and TTL indexes ($rowCounter_, $ttl_, $min_, $count_), the map's TTL index, and the timers
+# with their secondary index. One batch per step (Trigger.Once): such a query never settles. Each
+# batch fires the timers the one before registered. The keys' names occur in no other key's bytes.
+TWS_KEYS = ("alpha-key", "bravo-key", "charlie-key", "delta-key", "echo-key", "foxtrot-key")
+TWS_STEPS = [[{"k": k, "v": v} for k, v in zip(TWS_KEYS[:4], (1, 2, 1, 3), strict=True)],
+             [{"k": k, "v": v} for k, v in zip(TWS_KEYS[1:5], (3, 6, 2, 2), strict=True)],
+             [{"k": k, "v": v} for k, v in zip(TWS_KEYS[::2] + TWS_KEYS[5:], (5, 7, 1, 4), strict=True)]]
+TWS_RESCALES = {1: 3, 2: 2}  # before step 1: up to 3 partitions; before step 2: down to 2
+TWS_VARIABLES = ("seen", "recent", "perValue", "history")
+
+
+def _state_by_variable(spark: SparkSession, checkpoint: str) -> dict[str, list]:
+    """Each state variable's entries as Spark's state data source reads them (its partition
+    aside), and the keys with registered timers; TTL expiration times (processing time: they
+    differ between runs) left out."""
+    def plain(v: object) -> object:
+        if isinstance(v, Row):
+            return tuple(plain(x) for k, x in v.asDict().items() if k != "ttlExpirationMs")
+        if isinstance(v, list):
+            return sorted((plain(x) for x in v), key=repr)
+        if isinstance(v, dict):
+            return sorted(((plain(k), plain(x)) for k, x in v.items()), key=repr)
+        return v
+    out = {}
+    for name in TWS_VARIABLES:
+        rows = spark.read.format("statestore").option("stateVarName", name).load(checkpoint).collect()
+        out[name] = sorted(((plain(r["key"]), plain(r[c])) for r in rows for c in r.asDict()
+                            if c not in ("key", "partition_id")), key=repr)
+    timers = spark.read.format("statestore").option("readRegisteredTimers", "true").load(checkpoint).collect()
+    out["timers"] = sorted({plain(r["key"]) for r in timers}, key=repr)
+    return out
+
+
+def _partitions_by_grouping_key(checkpoint: str) -> dict[str, set[str]]:
+    """For each grouping key, the partitions holding any entry of any column family that names
+    it (every family's keys contain their grouping key's bytes): one each, where its ValueState
+    is, when every family was placed by its grouping key."""
+    where: dict[str, set[str]] = {}
+    for (_op, part, _name), entries, _recorded in _stores_read(checkpoint):
+        for stored in entries:
+            family, key = split_key(stored)
+            named = [k for k in TWS_KEYS if k.encode() in key]
+            assert len(named) == 1, (family, key)
+            where.setdefault(named[0], set()).add(part)
+    return where
+
+
+def test_transform_with_state_served_up_and_down(spark: SparkSession) -> None:
+    """A served transformWithState 2 -> 3 (a prime count) after a batch, then 3 -> 2 after the
+    next, each time restarted: every batch's output, and each state variable and the timers as
+    the state data source reads them, equal the same query's on Spark's RocksDB provider with 3
+    partitions from the start; each move keeps every entry as it was (its value with the TTL
+    expiration time in it), and after it every family's entries of a grouping key are in one
+    partition; the operator metadata (v2) names the new count."""
+    features = tools_method(spark, "features")
+
+    def build(s: dict[str, DataFrame]) -> DataFrame:
+        return features(s["events"])
+
+    served = {K.TRANSFORM_WITH_STATE.key: "ttlstate"}
+    ours = Run(spark, TTLSTATE, build, SCHEMA, "update", partitioned(served, 2))
+    theirs = Run(spark, ROCKSDB, build, SCHEMA, "update", partitioned({}, 3))
+    quiet = open(os.devnull, "w")  # noqa: SIM115
+    for i, rows in enumerate(TWS_STEPS):
+        if i in TWS_RESCALES:
+            if i == 1:
+                said = io.StringIO()
+                repartition(spark, ours.checkpoint, TWS_RESCALES[i], dry_run=True, out=said)
+                assert "store default: 2 -> 3 partitions" in said.getvalue(), said.getvalue()
+                for family in ("$procTimers_timestampToKey", "$rowCounter_history", "$count_history",
+                               "$ttl_perValue", "perValue"):
+                    assert f" {family}," in said.getvalue(), family
+            before = raw_state(ours.checkpoint)
+            assert repartition(spark, ours.checkpoint, TWS_RESCALES[i], out=quiet)["to"] == TWS_RESCALES[i]
+            assert raw_state(ours.checkpoint) == before, "entries (keys, values, TTL times) changed"
+            placed = _partitions_by_grouping_key(ours.checkpoint)
+            assert {k: len(p) for k, p in placed.items()} == {k: 1 for k in placed}, placed
+            assert set().union(*placed.values()) <= {str(p) for p in range(TWS_RESCALES[i])}
+        for run in (ours, theirs):
+            run.feed(rows)
+            run.start(once=True)
+            assert run.query is not None
+            run.query.awaitTermination()
+            run.query = None
+    assert ours.outputs == theirs.outputs
+    assert any(row[1] == "timer" for row in ours.outputs[2])  # timers moved down fire
+    assert _state_by_variable(spark, ours.checkpoint) == _state_by_variable(spark, theirs.checkpoint)
+    metadata = os.path.join(ours.checkpoint, "state", "0", "_metadata", "v2")
+    newest = max((n for n in os.listdir(metadata) if n.isdigit()), key=int)
+    with open(os.path.join(metadata, newest)) as f:
+        assert {s["numPartitions"] for s in json.loads(f.read().split("\n")[-1])["stateStoreInfo"]} == {2}
 
 
 def test_stream_stream_join_against_spark_rocksdb(spark: SparkSession) -> None:
@@ -216,8 +360,8 @@ def _copy(run: Run, tmp_path) -> str:  # noqa: ANN001
 def _files(root: str) -> dict[str, bytes]:
     """Every file of a checkpoint but its lock (whose holder line changes with every holder)."""
     out = {}
-    for d, _dirs, names in os.walk(root):
-        for n in names:
+    for d, _dirs, files in os.walk(root):
+        for n in files:
             if n.startswith("_ttlstate_lock"):
                 continue
             with open(os.path.join(d, n), "rb") as f:
@@ -248,10 +392,13 @@ def test_refusals_leave_the_checkpoint_as_it_was(spark: SparkSession, stopped: R
             repartition(spark, ck, partitions)  # type: ignore[arg-type]
     with pytest.raises(RepartitionError, match="not a streaming query checkpoint"):
         repartition(spark, str(tmp_path), 3)
-    _edit_offsets(ck, 1, **{"spark.sql.streaming.stateStore.checkpointFormatVersion": "2"})
-    with pytest.raises(RepartitionError, match="format version 2"):
+    _edit_offsets(ck, 1, **{FORMAT_VERSION: "3"})
+    with pytest.raises(RepartitionError, match="format version 3"):
         repartition(spark, ck, 3)
-    _edit_offsets(ck, 1, **{"spark.sql.streaming.stateStore.checkpointFormatVersion": "1",
+    _edit_offsets(ck, 1, **{FORMAT_VERSION: "2"})  # a format 1 commit log: no ids to load by
+    with pytest.raises(RepartitionError, match="records no state checkpoint ids .* for operator 0"):
+        repartition(spark, ck, 3)
+    _edit_offsets(ck, 1, **{FORMAT_VERSION: "1",
                             "spark.sql.streaming.statefulOperator.useStrictDistribution": "false"})
     with pytest.raises(RepartitionError, match="useStrictDistribution=false"):
         repartition(spark, ck, 3)

@@ -6,6 +6,7 @@ line offers (docs/spark-versions.md has the table these tests stand behind)."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 
 import pandas as pd
@@ -28,6 +29,7 @@ from tests.spark.harness import (
 )
 from ttlstate.config import keys as K
 from ttlstate.spark.lines import OPERATOR_NAMES_SINCE, minor_of, operator_names_known
+from ttlstate.spark.repartition import repartition
 
 pytestmark = [pytest.mark.spark, pytest.mark.spark_versions]
 
@@ -214,9 +216,12 @@ def test_transform_with_state_runs_in_a_ttlstate_session(spark: SparkSession) ->
     """Every transformWithState API of the line (Scala's, PySpark's in pandas, from 4.1 in rows),
     routed to Spark's RocksDB provider, across a restart (tests/spark/test_transform_with_state.py
     has all of it on 4.3), giving what that provider gives; and the Scala query served by
-    ttlstate's own store (`transformWithState=ttlstate`; test_transform_with_state_served.py):
-    the counts, and every state kind with TTLConfigs and processing-time timers, as on Spark's
-    RocksDB provider (what Spark's classes for them put in the families changes by line)."""
+    ttlstate's own store (`transformWithState=ttlstate`; test_transform_with_state_served.py),
+    then repartitioned from 2 to 3 partitions (its column families by their grouping key, as the
+    line's schema file and operator metadata describe them; every family kind on 4.3 in
+    tests/spark/test_repartition.py) and restarted there: its ValueState and ListState found;
+    and every state kind with TTLConfigs and processing-time timers, served, as on Spark's RocksDB
+    provider (what Spark's classes for them put in the families changes by line)."""
     from tests.spark.tws_queries import (
         EXPECTED,
         FEATURE_STEPS,
@@ -238,6 +243,14 @@ def test_transform_with_state_runs_in_a_ttlstate_session(spark: SparkSession) ->
     served = run_steps(spark, TTLSTATE, found["scala"], SCHEMAS, STEPS, restart_after=RESTART_AFTER,
                        output_mode="update", confs={K.TRANSFORM_WITH_STATE.key: "ttlstate"})
     assert served.outputs == EXPECTED and set(pinned_providers(served)) == {TTLSTATE}
+    assert repartition(spark, served.checkpoint, 3, out=io.StringIO())["to"] == 3
+    served.start()
+    try:
+        served.step([{"k": "a", "v": 9}, {"k": "c", "v": 2}])
+    finally:
+        served.stop()
+    assert served.outputs[max(served.outputs)] == [("a", 4, "1,3,5,9"), ("c", 2, "2,4")]
+    assert {op["numShufflePartitions"] for op in served.progress[-1]["stateOperators"]} == {3}
     features = tools_method(spark, "features")
 
     def build(s: dict[str, DataFrame]) -> DataFrame:

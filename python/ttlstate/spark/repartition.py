@@ -30,8 +30,10 @@ import sys
 import threading
 from typing import Any
 
+from ttlstate.checkpoint import names
 from ttlstate.config.conf_key import PREFIX
 from ttlstate.faults import crash_point
+from ttlstate.spark import repartition_ids as RI
 from ttlstate.spark import repartition_plan as RP
 from ttlstate.spark.checkpoint_fs import CheckpointFs
 from ttlstate.spark.job_options import add_job_options, job_session
@@ -58,17 +60,45 @@ def _checkpoint(spark: Any, fs: CheckpointFs) -> RP.Checkpoint:
     layout = call(spark, TOOL, "describe", spark.sparkContext._jsc.sc(), fs.root + "/state")
     operators = RP.operators_of(str(layout))
     ck = RP.Checkpoint(fs.root, offsets, commits, text, operators)
+    if last is not None and text is not None:
+        commit = fs.read_text(f"commits/{last}")
+        ck.format2 = RP.is_format2(RP.offset_confs(text)) or RI.records_ids(commit)
+        if ck.format2:
+            _find_ids(fs, ck, commit)
     if last is not None:
         for op in operators:
             for store in op.stores:
                 files = {}
                 for p in op.partitions:
-                    found = header(fs, _store_dir(op.id, p, store.name), last + 1)
+                    found = header(fs, _store_dir(op.id, p, store.name), last + 1,
+                                   ck.ids.get((op.id, p, store.name), ""))
                     ck.headers[(op.id, p, store.name)] = None if found is None else found[1]
                     if found is not None:
                         files[p] = found
                 check_differing_settings(fs, files)
     return ck
+
+
+def _find_ids(fs: CheckpointFs, ck: RP.Checkpoint, commit: str) -> None:
+    """Checkpoint format 2: each old store's id at the version to move, as the last committed
+    batch's commit log entry (`commit`) recorded it, and each operator's stores in the order that
+    entry lists them."""
+    batch = ck.commits[-1]
+    try:
+        entry = RI.commit_entry(commit)
+        for op in ck.operators:
+            recorded = RI.partition_ids(entry, op.id)
+            for p in op.partitions:
+                candidates = recorded[p] if p < len(recorded) else []
+                found = {s.name: RI.store_id(candidates, fs.list(_store_dir(op.id, p, s.name)), batch + 1)
+                         for s in op.stores}
+                for name, i in found.items():
+                    if i is not None:
+                        ck.ids[(op.id, p, name)] = i
+                if p == op.partitions[0]:
+                    ck.id_order[op.id] = RI.store_order(candidates, {s: i for s, i in found.items() if i})
+    except RI.IdsError as e:
+        raise RP.Refused(f"{fs.root}: {e}") from None
 
 
 def _read_confs(spark: Any) -> dict[str, str]:
@@ -104,10 +134,13 @@ def _stage_metadata(fs: CheckpointFs, ck: RP.Checkpoint, plan: RP.Plan) -> None:
         for name in fs.list(src):
             if name.startswith("_"):
                 fs.copy(f"{src}/{name}", f"{dst}/{name}")
-        metadata = f"{dst}/_metadata/metadata"
-        if fs.exists(metadata):
-            fs.write(metadata, RP.operator_metadata_with_partitions(fs.read_text(metadata), new).encode(),
-                     overwrite=True)
+        # v1: one file; v2 (transformWithState's): one per batch that changed it, of which the
+        # newest up to the last committed batch describes the state moved
+        v2 = [b for b in _ids(fs, f"{dst}/_metadata/v2") if b <= plan.batch]
+        for metadata in [f"{dst}/_metadata/metadata"] + [f"{dst}/_metadata/v2/{b}" for b in v2[-1:]]:
+            if fs.exists(metadata):
+                text = RP.operator_metadata_with_partitions(fs.read_text(metadata), new)
+                fs.write(metadata, text.encode(), overwrite=True)
         for p in (p for p in op.partitions if p < new):
             for folder in {_store_dir(op.id, p, s.name) for s in op.stores} | {f"state/{op.id}/{p}"}:
                 for name in fs.list(folder):
@@ -119,7 +152,7 @@ def _stage(spark: Any, fs: CheckpointFs, ck: RP.Checkpoint, plan: RP.Plan, out: 
     """Step 1: the new state, complete, in the staging folder; returns the job's report."""
     fs.delete(STAGING)
     staged = {"batch": plan.batch, "version": plan.version, "from": plan.old_partitions,
-              "to": plan.new_partitions}
+              "to": plan.new_partitions, "idOrder": plan.id_order}
     fs.write(f"{STAGING}/plan.json", json.dumps(staged).encode())
     _stage_metadata(fs, ck, plan)
     done = threading.Event()
@@ -141,7 +174,9 @@ def _stage(spark: Any, fs: CheckpointFs, ck: RP.Checkpoint, plan: RP.Plan, out: 
 
 
 def _verify(fs: CheckpointFs, plan: RP.Plan, report: list[dict]) -> None:
-    """Every new store committed its version as a snapshot, and every entry read was written."""
+    """Every new store committed its version as a snapshot (version 1, the state after the first
+    batch, as its changelog on the empty state: a store loaded empty at version 0 writes no
+    snapshot, and needs none), and every entry read was written."""
     for g in plan.groups:
         written = [r for r in report if r["operator"] == g["operator"] and r["store"] == g["store"]]
         read = sum(s["rows"] for s in written[0]["sourceRows"]) if written else -1
@@ -149,11 +184,13 @@ def _verify(fs: CheckpointFs, plan: RP.Plan, report: list[dict]) -> None:
             raise RepartitionError(f"operator {g['operator']}, store {g['store']}: {len(written)} new stores "
                                    f"wrote {sum(r['rows'] for r in written)} rows of the {read} read; the "
                                    "checkpoint is unchanged")
-        for p in range(g["newPartitions"]):
-            folder = f"{STAGING}/{_store_dir(g['operator'], p, g['store'])}"
-            if f"{plan.version}.snapshot" not in fs.list(folder):
-                raise RepartitionError(f"{fs.root}/{folder} has no snapshot of version {plan.version}; the "
-                                       "checkpoint is unchanged")
+        for r in written:
+            folder = f"{STAGING}/{_store_dir(g['operator'], int(r['partition']), g['store'])}"
+            ckpt_id = r.get("ckptId", "") if plan.id_order is not None else ""
+            kind = names.SNAPSHOT if plan.version > 1 else names.CHANGELOG
+            committed = names.file_name(plan.version, kind, ckpt_id)
+            if committed not in fs.list(folder):
+                raise RepartitionError(f"{fs.root}/{folder} has no {committed}; the checkpoint is unchanged")
 
 
 def _ids(fs: CheckpointFs, log: str) -> list[int]:
@@ -176,9 +213,23 @@ def _switch(fs: CheckpointFs, batch: int, partitions: int) -> None:
             text = fs.read_text(f"offsets/{b}")
             fs.write(f"offsets/{b}", RP.with_partitions(text, partitions).encode(), overwrite=True)
         crash_point("repartition-offsets-switched")
+        _switch_ids(fs, batch)
         fs.rename(f"{STAGING}/state", "state")
         crash_point("repartition-switched")
     fs.delete(STAGING)
+
+
+def _switch_ids(fs: CheckpointFs, batch: int) -> None:
+    """Checkpoint format 2: batch `batch`'s commit log entry names the new stores' ids (from the
+    staged report), so that the restarted query loads exactly them. Done again on a resumed run:
+    the ids are the staged ones whatever the entry holds."""
+    order = json.loads(fs.read_text(f"{STAGING}/plan.json")).get("idOrder")
+    if not order:
+        return
+    report = json.loads(fs.read_text(f"{STAGING}/staged"))
+    text = fs.read_text(f"commits/{batch}")
+    fs.write(f"commits/{batch}", RI.with_ids(text, RI.new_ids(report, order)).encode(), overwrite=True)
+    crash_point("repartition-ids-switched")
 
 
 def _resume(fs: CheckpointFs, partitions: int, dry_run: bool, out: Any) -> dict | None:
@@ -300,7 +351,9 @@ DESCRIPTION = """\
 Move a STOPPED streaming query's state to N state partitions: the query then restarts with N
 partitions (spark.sql.shuffle.partitions, which Spark otherwise keeps for a checkpoint's life) and
 finds every key in the partition Spark routes it to. Every entry keeps its TTL timestamp, and the
-new files record the TTL settings the old ones did.
+new files record the TTL settings the old ones did. Every stateful operator ttlstate serves moves,
+transformWithState's column families too (each key by its grouping key; a family it does not know
+is refused by name), on checkpoint format 1 and 2 (the commit log gets the new stores' ids).
 
 It runs as a Spark job (--master, --conf): the stores are read and written on the executors. The
 new state is written beside the old one, in <checkpoint>/_ttlstate_repartition/, and the

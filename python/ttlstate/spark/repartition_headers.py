@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 
+from ttlstate.checkpoint import names
 from ttlstate.checkpoint.record_file import (
     KIND_CHANGELOG,
     KIND_SNAPSHOT,
@@ -25,9 +26,10 @@ from ttlstate.spark import repartition_plan as RP
 from ttlstate.spark.checkpoint_fs import CheckpointFs
 
 
-def header(fs: CheckpointFs, folder: str, version: int) -> tuple[str, dict] | None:
-    """The store's file of `version` (its changelog, else its snapshot) and its header."""
-    for name in (f"{version}.changelog", f"{version}.snapshot"):
+def header(fs: CheckpointFs, folder: str, version: int, ckpt_id: str = "") -> tuple[str, dict] | None:
+    """The store's file of `version` (its changelog, else its snapshot; on checkpoint format 2
+    those of `ckpt_id`) and its header."""
+    for name in (names.changelog_name(version, ckpt_id), names.snapshot_name(version, ckpt_id)):
         path = f"{folder}/{name}"
         if not fs.exists(path):
             continue

@@ -14,7 +14,12 @@ state of its keys in store p. So a key moves to the partition that hash gives fo
   columns ttlstate stores apart;
 - stream-stream join (symmetricHashJoin): the join key, which is all of keyToNumValues' key and
   all of keyWithIndexToValue's but its index;
-- streaming limit (globalLimit): none, its one store stays in partition 0.
+- streaming limit (globalLimit): none, its one store stays in partition 0;
+- transformWithState served by ttlstate (operator metadata v2): its grouping key, which each
+  column family's key begins with or contains (repartition_families.py).
+
+On checkpoint format 2 the stores are read at the ids the last commit recorded, and the commit
+log entry gets the new stores' (repartition_ids.py).
 
 Spark 3.5 writes no operator metadata: join stores are known by their names, and a session
 window's keys by their layout (Route `auto`, KeyRouter.scala).
@@ -23,9 +28,10 @@ window's keys by their layout (Route `auto`, KeyRouter.scala).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ttlstate.config import keys as K
+from ttlstate.spark import repartition_families as RF
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 STRICT_DISTRIBUTION = "spark.sql.streaming.statefulOperator.useStrictDistribution"
@@ -37,6 +43,7 @@ WHOLE_KEY_OPERATORS = frozenset({"stateStoreSave", "dedupe", "dedupeWithinWaterm
 SESSION_WINDOW = "sessionWindowStateStoreSaveExec"
 JOIN = "symmetricHashJoin"
 LIMIT = "globalLimit"
+EMPTY_STRUCT = json.dumps({"type": "struct", "fields": []})
 # What the new stores are opened with besides the recorded TTL: nothing may leave them while they
 # are written (no cleanup), so they hold exactly the old stores' entries.
 WRITE_ONLY = {K.FULL_SNAPSHOT.key: "false", K.INCREMENTAL_SIZE.key: "0",
@@ -57,6 +64,8 @@ class Store:
     key_schema: str | None
     value_schema: str | None
     bytes: int
+    schema_file: str = ""  # a store with column families (transformWithState's): its schema file
+    families: tuple[dict, ...] = ()  # and its families (name, keySchema, encoder)
 
 
 @dataclass(frozen=True)
@@ -72,7 +81,8 @@ def operators_of(layout_json: str) -> list[Operator]:
     layout = json.loads(layout_json)
     return [Operator(int(o["id"]), o["name"], int(o["metadataVersion"]), tuple(o["partitions"]),
                      tuple(Store(s["name"], int(s["numColsPrefixKey"]), s["keySchema"], s["valueSchema"],
-                                 int(s["bytes"])) for s in o["stores"]))
+                                 int(s["bytes"]), s.get("schemaFile", ""), tuple(s.get("families", ())))
+                           for s in o["stores"]))
             for o in layout["operators"]]
 
 
@@ -88,6 +98,11 @@ class Checkpoint:
     offset_text: str | None
     operators: list[Operator]
     headers: dict[tuple[int, int, str], dict | None] = field(default_factory=dict)
+    # Checkpoint format 2 (repartition_ids.py): each store's id at the version to move, and each
+    # operator's stores in the order its commit log entry lists their ids.
+    format2: bool = False  # pinned, or its last commit log entry records ids
+    ids: dict[tuple[int, int, str], str] = field(default_factory=dict)
+    id_order: dict[int, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -100,11 +115,13 @@ class Plan:
     rows: int | None  # the rows to move, when every file recorded its count
     bytes: int
     lines: list[str]  # what it does, operator by operator
+    id_order: dict[int, list[str]] | None = None  # format 2: each operator's stores in id order
 
     def job(self, state_root: str, staging_root: str, read_confs: dict[str, str]) -> str:
         """The Spark job's plan (Plan.scala)."""
         return json.dumps({"stateRoot": state_root, "stagingRoot": staging_root, "version": self.version,
-                           "groups": self.groups, "readConfs": read_confs})
+                           "groups": self.groups, "readConfs": read_confs,
+                           "checkpointIds": self.id_order is not None})
 
 
 def offset_confs(text: str) -> dict[str, str]:
@@ -234,6 +251,11 @@ def confs_recording(settings: dict[str, object]) -> dict[str, str]:
             K.TIME_SOURCE.key: str(settings.get("timeSource", K.TIME_SOURCE.default)), **WRITE_ONLY}
 
 
+def is_format2(pinned: dict[str, str]) -> bool:
+    """Whether the confs an offset log entry pins make checkpoint format 2."""
+    return pinned.get(FORMAT_VERSION, "1") == "2"
+
+
 def last_committed(ck: Checkpoint) -> int:
     if not ck.commits:
         raise Refused(f"{ck.location} has no committed batch: there is no state to move yet")
@@ -257,20 +279,26 @@ def plan(ck: Checkpoint, partitions: int) -> Plan:
         raise Refused(f"{ck.location} keeps its state in {provider or 'the HDFS state store provider'}, "
                       f"not ttlstate: run `ttlstate migrate {ck.location} <new checkpoint>` to move it to "
                       "ttlstate first, then repartition the new checkpoint")
-    if pinned.get(FORMAT_VERSION, "1") != "1":
+    if pinned.get(FORMAT_VERSION, "1") not in ("1", "2"):
         raise Refused(f"{ck.location} uses state checkpoint format version {pinned[FORMAT_VERSION]} "
-                      f"({FORMAT_VERSION}); ttlstate repartition moves format 1 checkpoints")
+                      f"({FORMAT_VERSION}); ttlstate repartition moves format 1 and 2 checkpoints")
     if pinned.get(STRICT_DISTRIBUTION, "true") != "true":
         raise Refused(f"{ck.location} was started with {STRICT_DISTRIBUTION}=false (before Spark 3.3): "
                       "its state is partitioned as each query's plan happened to be, not by its keys' hash")
     old = int(pinned.get(SHUFFLE_PARTITIONS, "0"))
     if partitions == old:
         raise Refused(f"{ck.location} already has {old} state partitions: nothing to do")
-    out = Plan(batch, batch + 1, old, partitions, [], 0, 0, [])
+    out = Plan(batch, batch + 1, old, partitions, [], 0, 0, [],
+               {o.id: ck.id_order.get(o.id, []) for o in ck.operators} if ck.format2 else None)
     for op in ck.operators:
-        if op.metadata_version == 2:
-            raise Refused(f"operator {op.id} is a transformWithState ('{op.name}'), which ttlstate "
-                          "repartition does not move yet; the checkpoint is unchanged")
+        if op.metadata_version == 2 and not all(s.families for s in op.stores):
+            raise Refused(f"operator {op.id} is a transformWithState ('{op.name}') whose operator metadata "
+                          "names no schema file of column families for its stores: their keys cannot be "
+                          "placed; the checkpoint is unchanged")
+        if out.id_order is not None and sorted(out.id_order[op.id]) != sorted(s.name for s in op.stores):
+            raise Refused(f"operator {op.id}: its last committed batch's commit log entry records the "
+                          f"checkpoint ids of stores {out.id_order[op.id]} in partition {op.partitions[:1]}, "
+                          f"not of its stores {[s.name for s in op.stores]}")
         for store in op.stores:
             _add_group(out, ck, op, store)
     return out
@@ -278,7 +306,14 @@ def plan(ck: Checkpoint, partitions: int) -> Plan:
 
 def _add_group(out: Plan, ck: Checkpoint, op: Operator, store: Store) -> None:
     """One store of one operator into `out`: its route, its new stores' confs and batch time."""
-    r = route(op, store)
+    families: dict[str, list[int] | None] = {}
+    if store.families:  # routed by each family's grouping key (repartition_families.py)
+        try:
+            families, grouping = RF.routes(op.id, list(store.families))
+        except RF.FamilyRefused as e:
+            raise Refused(str(e)) from None
+        store = replace(store, key_schema=grouping, value_schema=EMPTY_STRUCT, num_cols_prefix_key=0)
+    r = "families" if families else route(op, store)
     old = (0,) if r == "single" else tuple(range(out.old_partitions))
     if op.partitions != old:
         raise Refused(f"operator {op.id} has state partitions {list(op.partitions)} where "
@@ -304,7 +339,16 @@ def _add_group(out: Plan, ck: Checkpoint, op: Operator, store: Store) -> None:
     out.rows = None if out.rows is None or rows is None else out.rows + rows
     out.bytes += store.bytes
     new = 1 if r == "single" else out.new_partitions
-    out.groups.append({"operator": op.id, "store": store.name, "keySchema": store.key_schema,
+    ids = []
+    if out.id_order is not None:
+        ids = [ck.ids.get((op.id, p, store.name)) for p in old]
+        if None in ids:
+            missing = [p for p, i in zip(old, ids, strict=True) if i is None]
+            raise Refused(f"operator {op.id}, store {store.name}: partitions {missing} hold no file of "
+                          f"version {out.version} under the checkpoint id its last committed batch recorded")
+    by_family = {"families": families, "schemaFile": store.schema_file} if families else {}
+    out.groups.append({**by_family, "oldIds": ids, "operator": op.id, "store": store.name,
+                       "keySchema": store.key_schema,
                        "valueSchema": store.value_schema,
                        "numColsPrefixKey": max(store.num_cols_prefix_key, 0), "route": r,
                        "oldPartitions": list(old), "newPartitions": new,
@@ -313,4 +357,6 @@ def _add_group(out: Plan, ck: Checkpoint, op: Operator, store: Store) -> None:
                                            if h.get("batchTimeMs") is not None), default=0)})
     name = f"operator {op.id}" + (f" ({op.name})" if op.name else "")
     size = f"{store.bytes} bytes" + ("" if rows is None else f", {rows} rows")
-    out.lines.append(f"{name}, store {store.name}: {len(old)} -> {new} partitions ({size})")
+    kept = [f for f, path in families.items() if path is not None]
+    by = f", column families {', '.join(sorted(kept))} by their grouping key" if kept else ""
+    out.lines.append(f"{name}, store {store.name}: {len(old)} -> {new} partitions ({size}){by}")

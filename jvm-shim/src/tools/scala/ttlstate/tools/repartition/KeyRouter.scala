@@ -44,6 +44,7 @@ final class KeyRouter(keySchema: StructType, route: Route, numPartitions: Int, l
       if (autoPrefixed.exists(_ != hasPrefix)) fail("its keys are stored in two layouts (with and without a prefix row)")
       autoPrefixed = Some(hasPrefix)
       if (hasPrefix) prefixed(stored) else whole(stored)
+    case Route.Families => fail("a store with column families is routed by its families (FamilyRouter)")
   }
 
   private def whole(stored: Array[Byte]): Int = {

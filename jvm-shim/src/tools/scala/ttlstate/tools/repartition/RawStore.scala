@@ -13,12 +13,13 @@ import ttlstate.store.{KeyCodec, ProviderCore, StoreSpec}
  *  `ProviderCore` (the same OPEN as a provider's, so the server finds its checkpoint folder, query
  *  and operator as for a query), then held on one connection until `close`. */
 final class RawStore(root: String, group: StoreGroup, partition: Int, confs: Map[String, String],
-    hadoopConf: Configuration) extends AutoCloseable {
+    hadoopConf: Configuration, checkpointIds: Boolean) extends AutoCloseable {
   private val id = StateStoreId(root, group.operatorId, partition, group.storeName)
   private val keySchema = DataType.fromJson(group.keySchemaJson).asInstanceOf[StructType]
   private val core = new ProviderCore(StoreSpec(id, keySchema,
     DataType.fromJson(group.valueSchemaJson).asInstanceOf[StructType], KeyCodec(group.numColsPrefixKey, keySchema),
-    confs, hadoopConf, checkpointIds = false, minVersionsToRetain = 1, commitValidation = false))
+    confs, hadoopConf, checkpointIds = checkpointIds, minVersionsToRetain = 1, commitValidation = false,
+    columnFamilies = group.route == Route.Families))
   private val files = new CheckpointFiles(new Path(id.storeCheckpointLocation().toString), hadoopConf)
   private var borrowed: (ServerConnection, Int, Int) = core.withConnection(keep = true)((c, h, w) => (c, h, w))
   private def handle: Int = borrowed._2
@@ -31,11 +32,14 @@ final class RawStore(root: String, group: StoreGroup, partition: Int, confs: Map
     }
 
   /** Loads `version` (or, `empty`, an empty store at it whose commit makes version + 1) for a batch
-   *  of timestamp `nowMs`; returns its number of keys. */
-  def load(version: Long, nowMs: Long, readOnly: Boolean, empty: Boolean): Long = {
-    val flags = (if (readOnly) Protocol.LOAD_READ_ONLY else 0) | (if (empty) Protocol.LOAD_EMPTY else 0)
-    val r = call("load", new PayloadWriter().u32(handle).i64(version).i64(nowMs).u8(flags).i64(0L).i64(-1L)
-      .frame(Protocol.OP_LOAD))
+   *  of timestamp `nowMs`; on checkpoint format 2 the attempt `ckptId` of it; returns its number
+   *  of keys. */
+  def load(version: Long, nowMs: Long, readOnly: Boolean, empty: Boolean, ckptId: String = ""): Long = {
+    val flags = (if (readOnly) Protocol.LOAD_READ_ONLY else 0) | (if (empty) Protocol.LOAD_EMPTY else 0) |
+      (if (checkpointIds) Protocol.LOAD_CHECKPOINT_ID else 0)
+    val w = new PayloadWriter().u32(handle).i64(version).i64(nowMs).u8(flags).i64(0L).i64(-1L)
+    if (checkpointIds) w.str(ckptId).str("")
+    val r = call("load", w.frame(Protocol.OP_LOAD))
     r.i64() // lineage
     r.i64()
   }
@@ -72,10 +76,15 @@ final class RawStore(root: String, group: StoreGroup, partition: Int, confs: Map
       case e: Throwable => throw new IllegalStateException(s"$label ($root): write failed: ${e.getMessage}", e)
     }
 
-  /** Commits the loaded version; returns (new version, number of keys). */
-  def commit(): (Long, Long) = {
+  /** Commits the loaded version; returns (new version, number of keys, its checkpoint id: "" on
+   *  format 1). */
+  def commit(): (Long, Long, String) = {
     val r = call("commit", new PayloadWriter().u32(handle).frame(Protocol.OP_COMMIT))
-    (r.i64(), r.i64())
+    val version = r.i64()
+    val keys = r.i64()
+    r.i64() // memory
+    (0 until r.u32()).foreach { _ => r.str(); r.i64() } // the store's metrics
+    (version, keys, r.str())
   }
 
   def close(): Unit = {

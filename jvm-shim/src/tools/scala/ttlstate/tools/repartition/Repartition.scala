@@ -6,6 +6,7 @@ import java.nio.ByteBuffer
 import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 import org.apache.spark.{Partitioner, SparkContext, TaskContext}
 import org.apache.spark.rdd.ShuffledRDD
 import org.apache.spark.sql.types.{DataType, StructType}
@@ -64,15 +65,29 @@ object Repartition {
     store
   }
 
+  /** How a stored key of `group` finds its new partition: by its column family's grouping key
+   *  (FamilyRouter, the families' encoders read from the operator's schema file), else KeyRouter. */
+  private def router(group: StoreGroup, label: String, hadoopConf: Configuration): Array[Byte] => Int =
+    if (group.route == Route.Families) {
+      val path = new Path(group.schemaFile)
+      val in = path.getFileSystem(hadoopConf).open(path)
+      val decoders = try SchemaFile.decoders(in) finally in.close()
+      new FamilyRouter(group.families, decoders, group.newPartitions, label).partition
+    } else {
+      val keySchema = DataType.fromJson(group.keySchemaJson).asInstanceOf[StructType]
+      new KeyRouter(keySchema, group.route, group.newPartitions, label).partition
+    }
+
   /** One old store's entries as shuffle records, streamed from the server as they are routed. */
   private def read(plan: Plan, g: Int, oldPartition: Int, hadoopConf: Configuration): Iterator[(Int, Array[Byte])] = {
     val group = plan.groups(g)
-    val store = closedWithTask(new RawStore(plan.stateRoot, group, oldPartition, plan.readConfs, hadoopConf))
-    val keySchema = DataType.fromJson(group.keySchemaJson).asInstanceOf[StructType]
-    val router = new KeyRouter(keySchema, group.route, group.newPartitions, store.label)
+    val store = closedWithTask(new RawStore(plan.stateRoot, group, oldPartition, plan.readConfs, hadoopConf,
+      plan.checkpointIds))
+    val partitionOf = router(group, store.label, hadoopConf)
     val chunkBytes = math.max(16 << 10, math.min(256 << 10, ChunksBudget / group.newPartitions))
     val first = plan.firstTarget(g)
-    store.load(plan.version, 0L, readOnly = true, empty = false)
+    store.load(plan.version, 0L, readOnly = true, empty = false,
+      if (plan.checkpointIds) group.oldIds(group.oldPartitions.indexOf(oldPartition)) else "")
     val entries = store.entries()
     val chunks = Array.fill(group.newPartitions)(new ByteArrayOutputStream(1024))
     val out = chunks.map(new DataOutputStream(_))
@@ -96,7 +111,7 @@ object Repartition {
         while (ready.isEmpty && !finished) {
           if (entries.hasNext) {
             val (key, stored) = entries.next()
-            val t = router.partition(key)
+            val t = partitionOf(key)
             out(t).writeByte(Protocol.WRITE_PUT_ENTRY)
             out(t).writeInt(key.length)
             out(t).write(key)
@@ -132,9 +147,10 @@ object Repartition {
     val group = plan.groups(g)
     val partition = t - plan.firstTarget(g)
     val store = closedWithTask(new RawStore(plan.stagingRoot, group, partition, plan.readConfs ++ group.confs,
-      hadoopConf))
+      hadoopConf, plan.checkpointIds))
     val sources = mutable.Map.empty[Int, (Long, Long)] // old partition -> (sent here, its rows)
     var received = 0L
+    var ckptId = ""
     try {
       store.load(plan.version - 1, group.batchTimeMs, readOnly = false, empty = true)
       records.foreach { case (_, bytes) =>
@@ -147,7 +163,8 @@ object Repartition {
           case Sent => sources(in.getInt()) = (in.getLong(), in.getLong())
         }
       }
-      val (version, keys) = store.commit()
+      val (version, keys, id) = store.commit()
+      ckptId = id
       val expected = sources.values.map(_._1).sum
       if (sources.keySet != group.oldPartitions.toSet || received != expected || keys != received || version != plan.version) {
         throw new IllegalStateException(s"${store.label}: received $received entries of the $expected sent " +
@@ -156,7 +173,7 @@ object Repartition {
       }
     } finally store.close()
     Json.obj(Seq("operator" -> group.operatorId.toString, "store" -> Json.str(group.storeName),
-      "partition" -> partition.toString, "rows" -> received.toString,
+      "partition" -> partition.toString, "rows" -> received.toString, "ckptId" -> Json.str(ckptId),
       "sourceRows" -> sources.toSeq.sortBy(_._1).map { case (p, (_, rows)) => s"""{"partition":$p,"rows":$rows}""" }
         .mkString("[", ",", "]")))
   }

@@ -38,13 +38,34 @@ object StateLayout {
     }
   }
 
-  /** Store names with their numColsPrefixKey (-1: not recorded) and, from metadata, the operator's name. */
-  private def stores(fs: FileSystem, op: Path, partitions: Seq[Int]): (Option[String], Int, Seq[(String, Int)]) = {
+  /** transformWithState's operator metadata (v2, one file per batch that changed it, the newest
+   *  describing the checkpoint's state): the operator's name, and each store's name,
+   *  numColsPrefixKey and schema file (the column families). */
+  private def v2Stores(fs: FileSystem, v2: Path): Option[(Option[String], Seq[(String, Int, String)])] =
+    SparkMetadata.batchIds(fs, v2).lastOption.flatMap { batch =>
+      val text = SparkMetadata.readText(fs, new Path(v2, batch.toString))
+      SparkMetadata.jsonLine(text, text.split("\n").length - 1).map { m =>
+        val name = Option(m.get("operatorInfo")).flatMap(i => Option(i.get("operatorName"))).map(_.asText())
+        val stores = Option(m.get("stateStoreInfo")).toSeq.flatMap(s => (0 until s.size).map(s.get)).map { s =>
+          // 4.0 names one schema file; later lines every one since the query started, the newest last
+          val files = Option(s.get("stateSchemaFilePaths")).toSeq.flatMap(p => (0 until p.size).map(p.get(_).asText())) ++
+            Option(s.get("stateSchemaFilePath")).filter(!_.isNull).map(_.asText())
+          (s.get("storeName").asText(), s.get("numColsPrefixKey").asInt(), files.lastOption.getOrElse(""))
+        }
+        name -> stores
+      }
+    }
+
+  /** Store names with their numColsPrefixKey (-1: not recorded) and schema file of column
+   *  families ("" for none), and, from metadata, the operator's name. */
+  private def stores(fs: FileSystem, op: Path, partitions: Seq[Int]): (Option[String], Int, Seq[(String, Int, String)]) = {
     val v1 = new Path(op, "_metadata/metadata")
     val v2 = new Path(op, "_metadata/v2")
-    if (fs.exists(v1)) {
+    val fromV2 = if (fs.exists(v1)) None else v2Stores(fs, v2)
+    if (fromV2.isDefined) (fromV2.get._1, 2, fromV2.get._2)
+    else if (fs.exists(v1)) {
       val text = SparkMetadata.readText(fs, v1)
-      val listed = SparkMetadata.operatorStores(text).getOrElse(Nil).map { case (n, prefix, _) => n -> prefix }
+      val listed = SparkMetadata.operatorStores(text).getOrElse(Nil).map { case (n, prefix, _) => (n, prefix, "") }
       (SparkMetadata.operatorName(text).map(_._2), if (fs.exists(v2)) 2 else 1, listed)
     } else {
       val first = new Path(op, partitions.headOption.getOrElse(0).toString)
@@ -53,9 +74,18 @@ object StateLayout {
         if (s.isDirectory && !name.startsWith("_") && !name.startsWith(".")) Some(name)
         else if (s.isFile && !name.startsWith(".")) Some("default") else None
       }.distinct.sorted
-      (None, if (fs.exists(v2)) 2 else 0, found.map(_ -> -1))
+      (None, if (fs.exists(v2)) 2 else 0, found.map(n => (n, -1, "")))
     }
   }
+
+  /** The column families a schema file lists (SchemaFile.familiesJson), none without one. */
+  private def families(fs: FileSystem, schemaFile: String): Seq[String] =
+    if (schemaFile.isEmpty) Nil
+    else {
+      val path = new Path(schemaFile)
+      val in = path.getFileSystem(fs.getConf).open(path)
+      try SchemaFile.familiesJson(in) finally in.close()
+    }
 
   def describe(stateRoot: String, hadoopConf: Configuration): String = {
     val root = new Path(stateRoot)
@@ -64,14 +94,15 @@ object StateLayout {
       .flatMap(s => Try(s.getPath.getName.toLong).toOption.map(_ -> s.getPath)).sortBy(_._1).map { case (id, op) =>
         val partitions = numbered(fs, op)
         val (name, metadata, found) = stores(fs, op, partitions)
-        val storesJson = found.map { case (store, prefix) =>
+        val storesJson = found.map { case (store, prefix, schemaFile) =>
           val schema = schemas(fs, storeDir(op, partitions.headOption.getOrElse(0), store))
           val (size, count) = partitions.map(p => bytes(fs, storeDir(op, p, store)))
             .foldLeft((0L, 0)) { case ((a, b), (c, d)) => (a + c, b + d) }
           Json.obj(Seq("name" -> Json.str(store), "numColsPrefixKey" -> prefix.toString,
             "keySchema" -> schema.map(s => Json.str(s._1.json)).getOrElse("null"),
             "valueSchema" -> schema.map(s => Json.str(s._2.json)).getOrElse("null"),
-            "bytes" -> size.toString, "files" -> count.toString))
+            "bytes" -> size.toString, "files" -> count.toString, "schemaFile" -> Json.str(schemaFile),
+            "families" -> families(fs, schemaFile).mkString("[", ",", "]")))
         }
         Json.obj(Seq("id" -> id.toString, "name" -> name.map(Json.str).getOrElse("null"),
           "metadataVersion" -> metadata.toString, "partitions" -> partitions.mkString("[", ",", "]"),
