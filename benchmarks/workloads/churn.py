@@ -146,10 +146,10 @@ def run_variant(variant: Variant, args: argparse.Namespace, input_dir: str, work
     run = {"variant": name, "round": round_no, **out, **{k: peak[k] for k in (
         "jvm_peak_rss_mb", "server_peak_rss_mb", "total_peak_rss_mb", "jvm_peak_pss_mb", "server_peak_pss_mb",
         "total_peak_pss_mb", "loadavg_1m_mean")}}
+    jars = str(run.pop("spark_jars", "")).split(",")
     if variant.baseline is not None:  # ran the old package, its jar and its server, or fails here
-        variant.check_code([run.get("ttlstate_file"), *(j for j in str(run.pop("spark_jars", "")).split(",")
-                                                        if "ttlstate-shim" in j)], peak["server_files"])
-    run.pop("spark_jars", None)
+        variant.check_code([run.get("ttlstate_file"), *(j for j in jars if "ttlstate-shim" in j)],
+                           peak["server_files"])
     complete(run, total_rows)
     print({k: v for k, v in run.items() if k != "batches"}, flush=True)
     return run
