@@ -61,5 +61,5 @@ def test_a_local_session_console_shows_no_store_lines_and_no_dead_server_at_stop
     console = out.stderr
     assert "store opened" not in console
     ours = [line for line in console.splitlines() if " INFO ttlstate" in line]
-    assert len(ours) <= 1, ours  # the server's one start line
+    assert len(ours) <= 1, "\n".join(ours)  # the server's one start line
     assert "died" not in console and "ServerDied" not in console

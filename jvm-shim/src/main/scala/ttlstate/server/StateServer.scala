@@ -14,7 +14,7 @@ import org.apache.hadoop.fs.FileUtil
 import org.apache.spark.{SparkConf, SparkContext, SparkEnv}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerApplicationEnd}
 import org.apache.spark.ttlstate.SparkLocalDirs
-import ttlstate.client.ServerConnection
+import ttlstate.client.{ServerConnection, ServerStopped}
 import ttlstate.conf.{ConfKeys, ConfValues}
 
 /** A started server process, its workers, and a pool of connections per worker socket.
@@ -143,8 +143,24 @@ object StateServer {
     if (s != null && s.alive) s
     else {
       if (s != null) s.destroy()
+      refuseAfterApplicationEnd()
       current = start(python, workers, timeoutNanos)
+      endedEnv = null
       current
+    }
+  }
+
+  /** The SparkEnv of the application whose end stopped the server (local mode): its tasks still
+   *  running must not start a new server (it would outlive the application in the driver JVM);
+   *  a later application in the same JVM has a new SparkEnv and starts one. */
+  @volatile private var endedEnv: SparkEnv = _
+
+  private def refuseAfterApplicationEnd(): Unit = {
+    val ended = endedEnv
+    val env = SparkEnv.get
+    if (ended != null && (env == null || (env eq ended))) {
+      throw new ServerStopped("ttlstate: the application ended (spark.stop()) while this task " +
+        "still ran: no state server is started for it; the task ends without committing.", null)
     }
   }
 
@@ -326,6 +342,7 @@ object StateServer {
 
   /** Stops the server now (the next use starts a new one). */
   def shutdown(): Unit = synchronized {
+    endedEnv = SparkEnv.get
     if (current != null) {
       current.stop("the application ended (spark.stop())")
       current = null
