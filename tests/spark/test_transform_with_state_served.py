@@ -29,6 +29,7 @@ from tests.spark.tws_queries import (
     STEPS,
     apis,
     batch_per_step,
+    family_metrics,
     pinned_providers,
     read_counts,
     scala_counts,
@@ -61,20 +62,8 @@ def _both(spark: SparkSession, build, schemas: dict[str, str], steps: list, rest
     assert pinned_providers(ours) and set(pinned_providers(ours)) == {TTLSTATE}
     store = os.path.join(ours.checkpoint, "state", "0", "0")
     assert any(name.endswith(".changelog") for name in os.listdir(store))
-    assert _family_metrics(ours) == _family_metrics(theirs)
+    assert family_metrics(ours) == family_metrics(theirs)
     return ours, theirs
-
-
-FAMILY_METRICS = (M.INTERNAL_FAMILY_KEYS, M.EXTERNAL_FAMILIES, M.INTERNAL_FAMILIES)
-
-
-def _family_metrics(run: Run) -> dict[int, list[tuple[int, ...]]]:
-    """Per batch, each stateful operator's numRowsTotal (its user families' keys) and the three
-    metrics of its column families, as Spark's RocksDB provider reports them: its internal
-    families' keys (timers, TTL indexes, list metadata), how many user and internal families."""
-    return {batch: [(op["numRowsTotal"], *(int(op["customMetrics"][m.name]) for m in FAMILY_METRICS))
-                    for op in progress["stateOperators"]]
-            for batch, progress in run.progress_by_batch.items()}
 
 
 def _rows(run: Run) -> list[tuple]:
@@ -198,7 +187,7 @@ def test_snapshots_of_both_layouts_and_formats_rebuild_the_families_and_a_damage
     theirs = run_steps(spark, ROCKSDB, counts, SCHEMAS, [*STEPS, MORE], output_mode="update")
     assert run.outputs == theirs.outputs and run.outputs[len(STEPS)] == [("a", 4, "1,3,5,7"), ("d", 1, "8")]
     # The counts of keys survive the snapshot (its header, or its build) and the repair.
-    assert _family_metrics(run) == _family_metrics(theirs)
+    assert family_metrics(run) == family_metrics(theirs)
     operators = run.progress_by_batch[len(STEPS)]["stateOperators"]
     repaired = sum(int(op["customMetrics"].get(M.SNAPSHOTS_AUTO_REPAIRED.name, 0)) for op in operators)
     assert repaired == len(stores)
