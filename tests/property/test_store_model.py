@@ -11,6 +11,10 @@ contract), not from the implementation:
 - Versions: commit gives v+1, abort leaves no trace, any retained version reloads exactly,
   into the same provider or a new one on an empty local directory; re-committing a version
   supersedes later ones.
+- A store with column families (keys behind a family name, internal families' names start
+  with `$`) reports its user families' keys as numRowsTotal and its internal families' keys as
+  `rocksdbNumInternalColFamiliesKeys`, exactly, at every commit and every load, also when the
+  files it loaded recorded no internal count (older files: the store counts them).
 """
 
 from __future__ import annotations
@@ -28,12 +32,18 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from ttlstate.checkpoint.location import LocalCheckpointLocation
 from ttlstate.config.keys import EngineKind, SnapshotLayout, StateVisibility, UpdateType
 from ttlstate.config.store_config import IncrementalCleanup, StoreConfig, TtlConfig
+from ttlstate.store import metric_names as M
+from ttlstate.store.column_families import family_prefix, is_internal_key
 from ttlstate.store.provider import StoreProvider
 from ttlstate.ttl.clock import ManualClock
 
 TTL = 100
 RETAIN = 3
-KEYS = st.binary(min_size=1, max_size=3).map(lambda b: bytes(c % 3 * 0x7f for c in b))  # 0x00 0x7f 0xfe
+RAW_KEYS = st.binary(min_size=1, max_size=3).map(lambda b: bytes(c % 3 * 0x7f for c in b))  # 0x00 0x7f 0xfe
+# Keys of column families, user and internal ones (`$`), as a transformWithState store has them.
+FAMILY_KEYS = st.tuples(st.sampled_from(["v", "$timers_v", "$ttl_v"]), RAW_KEYS).map(
+    lambda t: family_prefix(t[0]) + t[1])
+KEYS = st.one_of(RAW_KEYS, FAMILY_KEYS)
 PREFIXES = st.binary(max_size=2).map(lambda b: bytes(c % 3 * 0x7f for c in b))
 VALUES = st.binary(max_size=4)
 ABSENT = object()
@@ -51,6 +61,7 @@ class Expired:
 
 class StoreModel(RuleBasedStateMachine):
     config: StoreConfig  # set per generated subclass
+    column_families = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -74,13 +85,23 @@ class StoreModel(RuleBasedStateMachine):
 
     def _new_provider(self) -> StoreProvider:
         return StoreProvider("model", f"{self.root}/local{next(self.dirs)}", self.ck, self.config,
-                             ManualClock(self.clock))
+                             ManualClock(self.clock), column_families=self.column_families)
 
     def _open(self, version: int) -> None:
         self.store = self.provider.get_store(version, now_ms=self.clock)
         self.now = self.clock
         self.base = version
         self.work = dict(self.versions[version])
+        self._check_key_counts()
+
+    def _check_key_counts(self) -> None:
+        """A store with column families (TTL off, as on a served store: counts are exact)."""
+        if not self.column_families:
+            return
+        metrics = self.store.metrics()
+        internal = sum(1 for k in self.work if is_internal_key(k))
+        assert (metrics.num_keys, metrics.custom[M.INTERNAL_FAMILY_KEYS.name]) == (len(self.work) - internal,
+                                                                                  internal)
 
     def _read(self, key: bytes, refresh: bool = True) -> object:
         if key not in self.work:
@@ -174,7 +195,8 @@ class StoreModel(RuleBasedStateMachine):
         self.loadable = {v for v in self.loadable if v <= self.base} | {new}
         metrics = self.store.metrics()
         live = sum(1 for ts, _ in self.work.values() if not (self.ttl_on and expired(ts, self.now)))
-        assert live <= metrics.num_keys <= len(self.work)
+        assert live <= metrics.num_keys <= len(self.work) or self.column_families
+        self._check_key_counts()
         self._open(new)
 
     @rule()
@@ -215,6 +237,14 @@ class StoreModel(RuleBasedStateMachine):
         ro.release()
         self._open(self.base)
 
+    @precondition(lambda self: self.column_families)
+    @rule()
+    def load_from_files_without_internal_count(self) -> None:
+        """As a load from files written before the count: the store knows no internal count."""
+        self.store.abort()
+        self.provider._db.num_internal_keys = None
+        self._open(self.base)
+
     @precondition(lambda self: len(self.versions) > 1)
     @rule()
     def maintenance(self) -> None:
@@ -251,10 +281,14 @@ def _configs() -> list[tuple[str, StoreConfig]]:
 
 
 CONFIGS = _configs()
+# Stores with column families (transformWithState's, which have no TTL of ttlstate's).
+FAMILY_CONFIGS = [(f"{name}-families", config) for name, config in CONFIGS if name.endswith("ttl-off")]
+ALL_CONFIGS = CONFIGS + FAMILY_CONFIGS
 
 
-@pytest.mark.parametrize(("name", "config"), CONFIGS, ids=[n for n, _ in CONFIGS])
+@pytest.mark.parametrize(("name", "config"), ALL_CONFIGS, ids=[n for n, _ in ALL_CONFIGS])
 def test_store_matches_model(name: str, config: StoreConfig) -> None:
-    machine = type(f"Model_{name}", (StoreModel,), {"config": config})
+    families = name.endswith("-families")
+    machine = type(f"Model_{name}", (StoreModel,), {"config": config, "column_families": families})
     machine.TestCase.settings = settings(max_examples=12, stateful_step_count=30, deadline=None)
     machine.TestCase().runTest()

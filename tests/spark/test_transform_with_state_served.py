@@ -8,7 +8,8 @@ of Spark 4.3 (Scala, `transformWithStateInPandas`, row-based `transformWithState
 ValueState, ListState and MapState with and without `TTLConfig` (a 1 ms TTL expires at any later
 batch), processing-time timers, event-time timers and an initial state; the state data source
 reads a served store, and its change feed of a ValueState and a MapState is Spark's (a
-ListState's is refused)."""
+ListState's is refused). Each batch's numRowsTotal and the metrics of its column families
+(internal families' keys, how many families of each kind) are those of Spark's provider."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from tests.spark.tws_queries import (
     STEPS,
     apis,
     batch_per_step,
+    family_metrics,
     pinned_providers,
     read_counts,
     scala_counts,
@@ -60,6 +62,7 @@ def _both(spark: SparkSession, build, schemas: dict[str, str], steps: list, rest
     assert pinned_providers(ours) and set(pinned_providers(ours)) == {TTLSTATE}
     store = os.path.join(ours.checkpoint, "state", "0", "0")
     assert any(name.endswith(".changelog") for name in os.listdir(store))
+    assert family_metrics(ours) == family_metrics(theirs)
     return ours, theirs
 
 
@@ -183,6 +186,8 @@ def test_snapshots_of_both_layouts_and_formats_rebuild_the_families_and_a_damage
         run.stop()
     theirs = run_steps(spark, ROCKSDB, counts, SCHEMAS, [*STEPS, MORE], output_mode="update")
     assert run.outputs == theirs.outputs and run.outputs[len(STEPS)] == [("a", 4, "1,3,5,7"), ("d", 1, "8")]
+    # The counts of keys survive the snapshot (its header, or its build) and the repair.
+    assert family_metrics(run) == family_metrics(theirs)
     operators = run.progress_by_batch[len(STEPS)]["stateOperators"]
     repaired = sum(int(op["customMetrics"].get(M.SNAPSHOTS_AUTO_REPAIRED.name, 0)) for op in operators)
     assert repaired == len(stores)

@@ -14,7 +14,9 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
                          "settings": {...} or absent, "id": checkpoint id or absent,
                          "lineage": [[version, checkpoint id], ...] or absent,
                          "parentKeys": keys of the version it was written on, or absent,
-                         "keys": keys of the version it writes, or absent}
+                         "keys": keys of the version it writes, or absent,
+                         "parentInternalKeys", "internalKeys": of those keys, the internal
+                         column families' (column_families.is_internal_key), or absent}
                         (ttlMs and settings record the TTL settings in force, for
                         `ttlstate inspect`, the state reader and the start-time warning
                         when they change; store, version and query bind the file to its
@@ -24,7 +26,8 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
                         the versions below it down to a snapshot: see id_plan.py; parentKeys
                         (changelogs) lets a replay skip the lookups that count keys for every
                         changelog but the last, and keys (changelogs whose commit knew the
-                        change in keys without looking them up) for the last too. Readers ignore
+                        change in keys without looking them up) for the last too; an SST
+                        snapshot's internalKeys is that of the version it holds. Readers ignore
                         keys they do not know, so a key may be added without a format
                         change)
     body      zstd frame of records; a record is
@@ -89,6 +92,9 @@ class RecordFileHeader:
     format: int = FORMAT_VERSION
     parent_keys: int | None = None  # changelogs: the number of keys of the version it was written on
     keys: int | None = None  # changelogs: the number of keys of the version it writes, if known
+    # Of parent_keys and keys, the internal column families' keys (absent from older files).
+    parent_internal_keys: int | None = None
+    internal_keys: int | None = None
 
     @property
     def state_id(self) -> str:
@@ -174,13 +180,15 @@ def header_json(store_id: str, version: int, batch_time_ms: int | None, ttl_ms: 
                 query_id: str | None, *, parent: str | None = None, state: str | None = None,
                 settings: dict[str, object] | None = None, ckpt_id: str | None = None,
                 lineage: list[tuple[int, str]] | None = None, parent_keys: int | None = None,
-                keys: int | None = None) -> bytes:
+                keys: int | None = None, parent_internal_keys: int | None = None,
+                internal_keys: int | None = None) -> bytes:
     """The header's JSON (the native writer is handed these bytes, so the layout lives here)."""
     meta: dict[str, object] = {"store": store_id, "version": version, "batchTimeMs": batch_time_ms,
                                "ttlMs": ttl_ms, "codec": "zstd"}
     optional = {"query": query_id, "parent": parent, "state": state, "settings": settings,
                 "id": ckpt_id, "lineage": None if lineage is None else [list(e) for e in lineage],
-                "parentKeys": parent_keys, "keys": keys}
+                "parentKeys": parent_keys, "keys": keys, "parentInternalKeys": parent_internal_keys,
+                "internalKeys": internal_keys}
     meta.update({k: v for k, v in optional.items() if v is not None})
     return json.dumps(meta).encode()
 
@@ -230,7 +238,9 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
                                 settings if isinstance(settings, dict) else None, meta.get("id"),
                                 None if lineage is None else tuple((int(v), str(i)) for v, i in lineage),
                                 crc, body_len, fmt,
-                                _optional_int(meta, "parentKeys"), _optional_int(meta, "keys"))
+                                _optional_int(meta, "parentKeys"), _optional_int(meta, "keys"),
+                                _optional_int(meta, "parentInternalKeys"),
+                                _optional_int(meta, "internalKeys"))
     except (ValueError, KeyError, TypeError) as e:
         raise RecordFileError(f"has a bad header ({e})") from None
 

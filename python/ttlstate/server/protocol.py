@@ -172,7 +172,11 @@ ITER_CHUNK_BYTES = 256 * 1024
 # family, and a prefix or an ordered range within it, is one contiguous run of the store's keys.
 # Defined with the layout in store/column_families.py (the store imports nothing of the server),
 # part of the wire protocol here (generated for the shim's KeyCodec.InFamily).
-from ttlstate.store.column_families import FAMILY_NAME_LENGTH_BYTES, FAMILY_NAME_MAX_BYTES  # noqa: E402, F401
+from ttlstate.store.column_families import (  # noqa: E402, F401
+    FAMILY_NAME_LENGTH_BYTES,
+    FAMILY_NAME_MAX_BYTES,
+    INTERNAL_FAMILY_MARKER,
+)
 
 # Metrics payload: u64 num keys, u64 memory bytes, u32 n, n x (str name, i64 value)
 

@@ -49,13 +49,14 @@ log = logging.getLogger(__name__)
 class StoreProvider:
     def __init__(self, store_id: str, local_dir: str, checkpoint: CheckpointLocation,
                  config: StoreConfig, clock: Clock | None = None, query_id: str | None = None,
-                 checkpoint_ids: bool = False, reader: bool = False) -> None:
+                 checkpoint_ids: bool = False, reader: bool = False, column_families: bool = False) -> None:
         self.store_id = store_id
         self.query_id = query_id
         self.checkpoint = checkpoint
         self.files = StoreFiles(store_id, query_id, checkpoint, os.path.join(local_dir, "staging"))
         self.sst = SstSnapshots(self.files)
-        ctx = StoreContext(store_id, query_id, config, self.files, self.sst, checkpoint_ids, reader)
+        ctx = StoreContext(store_id, query_id, config, self.files, self.sst, checkpoint_ids, reader,
+                           column_families)
         self._ctx = ctx
         self._db = LocalDb(ctx, os.path.join(local_dir, "db"))
         self._timeline = Timeline()

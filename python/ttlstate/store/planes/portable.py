@@ -29,10 +29,12 @@ from ttlstate.checkpoint.record_file import (
 from ttlstate.config.store_config import TtlConfig
 from ttlstate.engine.base import Engine
 from ttlstate.errors import StoreStateError
+from ttlstate.store.column_families import is_internal_key
 from ttlstate.store.planes.base import (
     Built,
     DataPlane,
     Fetched,
+    KeyChange,
     KeyHashes,
     StoreMetrics,
     VersionContext,
@@ -63,22 +65,24 @@ class PortablePlane(DataPlane):
               collecting: KeyHashes | None, fail: Callable[[str, str], Exception]) -> Built:
         """Only the snapshot, written in chunks; the changelogs are replayed one by one."""
         if not fetched or fetched[0][2].kind != KIND_SNAPSHOT:
-            return Built([], fetched, 0)
+            return Built([], fetched, KeyChange(0, 0))
         name, local_path, header = fetched[0]
+        internal = 0
         try:
             batch: list[tuple[bytes, bytes | None]] = []
             for record in read_records(local_path, header):
                 batch.append(record)
+                internal += is_internal_key(record[0])
                 if len(batch) >= _APPLY_CHUNK:
                     engine.write(batch)
                     batch.clear()
             engine.write(batch)
         except RecordFileError as e:
             raise fail(name, str(e)) from None
-        return Built([fetched[0]], fetched[1:], header.record_count)
+        return Built([fetched[0]], fetched[1:], KeyChange(header.record_count, internal))
 
     def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
-                         collecting: KeyHashes | None, count_keys: bool = True) -> int:
+                         collecting: KeyHashes | None, count_keys: bool = True) -> KeyChange:
         return apply_counted(engine, list(read_records(local_path, header)))
 
     def snapshot_view(self, engine: Engine, ttl: TtlConfig) -> _LockedView:
@@ -88,22 +92,18 @@ class PortablePlane(DataPlane):
         return None  # versions check the store's stamp, which closing moves on
 
 
-def apply_counted(engine: Engine, records: list[tuple[bytes, bytes | None]]) -> int:
+def apply_counted(engine: Engine, records: list[tuple[bytes, bytes | None]]) -> KeyChange:
     """Write records to the engine; returns the change in the number of keys."""
     keys = [k for k, _ in records]
     before = dict(zip(keys, engine.multi_get(keys), strict=True))
-    final: dict[bytes, bytes | None] = {}
-    for k, v in records:
-        final[k] = v
-    delta = 0
+    final: dict[bytes, bytes | None] = dict(records)  # a key's last record wins
+    delta = internal = 0
     for k, v in final.items():
-        existed = before[k] is not None
-        if v is None and existed:
-            delta -= 1
-        elif v is not None and not existed:
-            delta += 1
+        change = int(v is not None) - int(before[k] is not None)
+        delta += change
+        internal += change if change and is_internal_key(k) else 0
     engine.write(records)
-    return delta
+    return KeyChange(delta, internal)
 
 
 class _LockedView:
@@ -140,15 +140,15 @@ class _DeferredApply:
     """The portable commit applies its batch after the changelog is published, on the
     committing thread."""
 
-    def __init__(self, apply: Callable[[], int]) -> None:
+    def __init__(self, apply: Callable[[], KeyChange]) -> None:
         self._apply = apply
         self._started = False
 
-    def result(self) -> int:
+    def result(self) -> KeyChange:
         self._started = True
         return self._apply()
 
-    def known_delta(self) -> int | None:
+    def known_delta(self) -> KeyChange | None:
         return None  # applied on the committing thread: the commit waits for it anyway
 
     def detach(self) -> None:
