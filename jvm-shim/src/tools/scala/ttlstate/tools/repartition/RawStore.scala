@@ -77,10 +77,9 @@ final class RawStore(root: String, group: StoreGroup, partition: Int, confs: Map
       case e: Throwable => throw new IllegalStateException(s"$label ($root): write failed: ${e.getMessage}", e)
     }
 
-  /** Commits the loaded version; returns (new version, number of keys, its checkpoint id: "" on
-   *  format 1). */
-  /** Commits; (version, every key of the version, its checkpoint id). A store with column families
-   *  reports its user families' keys as its rows and its internal ones' as a metric: both count. */
+  /** Commits the loaded version; returns (new version, every key of it, its checkpoint id: "" on
+   *  format 1). A store with column families reports its user families' keys as its rows and its
+   *  internal ones' as a metric: both count. */
   def commit(): (Long, Long, String) = {
     val r = call("commit", new PayloadWriter().u32(handle).frame(Protocol.OP_COMMIT))
     val version = r.i64()
