@@ -20,9 +20,10 @@ CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/p
                python/ttlstate/config/keys.py python/ttlstate/config/parse.py \
                python/ttlstate/config/store_config.py python/ttlstate/store/metric_names.py \
                python/ttlstate/ttl/ttl_value.py python/ttlstate/_native_abi.py
-DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest hypothesis ruff mypy psutil pandas pyarrow matplotlib protobuf \
+DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest pytest-xdist hypothesis ruff mypy psutil pandas pyarrow matplotlib protobuf \
             mkdocs pybind11 venv-pack grpcio grpcio-status googleapis-common-protos
-# pybind11: only to build commits before the C ABI (benchmarks/harness/baseline.py); venv-pack: the
+# pytest-xdist: `make test` in TEST_JOBS processes, one test module each at a time (a module shares
+# one SparkSession); pybind11: only to build commits before the C ABI (benchmarks/harness/baseline.py); venv-pack: the
 # executors' venv of `make test-cluster`; grpcio, grpcio-status, googleapis-common-protos: the Spark
 # Connect client (pyspark's `connect` extra) of its Connect scenario.
 
@@ -65,8 +66,12 @@ $(JAR_DIR)/ttlstate-shim-spark%.jar $(JAR_DIR)/ttlstate-tools-spark%.jar: $(SCAL
 run: setup
 	$(PY) -m ttlstate.cli.main demo
 
+# TEST_JOBS=2: two pytest processes, each running whole modules (--dist loadfile), so one
+# module's Spark queries wait on their JVM while the other's use the CPU; TEST_JOBS=0: one process.
+TEST_JOBS ?= 2
 test: setup test-scala lint
-	$(PY) -m pytest -m "not long and not integration and not spark_versions and not cluster" --durations=60 tests
+	$(PY) -m pytest -m "not long and not integration and not spark_versions and not cluster" --durations=60 \
+	  -n $(TEST_JOBS) --dist loadfile tests
 
 # The shim's Scala unit tests (ScalaTest, fetched with Maven from jvm-shim/test-deps/pom.xml on
 # first use; the compiled tests are cached until a test source or the shim jar changes).

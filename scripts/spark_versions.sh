@@ -30,36 +30,55 @@ offered() {  # LINES MINOR: whether MINOR is among LINES ("4.2": 4.2 and later; 
   [[ "$(printf '%s\n%s\n' "$low" "$2" | sort -V | head -1)" == "$low" ]] || return 1
   [[ "$1" != *-* ]] || [[ "$(printf '%s\n%s\n' "$2" "$high" | sort -V | head -1)" == "$2" ]]
 }
-times=()
-status=0
-make -s jars  # every line's: a line's tests also try another line's jar on it
-for minor in $lines; do
+# Lines (and the upgrade) run JOBS at a time (SPARK_VERSION_JOBS, default 2: on two cores a line's
+# JVM and Python wait on each other often enough that two share the machine well), each into its
+# own log, printed whole as it ends.
+JOBS=${SPARK_VERSION_JOBS:-2}
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+run_line() {  # MINOR: the line's Scala tests (where due) and cases; its result line on stdout last
+  local minor=$1 started venv features=() select=() scala=skip f
   started=$(date +%s)
-  echo "== Spark $minor" >&2
   venv=$(scripts/spark_venv.sh "$minor")
-  features=()
   for f in "${FEATURES[@]}"; do offered "${f%%|*}" "$minor" && features+=("${f#*|}"); done
-  select=()
   [[ "$minor" == "$dev_line" && -z "${LINES:-}" ]] && features=() &&
     select=(-k test_another_lines_jar_fails_at_start_naming_this_lines)
-  scala=skip
   [[ "${SCALA_TESTS:-}" == all || "$(scala_of "$minor")" != "$dev_scala" ]] && scala=run
-  if { [[ $scala == skip ]] || scripts/scala_test.sh "$venv/bin/python" "python/ttlstate/jars/ttlstate-shim-spark$minor.jar" \
-       >"/tmp/ttlstate-scala-test-$minor.log" 2>&1 || { cat "/tmp/ttlstate-scala-test-$minor.log"; false; }; } &&
+  if { [[ $scala == skip ]] || scripts/scala_test.sh "$venv/bin/python" "python/ttlstate/jars/ttlstate-shim-spark$minor.jar"; } &&
      "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/spark_versions/test_line.py "${features[@]}" \
        "${select[@]}"; then
-    result=ok
+    echo "Spark $minor: ok in $(( $(date +%s) - started )) s"
   else
-    result=FAILED
-    status=1
+    echo "Spark $minor: FAILED in $(( $(date +%s) - started )) s"
   fi
-  times+=("Spark $minor: $result in $(( $(date +%s) - started )) s")
+}
+run_upgrade() {
+  local started
+  started=$(date +%s)
+  if .venv/bin/python -m pytest -q -p no:cacheprovider tests/spark_versions/test_upgrade.py; then
+    echo "upgrade 3.5 -> 4.3: ok in $(( $(date +%s) - started )) s"
+  else
+    echo "upgrade 3.5 -> 4.3: FAILED in $(( $(date +%s) - started )) s"
+  fi
+}
+make -s jars  # every line's: a line's tests also try another line's jar on it
+for minor in $lines; do scripts/spark_venv.sh "$minor" >/dev/null; done  # made one at a time (pip)
+jobs_=($lines)
+[[ -z "${LINES:-}" ]] && jobs_+=(upgrade)
+running=0
+for job in "${jobs_[@]}"; do
+  if (( running >= JOBS )); then wait -n || true; running=$((running - 1)); fi
+  ( if [[ $job == upgrade ]]; then { echo "== upgrade 3.5 -> 4.3"; run_upgrade; }
+    else { echo "== Spark $job"; run_line "$job"; }; fi >"$logs/$job.log" 2>&1
+    cat "$logs/$job.log" >&2 ) &
+  running=$((running + 1))
 done
-started=$(date +%s)
-if [[ -z "${LINES:-}" ]]; then
-  if .venv/bin/python -m pytest -q -p no:cacheprovider tests/spark_versions/test_upgrade.py; then result=ok
-  else result=FAILED; status=1; fi
-  times+=("upgrade 3.5 -> 4.3: $result in $(( $(date +%s) - started )) s")
-fi
+wait
+status=0
+times=()
+for job in "${jobs_[@]}"; do
+  times+=("$(tail -1 "$logs/$job.log")")
+  [[ "${times[-1]}" == *": ok in "* ]] || status=1
+done
 printf '%s\n' "${times[@]}"
 exit $status
