@@ -7,8 +7,9 @@ Spark's RocksDB provider, both restarted in the middle, and must give the same r
 of Spark 4.3 (Scala, `transformWithStateInPandas`, row-based `transformWithState`), and in Scala
 ValueState, ListState and MapState with and without `TTLConfig` (a 1 ms TTL expires at any later
 batch), processing-time timers, event-time timers and an initial state; the state data source
-reads a served store, and its change feed of a ValueState and a MapState is Spark's (a
-ListState's is refused)."""
+reads a served store, and its change feed of a ValueState, a ListState and a MapState is Spark's,
+every write of a batch (a value updated twice in one, a ListState's appends), on both checkpoint
+formats."""
 
 from __future__ import annotations
 
@@ -68,20 +69,13 @@ def _rows(run: Run) -> list[tuple]:
     return sorted((row for rows in run.outputs.values() for row in rows), key=repr)
 
 
-def _change_feed(spark: SparkSession, checkpoint: str, var: str, last_writes: bool = False) -> list[str]:
+def _change_feed(spark: SparkSession, checkpoint: str, var: str) -> list[str]:
     """The state data source's change feed of the state variable `var` from batch 0, each row
     as its fields (batch id, change type, key, value; a MapState's: grouping key, user key,
-    value). `last_writes`: only the last change of each key in each batch (Spark's RocksDB
-    provider reports every write, in order; ttlstate's changelogs hold a batch's last write of
-    each key)."""
+    value; a ListState's: key, list element), sorted (a batch's partitions run in any order)."""
     reader = (spark.read.format("statestore").option("readChangeFeed", "true")
               .option("changeStartBatchId", "0").option("stateVarName", var))
-    rows = [row.asDict(recursive=True) for row in reader.load(checkpoint).collect()]  # in file order
-    if last_writes:
-        def which(row: dict) -> str:
-            return repr({k: v for k, v in row.items() if k not in ("change_type", "value", "user_map_value")})
-        rows = list({which(row): row for row in rows}.values())
-    return sorted(repr(row) for row in rows)
+    return sorted(repr(row.asDict(recursive=True)) for row in reader.load(checkpoint).collect())
 
 
 def test_each_api_served_by_ttlstate_as_on_rocksdb(spark: SparkSession) -> None:
@@ -91,11 +85,13 @@ def test_each_api_served_by_ttlstate_as_on_rocksdb(spark: SparkSession) -> None:
         assert any(ours.checkpoint in w and "do not apply to the transformWithState operators" in w
                    for w in warnings(spark)), name
     assert read_counts(spark, ours.checkpoint) == FINAL_COUNTS  # the state data source, on ttlstate's store
-    # The change feed of a ValueState, as Spark's RocksDB provider gives it; a ListState's is refused.
+    # The change feed of a ValueState and a ListState (each append: appendList of 3 and 5 is
+    # two rows), as Spark's RocksDB provider gives it.
     feed = _change_feed(spark, ours.checkpoint, "count")
     assert feed == _change_feed(spark, theirs.checkpoint, "count") and len(feed) == 5, feed
-    with pytest.raises(Exception, match="the change feed of ListState 'values' \\(not yet\\)"):
-        _change_feed(spark, ours.checkpoint, "values")
+    feed = _change_feed(spark, ours.checkpoint, "values")
+    assert feed == _change_feed(spark, theirs.checkpoint, "values") and len(feed) == 6, feed
+    assert all("'change_type': 'append'" in row for row in feed)
 
 
 def test_state_kinds_ttl_and_processing_time_timers(spark: SparkSession) -> None:
@@ -131,13 +127,15 @@ def test_event_time_timers_and_initial_state(spark: SparkSession) -> None:
     assert _rows(ours) == _rows(theirs)
     fired = sorted(r[0] for r in _rows(ours) if r[1].startswith("timer"))
     assert fired == ["a", "a", "b", "c"] and ("a", "in", 11, "1:1") in _rows(ours)  # initial count 10
-    # The change feed of a ValueState and a MapState: each key's last write in each batch, as on
-    # Spark's provider (the initial state's put and the first batch's update of "a" are one
-    # change here). Spark's state data source fails on its own provider's timers' change feed
+    # The change feed of a ValueState and a MapState, every write as on Spark's provider: the
+    # initial state's put of "a" and the first batch's update of it are two changes of batch 0.
+    # Spark's state data source fails on its own provider's timers' change feed
     # (`readRegisteredTimers`: a ClassCastException in 4.3), so timers are not compared.
     for var in ("count", "values"):
         feed = _change_feed(spark, ours.checkpoint, var)
-        assert feed and feed == _change_feed(spark, theirs.checkpoint, var, last_writes=True), var
+        assert feed and feed == _change_feed(spark, theirs.checkpoint, var), var
+    assert sum("'batch_id': 0, 'change_type': 'update', 'key': {'value': 'a'}" in row
+               for row in _change_feed(spark, ours.checkpoint, "count")) == 2
 
 
 FORMAT_KEY = "spark.sql.streaming.stateStore.checkpointFormatVersion"
@@ -181,8 +179,12 @@ def test_snapshots_of_both_layouts_and_formats_rebuild_the_families_and_a_damage
         run.step(MORE)
     finally:
         run.stop()
-    theirs = run_steps(spark, ROCKSDB, counts, SCHEMAS, [*STEPS, MORE], output_mode="update")
+    theirs = run_steps(spark, ROCKSDB, counts, SCHEMAS, [*STEPS, MORE], output_mode="update",
+                       confs=CHANGELOG_ON)
     assert run.outputs == theirs.outputs and run.outputs[len(STEPS)] == [("a", 4, "1,3,5,7"), ("d", 1, "8")]
+    # The ListState's change feed, from the changelogs of either checkpoint format.
+    feed = _change_feed(spark, run.checkpoint, "values")
+    assert feed == _change_feed(spark, theirs.checkpoint, "values") and len(feed) == 8, feed
     operators = run.progress_by_batch[len(STEPS)]["stateOperators"]
     repaired = sum(int(op["customMetrics"].get(M.SNAPSHOTS_AUTO_REPAIRED.name, 0)) for op in operators)
     assert repaired == len(stores)

@@ -4,9 +4,10 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
 
     magic     8 bytes   b"TTLSTATE"
     kind      1 byte    b"C" (changelog) or b"S" (snapshot)
-    format    u16 BE    FORMAT_VERSION (1), or SST_MANIFEST_FORMAT (2): a snapshot whose
-                        records name SST files (see sst_manifest.py); a ttlstate that reads
-                        only format 1 refuses such a file instead of loading an empty state
+    format    u16 BE    FORMAT_VERSION (1); SST_MANIFEST_FORMAT (2): a snapshot whose
+                        records name SST files (see sst_manifest.py); APPENDS_FORMAT (3): a
+                        changelog that holds appends. A ttlstate that does not read a format
+                        refuses the file ("has format version 3") instead of misreading it
     hdr_len   u32 BE    then hdr_len bytes of UTF-8 JSON:
                         {"store": id, "version": v, "batchTimeMs": t or null,
                          "ttlMs": ttl or null, "codec": "zstd", "query": id or null,
@@ -28,12 +29,19 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
                         keys they do not know, so a key may be added without a format
                         change)
     body      zstd frame of records; a record is
-                        op u8 (1 put, 2 delete) | key_len u32 BE | key
-                        | (put only) value_len u32 BE | value
+                        op u8 (1 put, 2 delete, 3 append) | key_len u32 BE | key
+                        | (put, append) value_len u32 BE | value
+                        (value: a TtlValue. An append's holds the appended user bytes: the
+                        key's value becomes its value's user bytes (none: empty) followed by
+                        them, stamped with the append's timestamp)
     footer    b"TTLS-END" | record_count u64 BE | body_len u64 BE
               | crc32 u32 BE of every byte before the crc itself
 
-Snapshots hold puts only, sorted by key. A file is verified whole (size, footer, checksum)
+Snapshots hold puts only, sorted by key. A changelog holds a batch's writes: each key once
+(the store's last write of it), or, for a store with column families (transformWithState's),
+every put, delete and append in the order they were made, a key possibly several times, as
+Spark's RocksDB provider logs them (its change feed reports each). A replay folds a key's
+records in file order (`fold`). A file is verified whole (size, footer, checksum)
 before a single record is applied, so a truncated or corrupt file never loads partially.
 """
 
@@ -43,21 +51,33 @@ import json
 import os
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import zstandard
 
+from ttlstate.checkpoint.record_format import (  # noqa: F401  (re-exported: the layout's numbers)
+    APPENDS_FORMAT,
+    FORMAT_VERSION,
+    OP_APPEND,
+    OP_DELETE,
+    OP_PUT,
+    SST_MANIFEST_FORMAT,
+)
+from ttlstate.ttl.ttl_value import TIMESTAMP_SIZE
+
 MAGIC = b"TTLSTATE"
 FOOTER_MAGIC = b"TTLS-END"
-FORMAT_VERSION = 1
-SST_MANIFEST_FORMAT = 2
-READABLE_FORMATS = (FORMAT_VERSION, SST_MANIFEST_FORMAT)
+READABLE_FORMATS = (FORMAT_VERSION, SST_MANIFEST_FORMAT, APPENDS_FORMAT)
 KIND_CHANGELOG = b"C"
 KIND_SNAPSHOT = b"S"
-OP_PUT = 1
-OP_DELETE = 2
+
+
+# A record as most readers take it: (key, value) a put, (key, None) a delete.
+Record = tuple[bytes, bytes | None]
+# A record with its op: (OP_PUT, key, value), (OP_DELETE, key, None), (OP_APPEND, key, value).
+Operation = tuple[int, bytes, bytes | None]
 
 _PREFIX = struct.Struct(">8scHI")
 _FOOTER = struct.Struct(">8sQQI")
@@ -129,7 +149,7 @@ class _CrcWriter:
 
 def write_record_file(path: str, kind: bytes, store_id: str, version: int,
                       batch_time_ms: int | None,
-                      records: Iterable[tuple[bytes, bytes | None]], ttl_ms: int | None = None,
+                      records: Iterable[Record], ttl_ms: int | None = None,
                       query_id: str | None = None, **lineage: Any) -> int:
     """Write records ((key, value) puts, (key, None) deletes); returns the record count.
     `lineage`: the optional header keys of `header_json` (parent, state, settings)."""
@@ -138,8 +158,21 @@ def write_record_file(path: str, kind: bytes, store_id: str, version: int,
 
 
 def write_records(path: str, kind: bytes, header: bytes,
-                  records: Iterable[tuple[bytes, bytes | None]], fmt: int = FORMAT_VERSION) -> int:
+                  records: Iterable[Record], fmt: int = FORMAT_VERSION) -> int:
     """`write_record_file` with the header's JSON already made (`header_json`)."""
+    return _write(path, kind, header, fmt,
+                  ((OP_PUT, k, v) if v is not None else (OP_DELETE, k, None) for k, v in records))
+
+
+def write_operations(path: str, kind: bytes, header: bytes, operations: Sequence[Operation]) -> int:
+    """A changelog of operations in the order made (a store with column families); of format
+    APPENDS_FORMAT when one is an append (a ttlstate without appends refuses the file), else of
+    FORMAT_VERSION, which any ttlstate reads."""
+    fmt = APPENDS_FORMAT if any(op == OP_APPEND for op, _, _ in operations) else FORMAT_VERSION
+    return _write(path, kind, header, fmt, iter(operations))
+
+
+def _write(path: str, kind: bytes, header: bytes, fmt: int, operations: Iterator[Operation]) -> int:
     count = 0
     with open(path, "wb") as raw:
         out = _CrcWriter(raw)
@@ -148,12 +181,11 @@ def write_records(path: str, kind: bytes, header: bytes,
         comp = zstandard.ZstdCompressor(level=3).compressobj()
         buf: list[bytes] = []
         buffered = 0
-        for key, value in records:
+        for op, key, value in operations:
             if value is None:
-                rec = b"".join((bytes((OP_DELETE,)), _U32.pack(len(key)), key))
+                rec = b"".join((bytes((op,)), _U32.pack(len(key)), key))
             else:
-                rec = b"".join((bytes((OP_PUT,)), _U32.pack(len(key)), key,
-                                _U32.pack(len(value)), value))
+                rec = b"".join((bytes((op,)), _U32.pack(len(key)), key, _U32.pack(len(value)), value))
             buf.append(rec)
             buffered += len(rec)
             count += 1
@@ -168,6 +200,27 @@ def write_records(path: str, kind: bytes, header: bytes,
         raw.flush()
         os.fsync(raw.fileno())
     return count
+
+
+def apply_append(base: bytes | None, appended: bytes) -> bytes:
+    """The TtlValue an append record (`appended`: a TtlValue of the appended user bytes) leaves
+    on a key whose TtlValue was `base` (None: absent): base's user bytes, then the appended
+    ones, stamped with the append's time."""
+    return appended[:TIMESTAMP_SIZE] + (base[TIMESTAMP_SIZE:] if base is not None else b"") + \
+        appended[TIMESTAMP_SIZE:]
+
+
+def fold(operations: Iterable[Operation], before: Mapping[bytes, bytes | None]) -> dict[bytes, bytes | None]:
+    """What applying `operations` in order leaves of each key they name (None: deleted), each
+    append onto the key's value so far (`before`: the values before the first, for every key)."""
+    final: dict[bytes, bytes | None] = {}
+    for op, key, value in operations:
+        if op == OP_APPEND:
+            assert value is not None
+            final[key] = apply_append(final[key] if key in final else before[key], value)
+        else:
+            final[key] = value
+    return final
 
 
 def header_json(store_id: str, version: int, batch_time_ms: int | None, ttl_ms: int | None,
@@ -194,9 +247,11 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
         magic, kind, fmt, hdr_len = _PREFIX.unpack(f.read(_PREFIX.size))
         if magic != MAGIC:
             raise RecordFileError("is not a ttlstate checkpoint file (bad magic)")
-        if fmt not in READABLE_FORMATS or (fmt == SST_MANIFEST_FORMAT and kind != KIND_SNAPSHOT):
+        if fmt not in READABLE_FORMATS or (fmt == SST_MANIFEST_FORMAT and kind != KIND_SNAPSHOT) or \
+                (fmt == APPENDS_FORMAT and kind != KIND_CHANGELOG):
             raise RecordFileError(f"has format version {fmt}; this ttlstate reads "
-                                  f"{', '.join(map(str, READABLE_FORMATS))} (2: snapshots only)")
+                                  f"{', '.join(map(str, READABLE_FORMATS))} (2: snapshots only, "
+                                  "3: changelogs only)")
         if kind != expected_kind:
             raise RecordFileError(f"has kind {kind!r}, expected {expected_kind!r}")
         f.seek(size - _FOOTER.size)
@@ -307,8 +362,18 @@ def _optional_int(meta: dict[str, object], key: str) -> int | None:
     return None if value is None else int(value)  # type: ignore[call-overload]
 
 
-def read_records(path: str, header: RecordFileHeader) -> Iterator[tuple[bytes, bytes | None]]:
-    """Records of a file that `verify_record_file` accepted, in file order."""
+def read_records(path: str, header: RecordFileHeader) -> Iterator[Record]:
+    """Records of a file that `verify_record_file` accepted, in file order: a file of puts and
+    deletes (a snapshot, a changelog without appends). An append is refused as corrupt: a file
+    that may hold appends (a changelog) is read with `read_operations`."""
+    for op, key, value in read_operations(path, header):
+        if op == OP_APPEND:
+            raise RecordFileError("is corrupt (an append record in a file of puts and deletes)")
+        yield key, value
+
+
+def read_operations(path: str, header: RecordFileHeader) -> Iterator[Operation]:
+    """The records of a file that `verify_record_file` accepted with their ops, in file order."""
     with open(path, "rb") as f:
         hdr_len = _PREFIX.unpack(f.read(_PREFIX.size))[3]
         size = os.fstat(f.fileno()).st_size
@@ -318,6 +383,7 @@ def read_records(path: str, header: RecordFileHeader) -> Iterator[tuple[bytes, b
         pending = b""
         pos = 0
         seen = 0
+        appends = header.format == APPENDS_FORMAT
         while True:
             if body_remaining:
                 chunk = f.read(min(_CHUNK, body_remaining))
@@ -326,12 +392,12 @@ def read_records(path: str, header: RecordFileHeader) -> Iterator[tuple[bytes, b
                 pos = 0
             # Parse every complete record in `pending`.
             while True:
-                rec = _parse_one(pending, pos)
+                rec = _parse_one(pending, pos, appends)
                 if rec is None:
                     break
-                pos, key, value = rec
+                pos, op, key, value = rec
                 seen += 1
-                yield key, value
+                yield op, key, value
             if not body_remaining:
                 break
         if pos != len(pending) or seen != header.record_count:
@@ -339,7 +405,7 @@ def read_records(path: str, header: RecordFileHeader) -> Iterator[tuple[bytes, b
                                   f"{header.record_count})")
 
 
-def _parse_one(buf: bytes, pos: int) -> tuple[int, bytes, bytes | None] | None:
+def _parse_one(buf: bytes, pos: int, appends: bool) -> tuple[int, int, bytes, bytes | None] | None:
     if pos + 5 > len(buf):
         return None
     op = buf[pos]
@@ -348,8 +414,8 @@ def _parse_one(buf: bytes, pos: int) -> tuple[int, bytes, bytes | None] | None:
     if op == OP_DELETE:
         if kend > len(buf):
             return None
-        return kend, buf[pos + 5:kend], None
-    if op != OP_PUT:
+        return kend, op, buf[pos + 5:kend], None
+    if op != OP_PUT and not (op == OP_APPEND and appends):
         raise RecordFileError(f"is corrupt (unknown record op {op})")
     if kend + 4 > len(buf):
         return None
@@ -357,4 +423,6 @@ def _parse_one(buf: bytes, pos: int) -> tuple[int, bytes, bytes | None] | None:
     vend = kend + 4 + vlen
     if vend > len(buf):
         return None
-    return vend, buf[pos + 5:kend], buf[kend + 4:vend]
+    if op == OP_APPEND and vlen < TIMESTAMP_SIZE:
+        raise RecordFileError(f"is corrupt (an append of {vlen} bytes, without a timestamp)")
+    return vend, op, buf[pos + 5:kend], buf[kend + 4:vend]

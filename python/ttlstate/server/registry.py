@@ -79,7 +79,8 @@ class Registry:
             provider = StoreProvider(store_id, local, location, config,
                                      query_id=str(query) if query else None,
                                      checkpoint_ids=bool(info.get("checkpointIds", False)),
-                                     reader=bool(info.get("stateReader", False)))
+                                     reader=bool(info.get("stateReader", False)),
+                                     column_families=info.get("columnFamilies") is True)
             self._by_key[key] = handle
             self._open[handle] = OpenStore(key, provider, local)
             return handle

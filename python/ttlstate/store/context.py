@@ -30,6 +30,9 @@ class StoreContext:
     checkpoint_ids: bool
     # Serves the state data source (no streaming query): a version reads as the query saw it.
     reader: bool
+    # A store with column families (transformWithState's): its changelogs log every put, delete
+    # and append in the order made, as Spark's RocksDB provider's do (its change feed shows each).
+    column_families: bool = False
     # The store's lock: held by every public call of the provider, re-entrant.
     lock: threading.RLock = field(default_factory=threading.RLock)
     # Metric counters accumulated since the last report (store/metric_names.py names them).

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import VersionNotFound
 from ttlstate.checkpoint.location import CheckpointLocation
+from ttlstate.checkpoint.record_file import Operation
 from ttlstate.config.store_config import StoreConfig
 from ttlstate.engine.base import Engine
 from ttlstate.errors import StoreStateError
@@ -49,13 +50,15 @@ log = logging.getLogger(__name__)
 class StoreProvider:
     def __init__(self, store_id: str, local_dir: str, checkpoint: CheckpointLocation,
                  config: StoreConfig, clock: Clock | None = None, query_id: str | None = None,
-                 checkpoint_ids: bool = False, reader: bool = False) -> None:
+                 checkpoint_ids: bool = False, reader: bool = False,
+                 column_families: bool = False) -> None:
         self.store_id = store_id
         self.query_id = query_id
         self.checkpoint = checkpoint
         self.files = StoreFiles(store_id, query_id, checkpoint, os.path.join(local_dir, "staging"))
         self.sst = SstSnapshots(self.files)
-        ctx = StoreContext(store_id, query_id, config, self.files, self.sst, checkpoint_ids, reader)
+        ctx = StoreContext(store_id, query_id, config, self.files, self.sst, checkpoint_ids, reader,
+                           column_families)
         self._ctx = ctx
         self._db = LocalDb(ctx, os.path.join(local_dir, "db"))
         self._timeline = Timeline()
@@ -174,7 +177,7 @@ class StoreProvider:
             db.stamp += 1
             version_ctx = VersionContext(self.store_id, ctx.config.ttl, lambda: db.engine,
                                          lambda: db.stamp, self._committer.commit,
-                                         self._metrics.for_version)
+                                         self._metrics.for_version, ctx.column_families)
             return db.plane.begin(version_ctx, db.engine, version, now, not read_only, db.stamp)
 
     def _open_empty(self, version: int) -> None:
@@ -243,9 +246,9 @@ class StoreProvider:
         return retention.clean_up(self._ctx, self._db, self._timeline, min_versions_to_retain)
 
     def changelog_records(self, version: int, end: tuple[int, str] | None = None, family: str | None = None
-                          ) -> Iterator[tuple[bytes, bytes | None]]:
-        """The records of the changelog of `version` (the state data source's change feed),
-        those of the column family `family` only when one is named."""
+                          ) -> Iterator[Operation]:
+        """The records of the changelog of `version` with their ops (the state data source's
+        change feed), those of the column family `family` only when one is named."""
         return change_feed.changelog_records(self._ctx, version, end, family)
 
     # -- metrics ------------------------------------------------------------------------------

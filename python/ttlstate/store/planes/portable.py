@@ -21,9 +21,17 @@ from collections.abc import Callable, Iterable, Iterator
 from ttlstate.checkpoint.record_file import (
     KIND_CHANGELOG,
     KIND_SNAPSHOT,
+    OP_APPEND,
+    OP_DELETE,
+    OP_PUT,
+    Operation,
+    Record,
     RecordFileError,
     RecordFileHeader,
+    fold,
+    read_operations,
     read_records,
+    write_operations,
     write_records,
 )
 from ttlstate.config.store_config import TtlConfig
@@ -79,7 +87,7 @@ class PortablePlane(DataPlane):
 
     def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
                          collecting: KeyHashes | None, count_keys: bool = True) -> int:
-        return apply_counted(engine, list(read_records(local_path, header)))
+        return replay_counted(engine, list(read_operations(local_path, header)))
 
     def snapshot_view(self, engine: Engine, ttl: TtlConfig) -> _LockedView:
         return _LockedView(engine, self._lock)
@@ -88,13 +96,27 @@ class PortablePlane(DataPlane):
         return None  # versions check the store's stamp, which closing moves on
 
 
-def apply_counted(engine: Engine, records: list[tuple[bytes, bytes | None]]) -> int:
+def apply_counted(engine: Engine, records: list[Record]) -> int:
     """Write records to the engine; returns the change in the number of keys."""
     keys = [k for k, _ in records]
     before = dict(zip(keys, engine.multi_get(keys), strict=True))
     final: dict[bytes, bytes | None] = {}
     for k, v in records:
         final[k] = v
+    return _write_counted(engine, before, final, records)
+
+
+def replay_counted(engine: Engine, operations: list[Operation]) -> int:
+    """Apply a changelog's operations to the engine, each key's folded in order (an append onto
+    the key's value so far); returns the change in the number of keys."""
+    keys = list(dict.fromkeys(k for _, k, _ in operations))
+    before = dict(zip(keys, engine.multi_get(keys), strict=True))
+    final = fold(operations, before)
+    return _write_counted(engine, before, final, list(final.items()))
+
+
+def _write_counted(engine: Engine, before: dict[bytes, bytes | None], final: dict[bytes, bytes | None],
+                   records: list[Record]) -> int:
     delta = 0
     for k, v in final.items():
         existed = before[k] is not None
@@ -169,6 +191,8 @@ class PortableVersion:
         self._stamp = stamp
         self._pending: dict[bytes, bytes | None] = {}
         self._pending_bytes = 0
+        # Every write in order, when the changelog logs operations (a store with column families).
+        self._log: list[Operation] | None = [] if ctx.log_operations else None
         self._state = "open"
         self.expired_on_read = 0
         self.removed_incremental = 0
@@ -210,6 +234,7 @@ class PortableVersion:
         """Drop uncommitted writes. Idempotent; a no-op after commit or on a superseded handle."""
         if self._state == "open":
             self._pending.clear()
+            self._log = None if self._log is None else []
             self._state = "aborted"
 
     def release(self) -> None:
@@ -223,9 +248,12 @@ class PortableVersion:
         return self._pending
 
     # -- writes ----------------------------------------------------------------------------
-    def _write(self, key: bytes, stored: bytes | None) -> None:
+    def _write(self, key: bytes, stored: bytes | None, logged: Operation | None = None) -> None:
+        """`logged`: what the operation log records instead of this put (an append)."""
         self._pending[key] = stored
         self._pending_bytes += len(key) + (len(stored) if stored is not None else 0)
+        if self._log is not None:
+            self._log.append(logged or ((OP_DELETE, key, None) if stored is None else (OP_PUT, key, stored)))
 
     def put(self, key: bytes, value: bytes) -> None:
         self._check_writable()
@@ -234,6 +262,26 @@ class PortableVersion:
         if self._per_record_cleanup:
             self.incremental_step()
         self._write(bytes(key), ttl_value.encode(self.now_ms, bytes(value)))
+
+    def append(self, key: bytes, more: bytes) -> None:
+        key, more = bytes(key), bytes(more)
+        current = self.get(key)
+        self._check_writable()
+        if self._per_record_cleanup:
+            self.incremental_step()
+        stored = ttl_value.encode(self.now_ms, (current or b"") + more)
+        logged = (OP_APPEND, key, ttl_value.encode(self.now_ms, more)) \
+            if self._log is not None and self._replay_finds(key, current) else None
+        self._write(key, stored, logged)
+
+    def _replay_finds(self, key: bytes, current: bytes | None) -> bool:
+        """Whether a replay of the operation log finds `current` (None: empty) as the key's value:
+        it reads the key's last logged put or delete, else the committed DB (with TTL, the live
+        DB may have dropped an expired entry a replay finds: only a whole value is safe then)."""
+        if key not in self._pending:
+            return self._ttl_ms is None
+        raw = self._pending[key]
+        return (b"" if raw is None else raw[ttl_value.TIMESTAMP_SIZE:]) == (current or b"")
 
     def put_entry(self, key: bytes, stored: bytes) -> None:
         self._check_writable()
@@ -376,7 +424,10 @@ class PortableVersion:
             self._plane.cursor = last + b"\x00"
 
     def write_changelog(self, path: str, header: bytes) -> None:
-        write_records(path, KIND_CHANGELOG, header, list(self._pending.items()))
+        if self._log is not None:
+            write_operations(path, KIND_CHANGELOG, header, self._log)
+        else:
+            write_records(path, KIND_CHANGELOG, header, list(self._pending.items()))
 
     def start_apply(self, sst_path: str) -> _DeferredApply:
         records = list(self._pending.items())

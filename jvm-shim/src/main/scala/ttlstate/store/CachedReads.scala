@@ -133,8 +133,9 @@ final class CachedReads(version: Long, rules: TtlRules, clock: VersionClock, hin
    *  one, would answer later reads wrongly). */
   def appendable(k: KeyBytes): Boolean = known.find(k) < 0
 
-  /** After the server appended to `k`: the filter learns the key (the record and the cache hold
-   *  nothing of it, so later reads ask the server). */
+  /** After the server appended to `k`: the filter learns the key (when the record and the cache
+   *  hold nothing of it, later reads ask the server; a task that knew the value says what it
+   *  became with `wrote`). */
   def appended(k: KeyBytes): Unit = if (keyFilter != null) keyFilter.add(k)
 
   /** After the server removed every key starting with `prefix` (a column family's): the record
