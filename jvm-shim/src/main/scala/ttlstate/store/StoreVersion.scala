@@ -253,14 +253,14 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
     val known = reads.read(keyOf(row, codec))
     val base = if ((known eq CachedReads.Ask) && !reads.appendable(key)) getBytes(row, codec) else known
     scans.beforeWrite()
-    channel.queue(Protocol.WRITE_APPEND, keyOf(row, codec), bytes)
-    reads.appended(key)
+    val kind = reads.putKind(keyOf(row, codec)) // as a put of the key is remembered; the filter learns it
+    channel.queue(Protocol.WRITE_APPEND, key, bytes)
     if (base eq CachedReads.Ask) {
       if (mirrors != null && mirrors.active) mirrors.append(key.toArray, bytes)
     } else {
       val whole = if (base == null) bytes else base ++ bytes
       if (mirrors != null && mirrors.active) mirrors.put(key.toArray, whole)
-      reads.wrote(key, whole, Protocol.WRITE_PUT)
+      reads.wrote(key, whole, kind)
     }
   }
 
