@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ttlstate.checkpoint.changelog_fold import fold
 from ttlstate.checkpoint.record_file import (
     KIND_CHANGELOG,
     KIND_SNAPSHOT,
@@ -22,7 +23,6 @@ from ttlstate.checkpoint.record_file import (
     OP_DELETE,
     OP_PUT,
     Operation,
-    fold,
     header_json,
     write_operations,
     write_record_file,

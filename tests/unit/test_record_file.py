@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ttlstate.checkpoint import record_file
+from ttlstate.checkpoint.changelog_fold import fold
 from ttlstate.checkpoint.record_file import (
     APPENDS_FORMAT,
     FORMAT_VERSION,
@@ -22,7 +23,6 @@ from ttlstate.checkpoint.record_file import (
     OP_PUT,
     Operation,
     RecordFileError,
-    fold,
     header_json,
     read_operations,
     read_records,

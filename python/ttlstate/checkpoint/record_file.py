@@ -31,18 +31,15 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
     body      zstd frame of records; a record is
                         op u8 (1 put, 2 delete, 3 append) | key_len u32 BE | key
                         | (put, append) value_len u32 BE | value
-                        (value: a TtlValue. An append's holds the appended user bytes: the
-                        key's value becomes its value's user bytes (none: empty) followed by
-                        them, stamped with the append's timestamp)
+                        (value: a TtlValue; an append's: of the user bytes it appends)
     footer    b"TTLS-END" | record_count u64 BE | body_len u64 BE
               | crc32 u32 BE of every byte before the crc itself
 
-Snapshots hold puts only, sorted by key. A changelog holds a batch's writes: each key once
-(the store's last write of it), or, for a store with column families (transformWithState's),
-every put, delete and append in the order they were made, a key possibly several times, as
-Spark's RocksDB provider logs them (its change feed reports each). A replay folds a key's
-records in file order (`fold`). A file is verified whole (size, footer, checksum)
-before a single record is applied, so a truncated or corrupt file never loads partially.
+Snapshots hold puts only, sorted by key. A changelog holds each written key once, or (a store
+with column families) every put, delete and append in the order made, as Spark's RocksDB
+provider logs them; a replay folds a key's records in order (changelog_fold.py). A file is
+verified whole (size, footer, checksum) before a single record is applied, so a truncated or
+corrupt file never loads partially.
 """
 
 from __future__ import annotations
@@ -51,7 +48,7 @@ import json
 import os
 import struct
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -72,7 +69,6 @@ FOOTER_MAGIC = b"TTLS-END"
 READABLE_FORMATS = (FORMAT_VERSION, SST_MANIFEST_FORMAT, APPENDS_FORMAT)
 KIND_CHANGELOG = b"C"
 KIND_SNAPSHOT = b"S"
-
 
 # A record as most readers take it: (key, value) a put, (key, None) a delete.
 Record = tuple[bytes, bytes | None]
@@ -165,9 +161,8 @@ def write_records(path: str, kind: bytes, header: bytes,
 
 
 def write_operations(path: str, kind: bytes, header: bytes, operations: Sequence[Operation]) -> int:
-    """A changelog of operations in the order made (a store with column families); of format
-    APPENDS_FORMAT when one is an append (a ttlstate without appends refuses the file), else of
-    FORMAT_VERSION, which any ttlstate reads."""
+    """A changelog of operations in order: of APPENDS_FORMAT when one is an append (a ttlstate
+    without appends refuses it), else of FORMAT_VERSION, which any ttlstate reads."""
     fmt = APPENDS_FORMAT if any(op == OP_APPEND for op, _, _ in operations) else FORMAT_VERSION
     return _write(path, kind, header, fmt, iter(operations))
 
@@ -200,27 +195,6 @@ def _write(path: str, kind: bytes, header: bytes, fmt: int, operations: Iterator
         raw.flush()
         os.fsync(raw.fileno())
     return count
-
-
-def apply_append(base: bytes | None, appended: bytes) -> bytes:
-    """The TtlValue an append record (`appended`: a TtlValue of the appended user bytes) leaves
-    on a key whose TtlValue was `base` (None: absent): base's user bytes, then the appended
-    ones, stamped with the append's time."""
-    return appended[:TIMESTAMP_SIZE] + (base[TIMESTAMP_SIZE:] if base is not None else b"") + \
-        appended[TIMESTAMP_SIZE:]
-
-
-def fold(operations: Iterable[Operation], before: Mapping[bytes, bytes | None]) -> dict[bytes, bytes | None]:
-    """What applying `operations` in order leaves of each key they name (None: deleted), each
-    append onto the key's value so far (`before`: the values before the first, for every key)."""
-    final: dict[bytes, bytes | None] = {}
-    for op, key, value in operations:
-        if op == OP_APPEND:
-            assert value is not None
-            final[key] = apply_append(final[key] if key in final else before[key], value)
-        else:
-            final[key] = value
-    return final
 
 
 def header_json(store_id: str, version: int, batch_time_ms: int | None, ttl_ms: int | None,
@@ -363,9 +337,8 @@ def _optional_int(meta: dict[str, object], key: str) -> int | None:
 
 
 def read_records(path: str, header: RecordFileHeader) -> Iterator[Record]:
-    """Records of a file that `verify_record_file` accepted, in file order: a file of puts and
-    deletes (a snapshot, a changelog without appends). An append is refused as corrupt: a file
-    that may hold appends (a changelog) is read with `read_operations`."""
+    """Records of a file of puts and deletes that `verify_record_file` accepted, in file order; an
+    append is refused as corrupt (a changelog, which may hold some, is read by `read_operations`)."""
     for op, key, value in read_operations(path, header):
         if op == OP_APPEND:
             raise RecordFileError("is corrupt (an append record in a file of puts and deletes)")
@@ -421,8 +394,6 @@ def _parse_one(buf: bytes, pos: int, appends: bool) -> tuple[int, int, bytes, by
         return None
     (vlen,) = _U32.unpack_from(buf, kend)
     vend = kend + 4 + vlen
-    if vend > len(buf):
-        return None
     if op == OP_APPEND and vlen < TIMESTAMP_SIZE:
         raise RecordFileError(f"is corrupt (an append of {vlen} bytes, without a timestamp)")
-    return vend, op, buf[pos + 5:kend], buf[kend + 4:vend]
+    return None if vend > len(buf) else (vend, op, buf[pos + 5:kend], buf[kend + 4:vend])

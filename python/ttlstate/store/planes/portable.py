@@ -25,10 +25,8 @@ from ttlstate.checkpoint.record_file import (
     OP_DELETE,
     OP_PUT,
     Operation,
-    Record,
     RecordFileError,
     RecordFileHeader,
-    fold,
     read_operations,
     read_records,
     write_operations,
@@ -46,6 +44,7 @@ from ttlstate.store.planes.base import (
     VersionContext,
     prefix_upper_bound,
 )
+from ttlstate.store.planes.portable_apply import DeferredApply, apply_counted, replay_counted
 from ttlstate.ttl import ttl_value
 from ttlstate.ttl.expiry import is_expired
 
@@ -96,38 +95,6 @@ class PortablePlane(DataPlane):
         return None  # versions check the store's stamp, which closing moves on
 
 
-def apply_counted(engine: Engine, records: list[Record]) -> int:
-    """Write records to the engine; returns the change in the number of keys."""
-    keys = [k for k, _ in records]
-    before = dict(zip(keys, engine.multi_get(keys), strict=True))
-    final: dict[bytes, bytes | None] = {}
-    for k, v in records:
-        final[k] = v
-    return _write_counted(engine, before, final, records)
-
-
-def replay_counted(engine: Engine, operations: list[Operation]) -> int:
-    """Apply a changelog's operations to the engine, each key's folded in order (an append onto
-    the key's value so far); returns the change in the number of keys."""
-    keys = list(dict.fromkeys(k for _, k, _ in operations))
-    before = dict(zip(keys, engine.multi_get(keys), strict=True))
-    final = fold(operations, before)
-    return _write_counted(engine, before, final, list(final.items()))
-
-
-def _write_counted(engine: Engine, before: dict[bytes, bytes | None], final: dict[bytes, bytes | None],
-                   records: list[Record]) -> int:
-    delta = 0
-    for k, v in final.items():
-        existed = before[k] is not None
-        if v is None and existed:
-            delta -= 1
-        elif v is not None and not existed:
-            delta += 1
-    engine.write(records)
-    return delta
-
-
 class _LockedView:
     """The engine's entries as they are while it is open: the engine pins no views, so the view
     holds the store's (re-entrant) lock from its creation, under the store's lock, to its
@@ -156,28 +123,6 @@ class _LockedView:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-
-
-class _DeferredApply:
-    """The portable commit applies its batch after the changelog is published, on the
-    committing thread."""
-
-    def __init__(self, apply: Callable[[], int]) -> None:
-        self._apply = apply
-        self._started = False
-
-    def result(self) -> int:
-        self._started = True
-        return self._apply()
-
-    def known_delta(self) -> int | None:
-        return None  # applied on the committing thread: the commit waits for it anyway
-
-    def detach(self) -> None:
-        raise AssertionError("a portable commit never returns before its apply")
-
-    def abandon(self) -> bool:
-        return self._started
 
 
 class PortableVersion:
@@ -429,9 +374,9 @@ class PortableVersion:
         else:
             write_records(path, KIND_CHANGELOG, header, list(self._pending.items()))
 
-    def start_apply(self, sst_path: str) -> _DeferredApply:
+    def start_apply(self, sst_path: str) -> DeferredApply:
         records = list(self._pending.items())
-        return _DeferredApply(lambda: apply_counted(self._ctx.engine(), records))
+        return DeferredApply(lambda: apply_counted(self._ctx.engine(), records))
 
     # -- metrics ---------------------------------------------------------------------------
     def metrics(self) -> StoreMetrics:
