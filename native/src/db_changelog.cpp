@@ -48,7 +48,9 @@ std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, Key
 int64_t Db::ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::string& sst_path,
                             size_t ingest_min_keys, bool count_keys) {
   auto& recs = *records;
-  if (std::any_of(recs.begin(), recs.end(), [](const ChangelogRecord& r) { return r.append; })) FoldAppends(records);
+  if (std::any_of(recs.begin(), recs.end(), [](const ChangelogRecord& r) { return r.append; })) {
+    FoldAppends(records);  // a later record of a key then wins below, as without appends
+  }
   const std::vector<uint32_t> newest = LastOfEachKey(recs.size(), [&](size_t i) { return std::string_view(recs[i].key); });
   std::vector<const ChangelogRecord*> last;  // the last record of each key, in key order
   last.reserve(newest.size());
@@ -92,7 +94,8 @@ void Db::FoldAppends(std::vector<ChangelogRecord>* records) {
   for (const ChangeRecord& f : folded) {
     if (f.op == kRecordAppend) {
       const auto& b = base[j++];
-      out.push_back({std::string(f.key), ApplyAppend(b ? std::optional<std::string_view>(*b) : std::nullopt, f.value), true});
+      const auto value = ApplyAppend(b ? std::optional<std::string_view>(*b) : std::nullopt, f.value);
+      out.push_back({std::string(f.key), value, true});
     } else {
       out.push_back({std::string(f.key), std::string(f.value), f.op == kRecordPut});
     }

@@ -264,8 +264,11 @@ void Txn::Append(std::string_view key, std::string_view more) {
   std::string value = current.value_or(std::string());
   value.append(more.data(), more.size());
   const std::string_view stored = arena_.CopyTtlValue(now_, value);
-  if (log_operations_ && ReplayFinds(key, current)) WritePending(key, Op::kPut, stored, stored.substr(stored.size() - more.size()));
-  else WritePending(key, Op::kPut, stored);
+  if (log_operations_ && ReplayFinds(key, current)) {
+    WritePending(key, Op::kPut, stored, stored.substr(stored.size() - more.size()));  // logs `more` appended
+  } else {
+    WritePending(key, Op::kPut, stored);
+  }
 }
 
 bool Txn::ReplayFinds(std::string_view key, const std::optional<std::string>& current) const {
