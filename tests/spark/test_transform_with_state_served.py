@@ -8,8 +8,8 @@ of Spark 4.3 (Scala, `transformWithStateInPandas`, row-based `transformWithState
 ValueState, ListState and MapState with and without `TTLConfig` (a 1 ms TTL expires at any later
 batch), processing-time timers, event-time timers and an initial state; the state data source
 reads a served store, and its change feed of a ValueState, a ListState and a MapState is Spark's,
-every write of a batch (a value updated twice in one, a ListState's appends), on both checkpoint
-formats."""
+every write of a batch (a value updated twice in one, a ListState's appends), on checkpoint
+format 1 (format 2's is not yet served)."""
 
 from __future__ import annotations
 
