@@ -432,15 +432,20 @@ ttl_status ttl_txn_write_changelog(ttl_txn* t, const char* path, const char* hea
   return Guard([&] { *records = t->txn->WriteChangelog(path, header_json); });
 }
 
-ttl_status ttl_txn_apply(ttl_txn* t, const char* sst_path, int end, int64_t* key_change) {
-  return Guard([&] { *key_change = t->txn->Apply(sst_path, end != 0); });
+ttl_status ttl_txn_apply(ttl_txn* t, const char* sst_path, int end, int64_t* key_change, int64_t* internal_change) {
+  return Guard([&] {
+    const ttlstate::KeyCount delta = t->txn->Apply(sst_path, end != 0);
+    *key_change = delta.keys;
+    *internal_change = delta.internal;
+  });
 }
 
-ttl_status ttl_txn_known_delta(ttl_txn* t, int* known, int64_t* key_change) {
+ttl_status ttl_txn_known_delta(ttl_txn* t, int* known, int64_t* key_change, int64_t* internal_change) {
   return Guard([&] {
     const auto delta = t->txn->KnownDelta();
     *known = delta ? 1 : 0;
-    *key_change = delta.value_or(0);
+    *key_change = delta ? delta->keys : 0;
+    *internal_change = delta ? delta->internal : 0;
   });
 }
 
@@ -483,11 +488,13 @@ ttl_status ttl_restore_add_changelog(ttl_restore* b, const char* path, uint64_t*
 }
 uint64_t ttl_restore_gathered_bytes(const ttl_restore* b) { return b->builder->gathered_bytes(); }
 ttl_status ttl_restore_finish(ttl_restore* b, const char* snapshot_path, const char* sst_path,
-                              ttl_key_hashes* hashes, uint64_t* snapshot_records, uint64_t* keys) {
+                              ttl_key_hashes* hashes, uint64_t* snapshot_records, uint64_t* keys,
+                              uint64_t* internal_keys) {
   return Guard([&] {
     const auto r = b->builder->Finish(snapshot_path, sst_path, hashes ? &hashes->hashes : nullptr);
     *snapshot_records = r.snapshot_records;
     *keys = r.keys;
+    *internal_keys = r.internal_keys;
   });
 }
 
@@ -651,7 +658,13 @@ ttl_status ttl_db_add_key_hashes(ttl_db* db, ttl_key_hashes* hashes, uint64_t* k
 ttl_status ttl_db_int_property(ttl_db* db, const char* name, uint64_t* out) {
   return Guard([&] { *out = db->db->IntProperty(name); });
 }
-ttl_status ttl_db_count_keys(ttl_db* db, uint64_t* out) { return Guard([&] { *out = db->db->CountKeys(); }); }
+ttl_status ttl_db_count_keys(ttl_db* db, uint64_t* out, uint64_t* internal) {
+  return Guard([&] {
+    const ttlstate::KeyCount n = db->db->CountKeys();
+    *out = static_cast<uint64_t>(n.keys);
+    *internal = static_cast<uint64_t>(n.internal);
+  });
+}
 void ttl_db_set_time(ttl_db* db, int64_t now) { db->db->SetTime(now); }
 
 ttl_status ttl_db_begin(ttl_db* db, const char* label, int64_t version, int64_t now, int writable, int ttl_enabled,
@@ -680,10 +693,14 @@ ttl_status ttl_db_restore_builder(ttl_db* db, ttl_restore** out) {
 }
 
 ttl_status ttl_db_apply_changelog_file(ttl_db* db, const char* path, ttl_key_hashes* hashes, int count_keys,
-                                       size_t ingest_min_keys, uint64_t* records, int64_t* key_change) {
+                                       size_t ingest_min_keys, uint64_t* records, int64_t* key_change,
+                                       int64_t* internal_change) {
   return Guard([&] {
-    std::tie(*records, *key_change) =
+    ttlstate::KeyCount delta;
+    std::tie(*records, delta) =
         db->db->ApplyChangelogFile(path, hashes ? &hashes->hashes : nullptr, ingest_min_keys, count_keys != 0);
+    *key_change = delta.keys;
+    *internal_change = delta.internal;
   });
 }
 

@@ -210,11 +210,11 @@ uint64_t Db::IntProperty(const std::string& name) {
   return v;
 }
 
-uint64_t Db::CountKeys() {
+KeyCount Db::CountKeys() {
   std::shared_lock<std::shared_mutex> lock(core_->mu);
   std::unique_ptr<rocksdb::Iterator> it(core_->Handle()->NewIterator(rocksdb::ReadOptions()));
-  uint64_t n = 0;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
+  KeyCount n;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) n.Add(std::string_view(it->key().data(), it->key().size()), 1);
   CheckStatus(it->status(), "count");
   return n;
 }

@@ -17,8 +17,8 @@ constexpr size_t kApplyChunkBytes = 32u << 20;
 
 }  // namespace
 
-std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, KeyHashes* hashes,
-                                                    size_t ingest_min_keys, bool count_keys) {
+std::pair<uint64_t, KeyCount> Db::ApplyChangelogFile(const std::string& path, KeyHashes* hashes,
+                                                      size_t ingest_min_keys, bool count_keys) {
   // Records are gathered in chunks and applied in key order (a later record of a key wins):
   // one sorted MultiGet keeps the key count exact, one sorted WriteBatch writes them. RocksDB's
   // memtable inserts keys in order several times faster than in file order.
@@ -26,7 +26,7 @@ std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, Key
   std::vector<ChangelogRecord> records;
   size_t bytes = 0;
   uint64_t count = 0;
-  int64_t delta = 0;
+  KeyCount delta;
   uint8_t op = 0;
   std::string_view key;
   std::string_view value;
@@ -45,8 +45,8 @@ std::pair<uint64_t, int64_t> Db::ApplyChangelogFile(const std::string& path, Key
   return {count, delta};
 }
 
-int64_t Db::ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::string& sst_path,
-                            size_t ingest_min_keys, bool count_keys) {
+KeyCount Db::ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::string& sst_path,
+                             size_t ingest_min_keys, bool count_keys) {
   auto& recs = *records;
   if (std::any_of(recs.begin(), recs.end(), [](const ChangelogRecord& r) { return r.append; })) {
     FoldAppends(records);  // a later record of a key then wins below, as without appends
@@ -59,13 +59,13 @@ int64_t Db::ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::st
   keys.reserve(last.size());
   for (const ChangelogRecord* r : last) keys.emplace_back(r->key);
   const std::vector<char> existed = count_keys ? core_->Contains(keys) : std::vector<char>(keys.size(), 0);
-  int64_t delta = 0;
+  KeyCount delta;
   std::vector<SortedWrite> writes;
   writes.reserve(last.size());
   for (size_t i = 0; i < last.size(); ++i) {
     const ChangelogRecord& r = *last[i];
-    if (count_keys && r.put && !existed[i]) ++delta;
-    if (count_keys && !r.put && existed[i]) --delta;
+    if (count_keys && r.put && !existed[i]) delta.Add(r.key, +1);
+    if (count_keys && !r.put && existed[i]) delta.Add(r.key, -1);
     writes.push_back({r.key, r.value, r.put});
   }
   core_->WriteSorted(writes, sst_path, ingest_min_keys);

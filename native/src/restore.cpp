@@ -103,11 +103,13 @@ RestoreBuilder::Result RestoreBuilder::Finish(const std::string& snapshot_path, 
   SnapshotStream snapshot(snapshot_path);
   if (hashes != nullptr) hashes->Reserve(snapshot.expected_count() + last.size());
   uint64_t keys = 0;
+  uint64_t internal = 0;
   core_->IngestSst(sst_path, [&](rocksdb::SstFileWriter& sst) {
     auto put = [&](std::string_view k, std::string_view v) {
       CheckStatus(sst.Put(rocksdb::Slice(k.data(), k.size()), rocksdb::Slice(v.data(), v.size())), "sst put");
       if (hashes != nullptr) hashes->Add(k);
       ++keys;
+      if (IsInternalKey(k)) ++internal;
     };
     auto next = last.begin();
     // The changelogs' (folded) record of a key whose snapshot value is `base` (none: absent).
@@ -131,7 +133,7 @@ RestoreBuilder::Result RestoreBuilder::Finish(const std::string& snapshot_path, 
   writes_ = {};
   appends_ = {};
   arena_.Clear();
-  return {snapshot.count(), keys};
+  return {snapshot.count(), keys, internal};
 }
 
 }  // namespace ttlstate

@@ -57,7 +57,7 @@ void Txn::End(const char* state) {
     arena_.Clear();
     written_ = 0;
     unknown_ = 0;
-    known_delta_ = 0;
+    known_delta_ = {};
     changelog_.reset();
   }
 }
@@ -74,13 +74,16 @@ void Txn::MakeWritable() {
 }
 
 Txn::Pending& Txn::Entry(std::string_view key) {
-  return pending_.FindOrInsert(key, [this](std::string_view k) { return arena_.Copy(k); }).value;
+  Pending& p = pending_.FindOrInsert(key, [this](std::string_view k) { return arena_.Copy(k); }).value;
+  p.internal = IsInternalKey(key);
+  return p;
 }
 
 void Txn::WritePending(std::string_view key, Op op, std::string_view stored,
                        std::optional<std::string_view> appended) {
   auto& record = pending_.FindOrInsert(key, [this](std::string_view k) { return arena_.Copy(k); });
   Pending& p = record.value;
+  p.internal = IsInternalKey(key);
   if (p.op == Op::kNone) {
     ++written_;
     if (written_in_order_) written_in_order_->insert(record.key);
@@ -387,9 +390,12 @@ uint64_t Txn::WriteChangelog(const std::string& path, const std::string& header_
 
 void Txn::Account(const Pending& p, int64_t sign) {
   if (p.op == Op::kNone) return;
+  int64_t change = 0;
   if (p.in_db < 0) unknown_ += sign;
-  else if (p.op == Op::kPut && p.in_db == 0) known_delta_ += sign;
-  else if (p.op == Op::kDelete && p.in_db == 1) known_delta_ -= sign;
+  else if (p.op == Op::kPut && p.in_db == 0) change = sign;
+  else if (p.op == Op::kDelete && p.in_db == 1) change = -sign;
+  known_delta_.keys += change;
+  if (p.internal) known_delta_.internal += change;
 }
 
 void Txn::SetInDb(Pending& p, int8_t in_db) {
@@ -398,13 +404,13 @@ void Txn::SetInDb(Pending& p, int8_t in_db) {
   Account(p, +1);
 }
 
-std::optional<int64_t> Txn::KnownDelta() const {
+std::optional<KeyCount> Txn::KnownDelta() const {
   CheckWritable();
   if (unknown_ > 0) return std::nullopt;
   return known_delta_;
 }
 
-int64_t Txn::Apply(const std::string& sst_path, bool end) {
+KeyCount Txn::Apply(const std::string& sst_path, bool end) {
   CheckWritable();
   // In key order: a large batch becomes an SST file, which needs it; a small one goes through
   // RocksDB's memtable, whose skiplist reuses the previous insert's position (its "splice")
@@ -426,14 +432,15 @@ int64_t Txn::Apply(const std::string& sst_path, bool end) {
   const std::vector<char> stored = core_->Contains(unknown_keys);
   std::vector<char> found(writes.size(), 0);
   for (size_t i = 0; i < unknown.size(); ++i) found[unknown[i]] = stored[i];
-  int64_t delta = 0;
+  KeyCount delta;
   for (size_t i = 0; i < writes.size(); ++i) {
     if (i + 8 < writes.size()) __builtin_prefetch(&pending_[writes[i + 8]]);
     const Pending& p = pending_[writes[i]].value;
     const bool existed = p.in_db >= 0 ? p.in_db == 1 : found[i] == 1;
     const bool put = p.op == Op::kPut;
-    if (put && !existed) ++delta;
-    if (!put && existed) --delta;
+    const int64_t change = put && !existed ? 1 : (!put && existed ? -1 : 0);
+    delta.keys += change;
+    if (p.internal) delta.internal += change;
   }
   core_->WriteSorted(writes.size(), [&](size_t i) {
     if (i + 8 < writes.size()) __builtin_prefetch(&pending_[writes[i + 8]]);

@@ -173,12 +173,14 @@ FUNCTIONS: tuple[Function, ...] = (
     fn("ttl_status ttl_txn_incremental_step(ttl_txn* t)"),
     fn("ttl_status ttl_txn_write_changelog(ttl_txn* t, const char* path, const char* header_json, "
        "uint64_t* records)"),
-    fn("ttl_status ttl_txn_apply(ttl_txn* t, const char* sst_path, int end, int64_t* key_change)",
+    fn("ttl_status ttl_txn_apply(ttl_txn* t, const char* sst_path, int end, int64_t* key_change, "
+       "int64_t* internal_change)",
        comment="end: 0 leaves the transaction open (its pending writes readable by a concurrent "
                "ttl_txn_write_changelog) until ttl_txn_end(t, \"committed\")."),
-    fn("ttl_status ttl_txn_known_delta(ttl_txn* t, int* known, int64_t* key_change)",
+    fn("ttl_status ttl_txn_known_delta(ttl_txn* t, int* known, int64_t* key_change, "
+       "int64_t* internal_change)",
        comment="*known = 1 and *key_change set when the change in keys is known without the "
-               "apply's lookups."),
+               "apply's lookups. *internal_change: of it, the internal column families' keys'."),
     fn("ttl_status ttl_txn_end(ttl_txn* t, const char* state)", keep_gil=True),
     fn("ttl_status ttl_txn_state(ttl_txn* t, const char** data, size_t* size)", keep_gil=True),
     fn("int64_t ttl_txn_field_of(const ttl_txn* t, ttl_txn_field field)", keep_gil=True),
@@ -190,7 +192,7 @@ FUNCTIONS: tuple[Function, ...] = (
     fn("ttl_status ttl_restore_add_changelog(ttl_restore* b, const char* path, uint64_t* records)"),
     fn("uint64_t ttl_restore_gathered_bytes(const ttl_restore* b)", keep_gil=True),
     fn("ttl_status ttl_restore_finish(ttl_restore* b, const char* snapshot_path, const char* sst_path, "
-       "ttl_key_hashes* hashes, uint64_t* snapshot_records, uint64_t* keys)"),
+       "ttl_key_hashes* hashes, uint64_t* snapshot_records, uint64_t* keys, uint64_t* internal_keys)"),
     fn("ttl_connection* ttl_connection_new(int fd)", group="Connection (see ttl_forward_fn)."),
     fn("void ttl_connection_free(ttl_connection* c)"),
     fn("ttl_status ttl_connection_serve(ttl_connection* c, ttl_forward_fn forward, void* ctx)"),
@@ -235,7 +237,7 @@ FUNCTIONS: tuple[Function, ...] = (
     fn("ttl_status ttl_db_checkpoint(ttl_db* db, const char* dir)"),
     fn("ttl_status ttl_db_add_key_hashes(ttl_db* db, ttl_key_hashes* hashes, uint64_t* keys)"),
     fn("ttl_status ttl_db_int_property(ttl_db* db, const char* name, uint64_t* out)"),
-    fn("ttl_status ttl_db_count_keys(ttl_db* db, uint64_t* out)"),
+    fn("ttl_status ttl_db_count_keys(ttl_db* db, uint64_t* out, uint64_t* internal)"),
     fn("void ttl_db_set_time(ttl_db* db, int64_t now)", keep_gil=True),
     fn("ttl_status ttl_db_begin(ttl_db* db, const char* label, int64_t version, int64_t now, int writable, "
        "int ttl_enabled, int64_t ttl, int update_on_read, int return_expired, int64_t incremental_size, "
@@ -244,7 +246,8 @@ FUNCTIONS: tuple[Function, ...] = (
     fn("ttl_status ttl_db_snapshot(ttl_db* db, ttl_snapshot** out)"),
     fn("ttl_status ttl_db_restore_builder(ttl_db* db, ttl_restore** out)"),
     fn("ttl_status ttl_db_apply_changelog_file(ttl_db* db, const char* path, ttl_key_hashes* hashes, "
-       "int count_keys, size_t ingest_min_keys, uint64_t* records, int64_t* key_change)"),
+       "int count_keys, size_t ingest_min_keys, uint64_t* records, int64_t* key_change, "
+       "int64_t* internal_change)"),
     fn("int ttl_db_has_filter(const ttl_db* db)", keep_gil=True),
     fn("void ttl_db_filter_metrics(const ttl_db* db, int64_t* entries_seen, int64_t* removed, "
        "int64_t* rewritten, int64_t* time_queries)", keep_gil=True),

@@ -75,12 +75,15 @@ class RestoreBuilder(Handle):
     def gathered_bytes(self) -> int:
         return int(lib.ttl_restore_gathered_bytes(self._h))
 
-    def finish(self, snapshot_path: str, sst_path: str, hashes: KeyHashes | None = None) -> tuple[int, int]:
-        """Load the snapshot ('' for none) with the gathered changelogs over it; (snapshot records, keys)."""
-        records, keys = c_uint64(), c_uint64()
+    def finish(self, snapshot_path: str, sst_path: str, hashes: KeyHashes | None = None
+               ) -> tuple[int, int, int]:
+        """Load the snapshot ('' for none) with the gathered changelogs over it; (snapshot
+        records, keys, internal column families' keys among them)."""
+        records, keys, internal = c_uint64(), c_uint64(), c_uint64()
         lib.ttl_restore_finish(self._h, text(snapshot_path), text(sst_path),
-                               hashes._h if hashes is not None else None, byref(records), byref(keys))
-        return records.value, keys.value
+                               hashes._h if hashes is not None else None, byref(records), byref(keys),
+                               byref(internal))
+        return records.value, keys.value, internal.value
 
 
 class Iterator(Handle):
@@ -157,9 +160,13 @@ class DB(Handle):
         return out.value
 
     def count_keys(self) -> int:
-        out = c_uint64()
-        lib.ttl_db_count_keys(self._h, byref(out))
-        return out.value
+        return self.count_key_kinds()[0]
+
+    def count_key_kinds(self) -> tuple[int, int]:
+        """By a scan: (keys, internal column families' keys among them)."""
+        out, internal = c_uint64(), c_uint64()
+        lib.ttl_db_count_keys(self._h, byref(out), byref(internal))
+        return out.value, internal.value
 
     def set_time(self, now: int) -> None:
         lib.ttl_db_set_time(self._h, now)
@@ -190,11 +197,13 @@ class DB(Handle):
 
     def apply_changelog_file(self, path: str, hashes: KeyHashes | None = None,
                              ingest_min_keys: int = _INGEST_MIN_KEYS,
-                             count_keys: bool = True) -> tuple[int, int]:
-        records, change = c_uint64(), c_int64()
+                             count_keys: bool = True) -> tuple[int, tuple[int, int]]:
+        """(records, (change in keys, of it the internal column families' keys'))."""
+        records, change, internal = c_uint64(), c_int64(), c_int64()
         lib.ttl_db_apply_changelog_file(self._h, text(path), hashes._h if hashes is not None else None,
-                                        int(count_keys), ingest_min_keys, byref(records), byref(change))
-        return records.value, change.value
+                                        int(count_keys), ingest_min_keys, byref(records), byref(change),
+                                        byref(internal))
+        return records.value, (change.value, internal.value)
 
     @property
     def has_filter(self) -> bool:

@@ -128,21 +128,22 @@ class Txn(Handle):
         lib.ttl_txn_write_changelog(self._h, text(path), text(header_json), byref(out))
         return out.value
 
-    def apply(self, sst_path: str = "", end: bool = True) -> int:
+    def apply(self, sst_path: str = "", end: bool = True) -> tuple[int, int]:
         """Apply the pending writes atomically (a large batch bulk-loaded through an SST file at
-        `sst_path`, when given); the change in the number of keys. `end=False` leaves the
+        `sst_path`, when given); the change in the number of keys, and of it the internal
+        column families' keys'. `end=False` leaves the
         transaction open, so `write_changelog` may run meanwhile on another thread; the caller
         then ends it with `end("committed")`."""
-        out = c_int64()
-        lib.ttl_txn_apply(self._h, text(sst_path), int(end), byref(out))
-        return out.value
+        out, internal = c_int64(), c_int64()
+        lib.ttl_txn_apply(self._h, text(sst_path), int(end), byref(out), byref(internal))
+        return out.value, internal.value
 
-    def known_delta(self) -> int | None:
+    def known_delta(self) -> tuple[int, int] | None:
         """The change in keys `apply` will return, when no written key needs a lookup to know
         it; None otherwise. Safe while `apply` runs on another thread."""
-        known, out = c_int(), c_int64()
-        lib.ttl_txn_known_delta(self._h, byref(known), byref(out))
-        return out.value if known.value else None
+        known, out, internal = c_int(), c_int64(), c_int64()
+        lib.ttl_txn_known_delta(self._h, byref(known), byref(out), byref(internal))
+        return (out.value, internal.value) if known.value else None
 
     def end(self, state: str) -> None:
         lib.ttl_txn_end(self._h, text(state))

@@ -21,7 +21,7 @@ def test_an_hdfs_url_gives_each_run_a_folder_of_its_own_there() -> None:
 
 
 def test_growth_on_hdfs_counts_checkpoint_bytes_per_batch(hdfs: MiniHdfs) -> None:
-    # ttlstate alone (half the tier's time): the per-batch byte accounting checked here is the
+    # ttlstate alone (half this test's time): the per-batch byte accounting checked here is the
     # harness's, the same for every provider, and Spark's RocksDB provider on HDFS runs in
     # tests/integration/test_kafka_hdfs.py.
     result = growth.main(["--quick", "--checkpoint-fs", hdfs.url, "--providers", "ttlstate"])

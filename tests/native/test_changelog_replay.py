@@ -1,6 +1,7 @@
 """Replaying a changelog file natively (in key-ordered chunks, written through the memtable or
 bulk-loaded as an SST file) is the same as applying its records one by one in file order: the
-last record of a key wins, and the reported change in the number of keys is exact. Building a
+last record of a key wins, and the reported change in the number of keys, and in those of
+internal column families (`$` names), is exact. Building a
 version from nothing (a snapshot and changelogs merged into one SST file) is the same as loading
 the snapshot and replaying the changelogs in order. Both fold a changelog of operations (puts,
 deletes and appends, a key several times) as the Python reference (`record_file.fold`) does. A
@@ -29,6 +30,7 @@ from ttlstate.checkpoint.record_file import (
 )
 from ttlstate.config.keys import EngineKind
 from ttlstate.engine.select import open_engine
+from ttlstate.store.column_families import family_prefix, is_internal_key
 
 keys = st.binary(min_size=0, max_size=3)
 records = st.lists(st.tuples(keys, st.one_of(st.none(), st.binary(max_size=4))), max_size=40)
@@ -43,7 +45,13 @@ operations = st.lists(st.one_of(st.tuples(st.just(OP_PUT), keys, ttl_values),
 # UnsafeRow keys share null bits and offsets), decided within the 8 bytes after it; and keys
 # sharing it that tie on those 8 bytes, decided only by comparing whole keys.
 SHAPES = {"short": lambda k: k, "shared-prefix": lambda k: b"\0" * 12 + k,
-          "tie-past-8-bytes": lambda k: b"\0" * 12 + b"\1" * 8 + k}
+          "tie-past-8-bytes": lambda k: b"\0" * 12 + b"\1" * 8 + k,
+          # a store with column families: user ones and internal ones ($), by the key's first byte
+          "families": lambda k: family_prefix(("$ttl_v", "$t", "v", "m")[k[0] % 4] if k else "") + k}
+
+
+def _internal(keys: object) -> int:
+    return sum(is_internal_key(k) for k in keys)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
@@ -60,12 +68,13 @@ def test_replay_equals_applying_in_file_order(shape: str, ingest_min_keys: int, 
             engine.write(list(before.items()))
             path = os.path.join(d, "1.changelog")
             write_record_file(path, KIND_CHANGELOG, "op=0,part=0,store=default", 1, None, changelog)
-            count, delta = engine.apply_changelog_file(  # type: ignore[attr-defined]
+            count, delta, internal = engine.apply_changelog_file(  # type: ignore[attr-defined]
                 path, ingest_min_keys=ingest_min_keys)
             model = dict(before)
             _apply_in_order(model, changelog)
             assert count == len(changelog)
             assert delta == len(model) - len(before)
+            assert internal == _internal(model) - _internal(before)
             assert dict(engine.iterate()) == model
             assert sorted(os.listdir(d)) == ["1.changelog", "db"]  # no SST file left behind
         finally:
@@ -111,11 +120,12 @@ def test_replay_of_operations_folds_each_key_as_the_python_reference(
             path = os.path.join(d, "1.changelog")
             write_operations(path, KIND_CHANGELOG, _header(1), log)
             hashes = _native.KeyHashes()
-            count, delta = engine.apply_changelog_file(  # type: ignore[attr-defined]
+            count, delta, internal = engine.apply_changelog_file(  # type: ignore[attr-defined]
                 path, hashes, ingest_min_keys=ingest_min_keys)
             model = _folded(before, log)
             assert count == len(log)
             assert delta == len(model) - len(before)
+            assert internal == _internal(model) - _internal(before)
             assert dict(engine.iterate()) == model
             assert len(hashes) == sum(op != OP_DELETE for op, _, _ in log)  # each put and append's key
         finally:
@@ -144,11 +154,11 @@ def test_building_from_operations_folds_each_key_as_the_python_reference(
                 snapshot_path = os.path.join(d, "1.snapshot")
                 write_record_file(snapshot_path, KIND_SNAPSHOT, "op=0,part=0,store=default", 1, None,
                                   sorted(snapshot.items()))
-            _loaded, count = builder.finish(snapshot_path, os.path.join(d, "build.sst"), None)
+            _loaded, count, internal = builder.finish(snapshot_path, os.path.join(d, "build.sst"), None)
             model = dict(snapshot or {})
             for log in logs:
                 model = _folded(model, log)
-            assert count == len(model)
+            assert (count, internal) == (len(model), _internal(model))
             assert dict(engine.iterate()) == model
         finally:
             engine.close()
@@ -181,14 +191,15 @@ def test_building_from_nothing_equals_loading_the_snapshot_then_replaying(
                 write_record_file(snapshot_path, KIND_SNAPSHOT, "op=0,part=0,store=default", 1, None,
                                   sorted(snapshot.items()))
             hashes = _native.KeyHashes()
-            loaded, count = builder.finish(snapshot_path, os.path.join(d, "build.sst"), hashes)
+            loaded, count, internal = builder.finish(snapshot_path, os.path.join(d, "build.sst"), hashes)
             model = dict(snapshot or {})
             for log in changelogs:
                 _apply_in_order(model, log)
             assert loaded == len(snapshot or {})
             assert count == len(model) == len(hashes)
+            assert internal == _internal(model)
             assert dict(engine.iterate()) == model
-            assert engine.count_keys() == len(model)
+            assert engine.count_key_kinds() == (len(model), _internal(model))
             assert "build.sst" not in os.listdir(d)
         finally:
             engine.close()

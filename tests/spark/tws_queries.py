@@ -21,6 +21,7 @@ from tests.spark.harness import ROCKSDB, TTLSTATE, Run, run_steps
 from ttlstate.config import keys as K
 from ttlstate.spark.lines import minor_of
 from ttlstate.spark.tools_jar import tools_class
+from ttlstate.store import metric_names as M
 
 LINE = tuple(map(int, minor_of(pyspark.__version__).split(".")))
 SCHEMAS = {"events": "k STRING, v INT"}
@@ -141,6 +142,19 @@ def routed_run(spark: SparkSession, build: Build, steps: list = STEPS) -> Run:
 def on_rocksdb(spark: SparkSession, build: Build, steps: list = STEPS) -> Run:
     """The same query with Spark's RocksDB provider set by hand, restarted after the first batch."""
     return run_steps(spark, ROCKSDB, build, SCHEMAS, steps, restart_after=RESTART_AFTER, output_mode="update")
+
+
+FAMILY_METRICS = (M.INTERNAL_FAMILY_KEYS, M.EXTERNAL_FAMILIES, M.INTERNAL_FAMILIES)
+
+
+def family_metrics(run: Run, batches: int | None = None) -> dict[int, list[tuple[int, ...]]]:
+    """Per batch (the first `batches`, or all), each stateful operator's numRowsTotal (its user
+    families' keys) and the three metrics of its column families, as Spark's RocksDB provider
+    reports them: its internal families' keys (timers, TTL indexes, list metadata), how many
+    user and internal families (on 4.0 and 4.1 under each other's name)."""
+    return {batch: [(op["numRowsTotal"], *(int(op["customMetrics"][m.name]) for m in FAMILY_METRICS))
+                    for op in progress["stateOperators"]]
+            for batch, progress in run.progress_by_batch.items() if batches is None or batch < batches}
 
 
 # `TransformWithStateQueries.features`' input: each step a batch (`batch_per_step`).

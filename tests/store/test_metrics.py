@@ -1,11 +1,13 @@
 """Store metrics mean what Spark users read into them: memory is the store's RocksDB memory
 (memtables, SST readers, pending writes), not the bytes written this batch; the state's size
-counts memtables; one ttlExpiredTotal adds up every way an entry left by TTL."""
+counts memtables; one ttlExpiredTotal adds up every way an entry left by TTL; a store with column
+families reports its user and internal families' keys apart, exactly, however a version loads."""
 
 from __future__ import annotations
 
 from ttlstate.config.store_config import IncrementalCleanup, TtlConfig
 from ttlstate.store import metric_names as M
+from ttlstate.store.column_families import family_prefix
 
 
 def test_memory_and_state_bytes_follow_the_state_not_the_batch(make_provider) -> None:  # noqa: ANN001
@@ -57,3 +59,44 @@ def test_a_load_reports_the_changelogs_it_replayed(make_provider) -> None:  # no
         assert s.metrics().custom[M.REPLAYED_CHANGELOGS.name] == replayed, version
         assert fresh.num_keys == version
         s.abort()
+
+
+def test_a_store_with_column_families_counts_internal_keys_through_every_load(make_provider) -> None:  # noqa: ANN001
+    """numRowsTotal counts the user families' keys, rocksdbNumInternalColFamiliesKeys the
+    internal ones' (`$` names), at each commit and after each kind of load on an empty local
+    directory: changelogs only (1, 2), the snapshot alone (3), the snapshot and changelogs whose
+    headers record the counts (5); and, as after a load of files written before the count,
+    when the store knows no internal count (a scan counts it)."""
+    writer = make_provider(snapshot_interval=1000, column_families=True)
+    model: dict[bytes, bytes] = {}
+    want: dict[int, tuple[int, int]] = {}
+    for v in range(5):
+        s = writer.get_store(v, now_ms=1000)
+        for i in range(6):
+            for family in ("count", "$timers_count", "$ttl_count"):
+                key = family_prefix(family) + bytes([i, v % 2])
+                if (i + v) % 3 == 0 and v:
+                    s.remove(key)
+                    model.pop(key, None)
+                else:
+                    s.put(key, b"x")
+                    model[key] = b"x"
+        s.commit()
+        internal = sum(1 for k in model if k[2:3] == b"$")
+        want[v + 1] = (len(model) - internal, internal)
+        got = s.metrics()
+        assert (got.num_keys, got.custom[M.INTERNAL_FAMILY_KEYS.name]) == want[v + 1], v + 1
+        if v == 2:
+            assert writer.write_snapshot() == "3.snapshot"
+    assert all(0 < internal < user + internal for user, internal in want.values())
+    for version in (1, 2, 3, 5):
+        fresh = make_provider(snapshot_interval=1000, column_families=True)
+        s = fresh.get_store(version, now_ms=1000)
+        got = s.metrics()
+        assert (got.num_keys, got.custom[M.INTERNAL_FAMILY_KEYS.name]) == want[version], version
+        s.abort()
+        fresh._db.num_internal_keys = None  # as a load of files from before the count leaves it
+        got = fresh.get_store(version, now_ms=1000).metrics()
+        assert (got.num_keys, got.custom[M.INTERNAL_FAMILY_KEYS.name]) == want[version], version
+    plain = make_provider(snapshot_interval=1000).get_store(5, now_ms=1000).metrics()
+    assert (plain.num_keys, plain.custom[M.INTERNAL_FAMILY_KEYS.name]) == (len(model), 0)  # no families

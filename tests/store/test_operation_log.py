@@ -15,9 +15,9 @@ from ttlstate.checkpoint.record_file import (
     OP_APPEND,
     OP_DELETE,
     OP_PUT,
-    read_operations,
     verify_record_file,
 )
+from ttlstate.checkpoint.record_reader import read_operations
 from ttlstate.config.keys import StateVisibility
 from ttlstate.config.store_config import TtlConfig
 from ttlstate.store.provider import StoreProvider

@@ -24,12 +24,11 @@ from ttlstate.checkpoint.record_file import (
     Operation,
     RecordFileError,
     header_json,
-    read_operations,
-    read_records,
     verify_record_file,
     write_operations,
     write_record_file,
 )
+from ttlstate.checkpoint.record_reader import read_operations, read_records
 
 records_st = st.lists(st.tuples(st.binary(max_size=40), st.none() | st.binary(max_size=200)),
                       max_size=60)

@@ -20,6 +20,7 @@
 #include "rocksdb/sst_file_writer.h"
 #include "ttlstate/compaction_filter.h"
 #include "ttlstate/key_hash.h"
+#include "ttlstate/key_kind.h"
 #include "ttlstate/memory.h"
 
 namespace ttlstate {
@@ -165,12 +166,12 @@ class Db {
   std::unique_ptr<Iterator> NewIterator(std::optional<std::string> lower, std::optional<std::string> upper);
   std::unique_ptr<DbSnapshot> NewSnapshot();
   // Replays a changelog onto the loaded version in atomic chunks; returns (records, change in
-  // the number of keys). Each chunk goes through DbCore::WriteSorted (an SST file beside `path`
+  // the number of keys: all, and the internal families'). Each chunk goes through DbCore::WriteSorted (an SST file beside `path`
   // when large). Adds the key of every put to `hashes` when given (what the shim's key filter
   // is filled from after a restore). A restore from nothing uses RestoreBuilder instead.
   // `count_keys` false: no lookups, the change returned is 0 (the caller knows the count after
   // the file from elsewhere: the next changelog's header).
-  std::pair<uint64_t, int64_t> ApplyChangelogFile(const std::string& path, KeyHashes* hashes = nullptr,
+  std::pair<uint64_t, KeyCount> ApplyChangelogFile(const std::string& path, KeyHashes* hashes = nullptr,
                                                   size_t ingest_min_keys = DbCore::kIngestMinKeys,
                                                   bool count_keys = true);
   // A RocksDB checkpoint of the DB in `dir` (which must not exist), memtables flushed first:
@@ -184,7 +185,7 @@ class Db {
   void CompactAll();
   void Flush();
   uint64_t IntProperty(const std::string& name);
-  uint64_t CountKeys();
+  KeyCount CountKeys();  // by a scan of every key
   void SetTime(int64_t now_ms) { time_->Set(now_ms); }
   const FilterCounters& Counters() const { return *counters_; }
   bool HasFilter() const { return has_filter_; }
@@ -202,7 +203,7 @@ class Db {
   void FoldAppends(std::vector<ChangelogRecord>* records);
   // Applies a chunk of changelog records (a later record of a key wins) in key order, then
   // clears it; returns the change in the number of keys.
-  int64_t ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::string& sst_path,
+  KeyCount ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::string& sst_path,
                           size_t ingest_min_keys, bool count_keys);
 
   std::shared_ptr<TimeSource> time_ = std::make_shared<TimeSource>();

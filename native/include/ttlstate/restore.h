@@ -17,6 +17,7 @@
 #include "ttlstate/arena.h"
 #include "ttlstate/db.h"
 #include "ttlstate/key_hash.h"
+#include "ttlstate/key_kind.h"
 
 namespace ttlstate {
 
@@ -32,6 +33,7 @@ class RestoreBuilder {
   struct Result {
     uint64_t snapshot_records;  // read from the snapshot file
     uint64_t keys;              // stored in the DB afterwards
+    uint64_t internal_keys;     // of them, the internal column families' (key_kind.h)
   };
   // Writes the snapshot at `snapshot_path` (empty: none, the state starts empty) with the
   // gathered changelogs applied over it as one SST file at `sst_path`, and ingests it into the

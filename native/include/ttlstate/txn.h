@@ -18,6 +18,7 @@
 
 #include "ttlstate/arena.h"
 #include "ttlstate/db.h"
+#include "ttlstate/key_kind.h"
 #include "ttlstate/pending_index.h"
 #include "ttlstate/record_file.h"
 
@@ -122,15 +123,16 @@ class Txn : public std::enable_shared_from_this<Txn> {
   // write, encodes the pending writes in key order).
   uint64_t WriteChangelog(const std::string& path, const std::string& header_json);
   // Commit: the pending writes applied atomically, in key order (a large batch as an SST file
-  // written at `sst_path` and ingested, when given); returns the change in keys. `end`: the
+  // written at `sst_path` and ingested, when given); returns the change in keys (all, and the
+  // internal families'). `end`: the
   // transaction then ends "committed"; otherwise the caller ends it (End) once the changelog
   // is written, which may run on another thread at the same time as this: both only read the
   // pending writes, and the key order is computed once for both (the first to need it).
-  int64_t Apply(const std::string& sst_path = "", bool end = true);
+  KeyCount Apply(const std::string& sst_path = "", bool end = true);
   // The change in keys Apply will return, when the reads, the key filter or the cache already
   // told whether each written key is in the committed DB; nothing when one needs a lookup.
   // Kept as the writes arrive, so it costs nothing at commit.
-  std::optional<int64_t> KnownDelta() const;
+  std::optional<KeyCount> KnownDelta() const;
   // Ends the transaction ("aborted", "released", "superseded" ...): later calls fail.
   void End(const char* state);
 
@@ -156,6 +158,7 @@ class Txn : public std::enable_shared_from_this<Txn> {
     uint32_t stored_size = 0;
     Op op = Op::kNone;  // kNone: only a read marker
     int8_t in_db = -1;  // the committed DB had the key: -1 unknown, 0 no, 1 yes
+    bool internal = false;  // a key of an internal column family (key_kind.h)
     std::string_view value() const { return {stored, stored_size}; }
   };
   Pending& Entry(std::string_view key);  // finds or inserts (copying the key into the arena)
@@ -201,7 +204,7 @@ class Txn : public std::enable_shared_from_this<Txn> {
   PendingIndex<Pending> pending_;
   size_t written_ = 0;
   int64_t unknown_ = 0;      // written keys whose presence in the committed DB is unknown
-  int64_t known_delta_ = 0;  // the change in keys the other written keys make
+  KeyCount known_delta_;  // the change in keys the other written keys make
   // The changelog's body, encoded as the writes arrive; dropped once a key is written twice (a
   // changelog holds each key once, so the commit then encodes it from the pending writes).
   std::optional<RecordEncoder> changelog_;

@@ -15,7 +15,9 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
                          "settings": {...} or absent, "id": checkpoint id or absent,
                          "lineage": [[version, checkpoint id], ...] or absent,
                          "parentKeys": keys of the version it was written on, or absent,
-                         "keys": keys of the version it writes, or absent}
+                         "keys": keys of the version it writes, or absent,
+                         "parentInternalKeys", "internalKeys": of those keys, the internal
+                         column families' (column_families.is_internal_key), or absent}
                         (ttlMs and settings record the TTL settings in force, for
                         `ttlstate inspect`, the state reader and the start-time warning
                         when they change; store, version and query bind the file to its
@@ -25,7 +27,8 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
                         the versions below it down to a snapshot: see id_plan.py; parentKeys
                         (changelogs) lets a replay skip the lookups that count keys for every
                         changelog but the last, and keys (changelogs whose commit knew the
-                        change in keys without looking them up) for the last too. Readers ignore
+                        change in keys without looking them up) for the last too; an SST
+                        snapshot's internalKeys is that of the version it holds. Readers ignore
                         keys they do not know, so a key may be added without a format
                         change)
     body      zstd frame of records; a record is
@@ -62,7 +65,6 @@ from ttlstate.checkpoint.record_format import (  # noqa: F401  (re-exported: the
     OP_PUT,
     SST_MANIFEST_FORMAT,
 )
-from ttlstate.ttl.ttl_value import TIMESTAMP_SIZE
 
 MAGIC = b"TTLSTATE"
 FOOTER_MAGIC = b"TTLS-END"
@@ -105,6 +107,9 @@ class RecordFileHeader:
     format: int = FORMAT_VERSION
     parent_keys: int | None = None  # changelogs: the number of keys of the version it was written on
     keys: int | None = None  # changelogs: the number of keys of the version it writes, if known
+    # Of parent_keys and keys, the internal column families' keys (absent from older files).
+    parent_internal_keys: int | None = None
+    internal_keys: int | None = None
 
     @property
     def state_id(self) -> str:
@@ -201,13 +206,15 @@ def header_json(store_id: str, version: int, batch_time_ms: int | None, ttl_ms: 
                 query_id: str | None, *, parent: str | None = None, state: str | None = None,
                 settings: dict[str, object] | None = None, ckpt_id: str | None = None,
                 lineage: list[tuple[int, str]] | None = None, parent_keys: int | None = None,
-                keys: int | None = None) -> bytes:
+                keys: int | None = None, parent_internal_keys: int | None = None,
+                internal_keys: int | None = None) -> bytes:
     """The header's JSON (the native writer is handed these bytes, so the layout lives here)."""
     meta: dict[str, object] = {"store": store_id, "version": version, "batchTimeMs": batch_time_ms,
                                "ttlMs": ttl_ms, "codec": "zstd"}
     optional = {"query": query_id, "parent": parent, "state": state, "settings": settings,
                 "id": ckpt_id, "lineage": None if lineage is None else [list(e) for e in lineage],
-                "parentKeys": parent_keys, "keys": keys}
+                "parentKeys": parent_keys, "keys": keys, "parentInternalKeys": parent_internal_keys,
+                "internalKeys": internal_keys}
     meta.update({k: v for k, v in optional.items() if v is not None})
     return json.dumps(meta).encode()
 
@@ -259,7 +266,9 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
                                 settings if isinstance(settings, dict) else None, meta.get("id"),
                                 None if lineage is None else tuple((int(v), str(i)) for v, i in lineage),
                                 crc, body_len, fmt,
-                                _optional_int(meta, "parentKeys"), _optional_int(meta, "keys"))
+                                _optional_int(meta, "parentKeys"), _optional_int(meta, "keys"),
+                                _optional_int(meta, "parentInternalKeys"),
+                                _optional_int(meta, "internalKeys"))
     except (ValueError, KeyError, TypeError) as e:
         raise RecordFileError(f"has a bad header ({e})") from None
 
@@ -334,66 +343,3 @@ def _crc_upto(f: BinaryIO, length: int, tail: bytes) -> int:
 def _optional_int(meta: dict[str, object], key: str) -> int | None:
     value = meta.get(key)
     return None if value is None else int(value)  # type: ignore[call-overload]
-
-
-def read_records(path: str, header: RecordFileHeader) -> Iterator[Record]:
-    """Records of a file of puts and deletes that `verify_record_file` accepted, in file order; an
-    append is refused as corrupt (a changelog, which may hold some, is read by `read_operations`)."""
-    for op, key, value in read_operations(path, header):
-        if op == OP_APPEND:
-            raise RecordFileError("is corrupt (an append record in a file of puts and deletes)")
-        yield key, value
-
-
-def read_operations(path: str, header: RecordFileHeader) -> Iterator[Operation]:
-    """The records of a file that `verify_record_file` accepted with their ops, in file order."""
-    with open(path, "rb") as f:
-        hdr_len = _PREFIX.unpack(f.read(_PREFIX.size))[3]
-        size = os.fstat(f.fileno()).st_size
-        f.seek(_PREFIX.size + hdr_len)
-        body_remaining = size - _FOOTER.size - _PREFIX.size - hdr_len
-        dec = zstandard.ZstdDecompressor().decompressobj()
-        pending = b""
-        pos = 0
-        seen = 0
-        appends = header.format == APPENDS_FORMAT
-        while True:
-            if body_remaining:
-                chunk = f.read(min(_CHUNK, body_remaining))
-                body_remaining -= len(chunk)
-                pending = pending[pos:] + dec.decompress(chunk)
-                pos = 0
-            # Parse every complete record in `pending`.
-            while True:
-                rec = _parse_one(pending, pos, appends)
-                if rec is None:
-                    break
-                pos, op, key, value = rec
-                seen += 1
-                yield op, key, value
-            if not body_remaining:
-                break
-        if pos != len(pending) or seen != header.record_count:
-            raise RecordFileError(f"is corrupt (decoded {seen} records, footer says "
-                                  f"{header.record_count})")
-
-
-def _parse_one(buf: bytes, pos: int, appends: bool) -> tuple[int, int, bytes, bytes | None] | None:
-    if pos + 5 > len(buf):
-        return None
-    op = buf[pos]
-    (klen,) = _U32.unpack_from(buf, pos + 1)
-    kend = pos + 5 + klen
-    if op == OP_DELETE:
-        if kend > len(buf):
-            return None
-        return kend, op, buf[pos + 5:kend], None
-    if op != OP_PUT and not (op == OP_APPEND and appends):
-        raise RecordFileError(f"is corrupt (unknown record op {op})")
-    if kend + 4 > len(buf):
-        return None
-    (vlen,) = _U32.unpack_from(buf, kend)
-    vend = kend + 4 + vlen
-    if op == OP_APPEND and vlen < TIMESTAMP_SIZE:
-        raise RecordFileError(f"is corrupt (an append of {vlen} bytes, without a timestamp)")
-    return None if vend > len(buf) else (vend, op, buf[pos + 5:kend], buf[kend + 4:vend])

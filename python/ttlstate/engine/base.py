@@ -11,6 +11,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ttlstate.store.column_families import is_internal_key
+
 
 @dataclass(frozen=True)
 class FilterSettings:
@@ -80,6 +82,14 @@ class Engine(ABC):
 
     def count_keys(self) -> int:
         return sum(1 for _ in self.iterate())
+
+    def count_key_kinds(self) -> tuple[int, int]:
+        """By a scan: (keys, of them the keys of internal column families (is_internal_key))."""
+        keys = internal = 0
+        for key, _value in self.iterate():
+            keys += 1
+            internal += is_internal_key(key)
+        return keys, internal
 
     def metrics(self) -> dict[str, int]:
         """Engine counters; the native engine reports its compaction filter's here."""

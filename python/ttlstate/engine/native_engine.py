@@ -74,15 +74,18 @@ class NativeEngine(Engine):
         return self._db.restore_builder()
 
     def apply_changelog_file(self, path: str, hashes: _native.KeyHashes | None = None,
-                             ingest_min_keys: int | None = None, count_keys: bool = True) -> tuple[int, int]:
+                             ingest_min_keys: int | None = None, count_keys: bool = True
+                             ) -> tuple[int, int, int]:
         """Replays a changelog in key-ordered chunks; a chunk of `ingest_min_keys` keys or more
-        (default: the native plane's) is bulk-loaded as an SST file beside `path`. Without
-        `count_keys`, no lookups: the change in the number of keys is returned as 0."""
+        (default: the native plane's) is bulk-loaded as an SST file beside `path`. Returns the
+        records, the change in the number of keys and of it the internal column families' keys';
+        without `count_keys`, no lookups: both changes are returned as 0."""
         if ingest_min_keys is None:
-            count, delta = self._db.apply_changelog_file(path, hashes, count_keys=count_keys)
+            count, (delta, internal) = self._db.apply_changelog_file(path, hashes, count_keys=count_keys)
         else:
-            count, delta = self._db.apply_changelog_file(path, hashes, ingest_min_keys, count_keys)
-        return int(count), int(delta)
+            count, (delta, internal) = self._db.apply_changelog_file(path, hashes, ingest_min_keys,
+                                                                     count_keys)
+        return int(count), int(delta), int(internal)
 
     def compact(self) -> None:
         self._db.compact()
@@ -101,6 +104,9 @@ class NativeEngine(Engine):
 
     def count_keys(self) -> int:
         return int(self._db.count_keys())
+
+    def count_key_kinds(self) -> tuple[int, int]:
+        return self._db.count_key_kinds()
 
     def metrics(self) -> dict[str, int]:
         return dict(self._db.filter_metrics())

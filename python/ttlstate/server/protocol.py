@@ -178,7 +178,11 @@ ITER_CHUNK_BYTES = 256 * 1024
 from ttlstate.checkpoint.record_format import OP_APPEND as CHANGE_APPEND  # noqa: E402, F401
 from ttlstate.checkpoint.record_format import OP_DELETE as CHANGE_DELETE  # noqa: E402, F401
 from ttlstate.checkpoint.record_format import OP_PUT as CHANGE_PUT  # noqa: E402, F401
-from ttlstate.store.column_families import FAMILY_NAME_LENGTH_BYTES, FAMILY_NAME_MAX_BYTES  # noqa: E402, F401
+from ttlstate.store.column_families import (  # noqa: E402, F401
+    FAMILY_NAME_LENGTH_BYTES,
+    FAMILY_NAME_MAX_BYTES,
+    INTERNAL_FAMILY_MARKER,
+)
 
 # Metrics payload: u64 num keys, u64 memory bytes, u32 n, n x (str name, i64 value)
 

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import VersionNotFound
 from ttlstate.checkpoint.id_plan import EMPTY
-from ttlstate.checkpoint.record_file import KIND_CHANGELOG, Operation, read_operations
+from ttlstate.checkpoint.record_file import KIND_CHANGELOG, Operation
+from ttlstate.checkpoint.record_reader import read_operations
 from ttlstate.store.column_families import family_prefix
 from ttlstate.store.context import StoreContext
 

@@ -11,6 +11,11 @@ from __future__ import annotations
 
 FAMILY_NAME_LENGTH_BYTES = 2  # the width of a family name's length (part of the wire protocol)
 FAMILY_NAME_MAX_BYTES = (1 << (8 * FAMILY_NAME_LENGTH_BYTES)) - 1
+# The first byte of an internal family's name (Spark's timers, TTL indexes, list metadata:
+# `$timers_...`, `$ttl_...`, `$count_...`). The store counts the keys whose byte after the name's
+# length is this one apart (native: key_kind.h), so that a store with column families reports
+# its user and internal families' keys apart, as Spark's RocksDB provider does.
+INTERNAL_FAMILY_MARKER = ord("$")
 
 
 def family_prefix(name: str) -> bytes:
@@ -30,6 +35,12 @@ def split_key(stored: bytes) -> tuple[str, bytes]:
     if len(stored) < end:
         raise ValueError(f"a key of {len(stored)} bytes names a column family of {length} bytes")
     return stored[FAMILY_NAME_LENGTH_BYTES:end].decode("utf-8"), stored[end:]
+
+
+def is_internal_key(stored: bytes) -> bool:
+    """Whether `stored`, a key of a store with column families, is one of an internal family."""
+    return (len(stored) > FAMILY_NAME_LENGTH_BYTES
+            and stored[FAMILY_NAME_LENGTH_BYTES] == INTERNAL_FAMILY_MARKER)
 
 
 def family_counts(keys: list[bytes]) -> dict[str, int]:

@@ -12,7 +12,8 @@ known without the apply's lookups, the commit returns without waiting for the ap
 metrics need the applied DB (a `compactEvery` compaction is due, or the compaction filter
 removed keys to recount). The portable plane applies after the upload, on this thread. A known
 change in keys also goes into the changelog's header (`keys`), so a load that ends with this
-changelog need not look its keys up to count them.
+changelog need not look its keys up to count them; the internal column families' share of it
+goes beside it (`internalKeys`), when the local DB knows its own.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ttlstate.store import metric_names as M
 from ttlstate.store.batch_times import BatchTimes
 from ttlstate.store.context import StoreContext
 from ttlstate.store.local_db import LocalDb
-from ttlstate.store.planes.base import PendingApply, StoreVersion
+from ttlstate.store.planes.base import KeyChange, PendingApply, StoreVersion
 from ttlstate.store.recorded_settings import settings_of
 from ttlstate.store.snapshots import SnapshotWriter
 from ttlstate.store.timeline import Timeline
@@ -77,7 +78,7 @@ class Committer:
             return new_version
 
     def _publish(self, store: StoreVersion, applying: PendingApply, local: str, new_id: str,
-                 v2_lineage: list[tuple[int, str]] | None) -> tuple[int | None, str]:
+                 v2_lineage: list[tuple[int, str]] | None) -> tuple[KeyChange | None, str]:
         """Writes the batch's changelog at `local` and publishes it: the version is committed
         then. Returns the change in keys if known without the apply (which then goes on after
         the commit returns), and the new version's state id."""
@@ -86,10 +87,14 @@ class Committer:
         ttl, engine = ctx.config.ttl, db.engine
         count_now = db.upkeep.compaction_due(engine, ttl, new_version) or db.upkeep.uncounted(engine)
         delta = None if count_now else applying.known_delta()
+        internal = db.num_internal_keys
+        internal_after = None if delta is None or internal is None else internal + delta.internal
         header = header_json(ctx.store_id, new_version, store.now_ms, ttl.ttl_ms, ctx.query_id,
                              parent=db.state_id, settings=settings_of(ttl), ckpt_id=new_id or None,
                              lineage=v2_lineage, parent_keys=db.num_keys,
-                             keys=None if delta is None else db.num_keys + delta)
+                             keys=None if delta is None else db.num_keys + delta.keys,
+                             parent_internal_keys=internal,
+                             internal_keys=internal_after)
         store.write_changelog(local, header)
         state_id = new_id or file_fingerprint(local)
         crash_point("commit-before-upload")  # tests only; inert unless TTLSTATE_FAULTS is set
@@ -99,12 +104,12 @@ class Committer:
         crash_point("commit-after-upload")
         return delta, state_id
 
-    def _committed(self, store: StoreVersion, delta: int, state_id: str, new_id: str,
+    def _committed(self, store: StoreVersion, delta: KeyChange, state_id: str, new_id: str,
                    v2_lineage: list[tuple[int, str]] | None) -> None:
         """The local DB, the timeline and the batch times move to the committed version (its
         change in keys: `delta`)."""
         db, new_version = self._db, store.version + 1
-        db.num_keys += delta
+        db.add_keys(delta)
         self._timeline.committed(new_version, new_id, db.state_id, v2_lineage)
         db.version = new_version
         db.state_id = state_id

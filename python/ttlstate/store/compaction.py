@@ -37,10 +37,10 @@ class FilterUpkeep:
         """Whether the filter removed entries since the last count."""
         return engine.metrics().get(_REMOVED, 0) != self._counted
 
-    def after_apply(self, engine: Engine, ttl: TtlConfig, version: int) -> int | None:
+    def after_apply(self, engine: Engine, ttl: TtlConfig, version: int) -> tuple[int, int] | None:
         """What follows a commit's apply: `compactEvery`'s full compaction (the filter over
-        everything, memtable included) when due; then the store's key count if the filter
-        removed entries (None: unchanged)."""
+        everything, memtable included) when due; then the store's key count (all, internal
+        column families') if the filter removed entries (None: unchanged)."""
         if self.compaction_due(engine, ttl, version):
             engine.compact()
         removed = engine.metrics().get(_REMOVED, 0)
@@ -48,4 +48,4 @@ class FilterUpkeep:
             return None
         self._counters[M.TTL_REMOVED_BY_FILTER.name] += removed - self._counted
         self._counted = removed
-        return engine.count_keys()
+        return engine.count_key_kinds()

@@ -23,7 +23,7 @@ from ttlstate.engine.base import Engine, FilterSettings
 from ttlstate.engine.select import open_engine
 from ttlstate.store.compaction import FilterUpkeep
 from ttlstate.store.context import StoreContext
-from ttlstate.store.planes.base import DataPlane, PendingApply
+from ttlstate.store.planes.base import DataPlane, KeyChange, PendingApply
 from ttlstate.store.planes.select import for_engine
 from ttlstate.store.restored_keys import KeptHashes
 
@@ -55,6 +55,10 @@ class LocalDb:
         # once, as the only file that can rebuild it.
         self.empty_at: int | None = None
         self.num_keys = 0
+        # Of them, the keys of internal column families (column_families.is_internal_key),
+        # kept beside num_keys by every path that keeps it; None when not known (a load from
+        # checkpoint files older than the count): `counted_internal_keys` counts them then.
+        self.num_internal_keys: int | None = 0
         self.lineage = secrets.randbits(62)
         # Moves on with every version handed out and at close: a version loaded before is
         # superseded (planes/base.py: VersionContext.stamp).
@@ -105,6 +109,7 @@ class LocalDb:
         self.open()
         self._ctx.sst.new_lineage()
         self.num_keys = 0
+        self.num_internal_keys = 0
 
     def drop(self) -> None:
         """Discards the DB (only the checkpoint counts), waiting for an apply still writing to it."""
@@ -146,7 +151,20 @@ class LocalDb:
         """What follows a commit's apply: the compaction filter's upkeep (compaction.py)."""
         keys = self.upkeep.after_apply(self.engine, self._ctx.config.ttl, version)
         if keys is not None:
-            self.num_keys = keys
+            self.num_keys, self.num_internal_keys = keys
+
+    def add_keys(self, change: KeyChange) -> None:
+        self.num_keys += change.keys
+        if self.num_internal_keys is not None:
+            self.num_internal_keys += change.internal
+
+    def counted_internal_keys(self) -> int:
+        """The internal column families' keys of the loaded version: counted by a scan of the
+        local DB (once) when the files it was loaded from did not record them."""
+        if self.num_internal_keys is None:
+            self.settle()
+            self.num_keys, self.num_internal_keys = self.engine.count_key_kinds()
+        return self.num_internal_keys
 
     def close(self) -> None:
         self.settle()

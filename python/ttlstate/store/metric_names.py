@@ -103,6 +103,28 @@ FAMILY_COPY_SCANS = MetricName("familyCopyPrefixScanCount", "sum",
                                "prefix scans of a column family (transformWithState's per-key timers, "
                                "MapState iteration) answered from the task's copy of the family, "
                                "without a call to the store", "none")
+# A store with column families (transformWithState's) reports these as Spark's RocksDB provider
+# does: numRowsTotal counts its user families' keys only, these its internal families' keys
+# (counted by the state server, column_families.is_internal_key) and how many families of each
+# kind the provider has created (counted by the shim). Only Spark's RocksDB provider reports
+# metrics of these names, on every line (never the operators): no name merges with another.
+INTERNAL_FAMILY_KEYS = MetricName("rocksdbNumInternalColFamiliesKeys", "size",
+                                  "keys of the store's internal column families (transformWithState's "
+                                  "timers, TTL indexes and list metadata), which numRowsTotal leaves out; "
+                                  "0 for a store without column families", "the same name and meaning",
+                                  ui="number of internal column families' keys")
+EXTERNAL_FAMILIES = MetricName("rocksdbNumExternalColumnFamilies", "size",
+                               "the store's user column families (transformWithState's state variables) "
+                               "its provider has created; 0 for a store without column families",
+                               "the same name and meaning on 4.2+ (Spark 4.0 and 4.1 report "
+                               "the internal families' count under this name; ttlstate does too there)",
+                               ui="number of external column families")
+INTERNAL_FAMILIES = MetricName("rocksdbNumInternalColumnFamilies", "size",
+                               "the store's internal column families (timers, TTL indexes, list metadata) "
+                               "its provider has created; 0 for a store without column families",
+                               "the same name and meaning on 4.2+ (Spark 4.0 and 4.1 report "
+                               "the user families' count under this name; ttlstate does too there)",
+                               ui="number of internal column families")
 CACHE_BYTES = MetricName("executorCacheBytes", "size",
                          "bytes the store's entries take in the executor's cross-batch cache", "none")
 
@@ -111,7 +133,8 @@ ALL_METRICS: tuple[MetricName, ...] = (
     STORE_CALL_COUNT, STORE_CALL_TIME_MS, BLOOM_FILTER_SKIPPED_READS, ROCKSDB_SST_FILE_SIZE,
     COMMIT_TIME_MS, SNAPSHOT_TIME_MS, LOAD_LATENCY_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES,
     CACHE_BYTES, STATE_BYTES, TTL_EXPIRED_TOTAL, NUM_REMOVED_STATE_ROWS, READ_AHEAD_KEYS,
-    REPLAYED_CHANGELOGS, SNAPSHOTS_AUTO_REPAIRED, FAMILY_COPY_SCANS,
+    REPLAYED_CHANGELOGS, SNAPSHOTS_AUTO_REPAIRED, FAMILY_COPY_SCANS, INTERNAL_FAMILY_KEYS,
+    EXTERNAL_FAMILIES, INTERNAL_FAMILIES,
 )
 
 # Former names, for readers of old progress logs and dashboards (docs/metrics.md).

@@ -41,7 +41,18 @@ class MetricsReport:
         custom[M.TTL_EXPIRED_TOTAL.name] = (expired_on_read + removed_incremental
                                             + custom.get(M.TTL_REMOVED_BY_FILTER.name, 0))
         custom[M.NUM_REMOVED_STATE_ROWS.name] = custom[M.TTL_EXPIRED_TOTAL.name]
-        return StoreMetrics(self._db.num_keys, self.memory_bytes(pending_bytes), custom)
+        return StoreMetrics(self.num_rows(custom), self.memory_bytes(pending_bytes), custom)
+
+    def num_rows(self, custom: dict[str, int]) -> int:
+        """Spark's `numRowsTotal`: every key, or for a store with column families its user
+        families' keys, the internal ones' going into `custom` (as Spark's RocksDB provider
+        counts them)."""
+        if not self._ctx.column_families:
+            return self._db.num_keys
+        with self._ctx.lock:
+            internal = self._db.counted_internal_keys()
+            custom[M.INTERNAL_FAMILY_KEYS.name] = internal
+            return self._db.num_keys - internal
 
     def memory_bytes(self, pending_bytes: int) -> int:
         """Spark's `memoryUsedBytes`, as its RocksDB provider counts it for one store: memtables

@@ -50,8 +50,7 @@ log = logging.getLogger(__name__)
 class StoreProvider:
     def __init__(self, store_id: str, local_dir: str, checkpoint: CheckpointLocation,
                  config: StoreConfig, clock: Clock | None = None, query_id: str | None = None,
-                 checkpoint_ids: bool = False, reader: bool = False,
-                 column_families: bool = False) -> None:
+                 checkpoint_ids: bool = False, reader: bool = False, column_families: bool = False) -> None:
         self.store_id = store_id
         self.query_id = query_id
         self.checkpoint = checkpoint

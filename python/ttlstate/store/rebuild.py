@@ -71,12 +71,12 @@ class Rebuilder:
                 # in the chain (another writer's version below), whose keys are counted here.
                 after = rest[i + 1][2] if i + 1 < len(rest) else None
                 if not checked.chained:
-                    keys_after = None
+                    keys_after = internal_after = None
                 elif after is not None and after.parent == header.state_id:
-                    keys_after = after.parent_keys
+                    keys_after, internal_after = after.parent_keys, after.parent_internal_keys
                 else:
-                    keys_after = header.keys
-                self._replay(name, local_path, header, version, collecting, keys_after)
+                    keys_after, internal_after = header.keys, header.internal_keys
+                self._replay(name, local_path, header, version, collecting, keys_after, internal_after)
             if collecting is not None:
                 db.kept.current = RestoredKeys(db.lineage, version, ready=collecting)
             elif scan_keys:
@@ -103,6 +103,7 @@ class Rebuilder:
         self._db.open()
         self._ctx.sst.new_lineage(manifest)
         self._db.num_keys = manifest.keys
+        self._db.num_internal_keys = header.internal_keys  # None (files from before the count): counted later
         self._times.record(header.version, header.batch_time_ms)
 
     def _build(self, fetched: list[Fetched], version: int, collecting: KeyHashes | None) -> list[Fetched]:
@@ -113,7 +114,7 @@ class Rebuilder:
             self._db.engine, fetched, self._ctx.files.staging_path(f"restore-{version}.sst"),
             collecting, lambda name, reason: CheckpointError(store_id, version, name, reason))
         if built.used:
-            self._db.num_keys = built.num_keys
+            self._db.num_keys, self._db.num_internal_keys = built.num_keys
         for _name, _local, header in built.used:
             self._times.record(header.version, header.batch_time_ms)
             if header.kind == KIND_CHANGELOG:
@@ -121,9 +122,12 @@ class Rebuilder:
         return built.rest
 
     def _replay(self, name: str, local: str, header: RecordFileHeader, version: int,
-                collecting: KeyHashes | None, keys_after: int | None) -> None:
+                collecting: KeyHashes | None, keys_after: int | None, internal_after: int | None) -> None:
         """`keys_after`: the number of keys once it is applied, when the next changelog (which
-        continues it) or its own header (`keys`) recorded it; then no lookups count them. (With
+        continues it) or its own header (`keys`) recorded it; then no lookups count them, and
+        `internal_after` (the internal column families' keys among them) is what the same
+        header recorded, or None for files from before that count (which the store then counts
+        by a scan when it reports them, `LocalDb.counted_internal_keys`). (With
         the compaction filter that is the writer's count: entries its filter had removed may
         still be here, expired and never read, until this DB's filter removes them and the
         store recounts.)"""
@@ -132,6 +136,9 @@ class Rebuilder:
                                                     count_keys=keys_after is None)
         except RecordFileError as e:
             raise CheckpointError(self._ctx.store_id, version, name, str(e)) from None
-        self._db.num_keys = keys_after if keys_after is not None else self._db.num_keys + delta
+        if keys_after is not None:
+            self._db.num_keys, self._db.num_internal_keys = keys_after, internal_after
+        else:
+            self._db.add_keys(delta)
         self._times.record(header.version, header.batch_time_ms)
         self._ctx.counters[M.REPLAYED_CHANGELOGS.name] += 1

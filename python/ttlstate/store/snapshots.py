@@ -81,11 +81,15 @@ class SnapshotWriter:
             ttl = ctx.config.ttl
             batch_time = self._times.recorded(version)
             drop = ttl.enabled and ttl.full_snapshot and batch_time is not None
+            sst_layout = self._layout() is SnapshotLayout.SST
+            # An SST snapshot's manifest records the version's keys (sst_manifest.py), its header
+            # the internal column families' among them; a record snapshot's build counts both.
             header = header_json(ctx.store_id, version, batch_time, ttl.ttl_ms, ctx.query_id,
-                                 state=db.state_id, settings=settings_of(ttl))
+                                 state=db.state_id, settings=settings_of(ttl),
+                                 internal_keys=db.num_internal_keys if sst_layout else None)
             engine = db.engine
             loaded = db.lineage
-            if self._layout() is SnapshotLayout.SST:
+            if sst_layout:
                 prepared, view = self._checkpoint(local + ".ckpt"), None
             else:
                 prepared, view = None, db.plane.snapshot_view(engine, ttl)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ttlstate.checkpoint.record_file import RecordFileHeader
 from ttlstate.config.store_config import TtlConfig
@@ -21,6 +21,17 @@ from ttlstate.engine.base import Engine
 
 # (checkpoint file name, local path, verified header) of a file a load fetched
 Fetched = tuple[str, str, RecordFileHeader]
+
+
+class KeyChange(NamedTuple):
+    """A number of keys, or a change in it: all of them, and of them the keys of internal column
+    families (column_families.is_internal_key; a store without families ignores that count)."""
+
+    keys: int
+    internal: int
+
+
+NO_CHANGE = KeyChange(0, 0)
 
 
 @dataclass
@@ -47,10 +58,10 @@ class KeyHashes(Protocol):
 class PendingApply(Protocol):
     """A commit's batch on its way into the local DB (possibly on another thread)."""
 
-    def result(self) -> int:
+    def result(self) -> KeyChange:
         """Waits; the change in the number of keys. Raises what the apply raised."""
 
-    def known_delta(self) -> int | None:
+    def known_delta(self) -> KeyChange | None:
         """The change in the number of keys, when it is known without waiting for the apply
         (every written key's presence in the DB is known); None otherwise. Not None only where
         the apply runs on its own thread, so the commit may return before it ends."""
@@ -160,7 +171,7 @@ class Built:
 
     used: list[Fetched]
     rest: list[Fetched]
-    num_keys: int
+    num_keys: KeyChange
 
 
 class DataPlane(ABC):
@@ -184,9 +195,9 @@ class DataPlane(ABC):
 
     @abstractmethod
     def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
-                         collecting: KeyHashes | None, count_keys: bool = True) -> int:
+                         collecting: KeyHashes | None, count_keys: bool = True) -> KeyChange:
         """Applies a changelog to the DB; returns the change in the number of keys (without
-        `count_keys` a plane may skip the lookups that take and return 0: the caller knows the
+        `count_keys` a plane may skip the lookups that take and return no change: the caller knows the
         count from the next changelog's header). A bad file raises RecordFileError."""
 
     @abstractmethod

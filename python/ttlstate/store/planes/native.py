@@ -24,9 +24,11 @@ from ttlstate.engine.native_engine import NativeEngine
 from ttlstate.errors import StoreStateError
 from ttlstate.store.planes import free_memory
 from ttlstate.store.planes.base import (
+    NO_CHANGE,
     Built,
     DataPlane,
     Fetched,
+    KeyChange,
     KeyHashes,
     StoreMetrics,
     VersionContext,
@@ -86,10 +88,10 @@ class NativePlane(DataPlane):
             gathered += 1
         used = ([snapshot] if snapshot else []) + changelogs[:gathered]
         if not used:
-            return Built([], changelogs, 0)
+            return Built([], changelogs, NO_CHANGE)
         blamed = used[0][0] if snapshot else used[-1][0]  # what a failure to build is about
         try:
-            snapshot_records, keys = builder.finish(snapshot[1] if snapshot else "", staging_sst,
+            snapshot_records, keys, internal = builder.finish(snapshot[1] if snapshot else "", staging_sst,
                                                     _own_hashes(collecting))
         except RuntimeError as e:
             raise fail(blamed, str(e)) from None
@@ -101,18 +103,18 @@ class NativePlane(DataPlane):
         if snapshot and snapshot_records != snapshot[2].record_count:
             raise fail(snapshot[0], f"is corrupt ({snapshot_records} records, footer says "
                                     f"{snapshot[2].record_count})")
-        return Built(used, changelogs[gathered:], keys)
+        return Built(used, changelogs[gathered:], KeyChange(keys, internal))
 
     def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
-                         collecting: KeyHashes | None, count_keys: bool = True) -> int:
+                         collecting: KeyHashes | None, count_keys: bool = True) -> KeyChange:
         try:
-            _count, delta = _native_engine(engine).apply_changelog_file(
+            _count, delta, internal = _native_engine(engine).apply_changelog_file(
                 local_path, _own_hashes(collecting), count_keys=count_keys)
         except RuntimeError as e:
             raise RecordFileError(str(e)) from None
         finally:
             free_memory.batch_ended()
-        return delta
+        return KeyChange(delta, internal)
 
     def snapshot_view(self, engine: Engine, ttl: TtlConfig) -> _PinnedView:
         return _PinnedView(_native_engine(engine).snapshot())
@@ -146,9 +148,9 @@ class _BackgroundApply:
     or `detach` for a commit that returns first: then as soon as the apply ends, on its own
     thread, so a store does not hold its last batch until its next load). Ending is idempotent."""
 
-    def __init__(self, fn: Callable[[], int], done: Callable[[], None],
-                 known: Callable[[], int | None]) -> None:
-        self._future: Future[int] = Future()
+    def __init__(self, fn: Callable[[], tuple[int, int]], done: Callable[[], None],
+                 known: Callable[[], tuple[int, int] | None]) -> None:
+        self._future: Future[tuple[int, int]] = Future()
         self._done = done
         self._known = known
         self._lock = threading.Lock()
@@ -170,13 +172,14 @@ class _BackgroundApply:
 
         threading.Thread(target=run, name="ttlstate-apply", daemon=True).start()
 
-    def result(self) -> int:
-        delta = int(self._future.result())
+    def result(self) -> KeyChange:
+        delta = KeyChange(*self._future.result())
         self._done()
         return delta
 
-    def known_delta(self) -> int | None:
-        return self._known()
+    def known_delta(self) -> KeyChange | None:
+        known = self._known()
+        return None if known is None else KeyChange(*known)
 
     def detach(self) -> None:
         with self._lock:

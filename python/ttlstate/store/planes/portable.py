@@ -27,18 +27,19 @@ from ttlstate.checkpoint.record_file import (
     Operation,
     RecordFileError,
     RecordFileHeader,
-    read_operations,
-    read_records,
     write_operations,
     write_records,
 )
+from ttlstate.checkpoint.record_reader import read_operations, read_records
 from ttlstate.config.store_config import TtlConfig
 from ttlstate.engine.base import Engine
 from ttlstate.errors import StoreStateError
+from ttlstate.store.column_families import is_internal_key
 from ttlstate.store.planes.base import (
     Built,
     DataPlane,
     Fetched,
+    KeyChange,
     KeyHashes,
     StoreMetrics,
     VersionContext,
@@ -70,22 +71,24 @@ class PortablePlane(DataPlane):
               collecting: KeyHashes | None, fail: Callable[[str, str], Exception]) -> Built:
         """Only the snapshot, written in chunks; the changelogs are replayed one by one."""
         if not fetched or fetched[0][2].kind != KIND_SNAPSHOT:
-            return Built([], fetched, 0)
+            return Built([], fetched, KeyChange(0, 0))
         name, local_path, header = fetched[0]
+        internal = 0
         try:
             batch: list[tuple[bytes, bytes | None]] = []
             for record in read_records(local_path, header):
                 batch.append(record)
+                internal += is_internal_key(record[0])
                 if len(batch) >= _APPLY_CHUNK:
                     engine.write(batch)
                     batch.clear()
             engine.write(batch)
         except RecordFileError as e:
             raise fail(name, str(e)) from None
-        return Built([fetched[0]], fetched[1:], header.record_count)
+        return Built([fetched[0]], fetched[1:], KeyChange(header.record_count, internal))
 
     def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
-                         collecting: KeyHashes | None, count_keys: bool = True) -> int:
+                         collecting: KeyHashes | None, count_keys: bool = True) -> KeyChange:
         return replay_counted(engine, list(read_operations(local_path, header)))
 
     def snapshot_view(self, engine: Engine, ttl: TtlConfig) -> _LockedView:

@@ -8,10 +8,13 @@ from collections.abc import Callable
 from ttlstate.checkpoint.changelog_fold import fold
 from ttlstate.checkpoint.record_file import Operation, Record
 from ttlstate.engine.base import Engine
+from ttlstate.store.column_families import is_internal_key
+from ttlstate.store.planes.base import KeyChange
 
 
-def apply_counted(engine: Engine, records: list[Record]) -> int:
-    """Write records to the engine; returns the change in the number of keys."""
+def apply_counted(engine: Engine, records: list[Record]) -> KeyChange:
+    """Write records to the engine; returns the change in the number of keys (and of internal
+    families' keys)."""
     keys = [k for k, _ in records]
     before = dict(zip(keys, engine.multi_get(keys), strict=True))
     final: dict[bytes, bytes | None] = {}
@@ -20,9 +23,9 @@ def apply_counted(engine: Engine, records: list[Record]) -> int:
     return _write_counted(engine, before, final, records)
 
 
-def replay_counted(engine: Engine, operations: list[Operation]) -> int:
+def replay_counted(engine: Engine, operations: list[Operation]) -> KeyChange:
     """Apply a changelog's operations to the engine, each key's folded in order (an append onto
-    the key's value so far); returns the change in the number of keys."""
+    the key's value so far); returns the change in the number of keys (and of internal ones)."""
     keys = list(dict.fromkeys(k for _, k, _ in operations))
     before = dict(zip(keys, engine.multi_get(keys), strict=True))
     final = fold(operations, before)
@@ -30,31 +33,29 @@ def replay_counted(engine: Engine, operations: list[Operation]) -> int:
 
 
 def _write_counted(engine: Engine, before: dict[bytes, bytes | None], final: dict[bytes, bytes | None],
-                   records: list[Record]) -> int:
-    delta = 0
+                   records: list[Record]) -> KeyChange:
+    delta = internal = 0
     for k, v in final.items():
-        existed = before[k] is not None
-        if v is None and existed:
-            delta -= 1
-        elif v is not None and not existed:
-            delta += 1
+        change = int(v is not None) - int(before[k] is not None)
+        delta += change
+        internal += change if change and is_internal_key(k) else 0
     engine.write(records)
-    return delta
+    return KeyChange(delta, internal)
 
 
 class DeferredApply:
     """The portable commit applies its batch after the changelog is published, on the
     committing thread."""
 
-    def __init__(self, apply: Callable[[], int]) -> None:
+    def __init__(self, apply: Callable[[], KeyChange]) -> None:
         self._apply = apply
         self._started = False
 
-    def result(self) -> int:
+    def result(self) -> KeyChange:
         self._started = True
         return self._apply()
 
-    def known_delta(self) -> int | None:
+    def known_delta(self) -> KeyChange | None:
         return None  # applied on the committing thread: the commit waits for it anyway
 
     def detach(self) -> None:

@@ -342,11 +342,17 @@ object StateServer {
 
   /** Stops the server now (the next use starts a new one). */
   def shutdown(): Unit = synchronized {
-    endedEnv = SparkEnv.get
     if (current != null) {
       current.stop("the application ended (spark.stop())")
       current = null
     }
+  }
+
+  /** The application ended (local mode): the server stops, and the application's tasks still
+   *  running start no new one (`refuseAfterApplicationEnd`). */
+  private def applicationEnded(): Unit = synchronized {
+    endedEnv = SparkEnv.get
+    shutdown()
   }
 
   @volatile private var listening: SparkContext = _
@@ -361,7 +367,7 @@ object StateServer {
       if (listening ne sc) {
         listening = sc
         sc.addSparkListener(new SparkListener {
-          override def onApplicationEnd(end: SparkListenerApplicationEnd): Unit = shutdown()
+          override def onApplicationEnd(end: SparkListenerApplicationEnd): Unit = applicationEnded()
         })
       }
     }

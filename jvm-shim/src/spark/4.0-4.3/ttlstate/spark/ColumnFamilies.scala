@@ -30,6 +30,13 @@ final class ColumnFamilies(default: ColumnFamily) {
   def forget(name: String): Unit = if (name != default.name) families.remove(name)
   def names: Set[String] = families.keySet().asScala.toSet
 
+  /** How many families of each kind Spark created here (the default included): (user, internal),
+   *  what Spark's RocksDB provider reports of the families it created. */
+  def counts: (Long, Long) = {
+    val internal = families.values().asScala.count(_.internal).toLong
+    (families.size.toLong - internal, internal)
+  }
+
   /** The family `name`; one Spark never created fails as Spark's own provider fails. */
   def apply(name: String): ColumnFamily = {
     val family = families.get(name)

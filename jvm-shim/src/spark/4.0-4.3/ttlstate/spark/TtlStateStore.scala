@@ -133,7 +133,7 @@ final class TtlStateStore(val session: StoreVersion, provider: TtlStateStoreProv
 
   override def abort(): Unit = session.abort()
   override def hasCommitted: Boolean = session.hasCommitted
-  override def metrics: StateStoreMetrics = session.metrics
+  override def metrics: StateStoreMetrics = provider.withFamilyCounts(session.metrics)
 
   override def getStateStoreCheckpointInfo(): StateStoreCheckpointInfo = {
     val (v, id, baseId) = session.checkpointInfo

@@ -74,6 +74,17 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
   private[ttlstate] def emptyStore(version: Long): StateStore =
     open(LoadRequest(version, readOnly = false, empty = true))
 
+  /** `m` with the counts of this provider's column families, reported as Spark's RocksDB provider
+   *  of this line reports them (`FamilyMetrics`); a store without families reports none. */
+  private[spark] def withFamilyCounts(m: StateStoreMetrics): StateStoreMetrics =
+    if (!core.spec.columnFamilies) m
+    else {
+      val (user, internal) = families.counts
+      val (external, internalName) = if (FamilyMetrics.countsSwapped) (internal, user) else (user, internal)
+      val counts = Map(MetricNames.EXTERNAL_FAMILIES -> external, MetricNames.INTERNAL_FAMILIES -> internalName)
+      m.copy(customMetrics = m.customMetrics.map { case (metric, v) => metric -> counts.getOrElse(metric.name, v) })
+    }
+
   /** After a store of this provider committed `version`. */
   private[spark] def committed(version: Long): Unit =
     if (core.spec.commitValidation) SparkLine.reportCommit(version, core.id, core.spec.hadoopConf)

@@ -5,6 +5,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.{DataType, StructType}
 import ttlstate.client.{CheckpointFiles, PayloadReader, PayloadWriter, Protocol, ServerConnection}
+import ttlstate.spark.MetricNames
 import ttlstate.store.{KeyCodec, ProviderCore, StoreSpec}
 
 /** One store on this executor's state server, as `ttlstate repartition` uses it: a version's
@@ -76,15 +77,16 @@ final class RawStore(root: String, group: StoreGroup, partition: Int, confs: Map
       case e: Throwable => throw new IllegalStateException(s"$label ($root): write failed: ${e.getMessage}", e)
     }
 
-  /** Commits the loaded version; returns (new version, number of keys, its checkpoint id: "" on
-   *  format 1). */
+  /** Commits the loaded version; returns (new version, every key of it, its checkpoint id: "" on
+   *  format 1). A store with column families reports its user families' keys as its rows and its
+   *  internal ones' as a metric: both count. */
   def commit(): (Long, Long, String) = {
     val r = call("commit", new PayloadWriter().u32(handle).frame(Protocol.OP_COMMIT))
     val version = r.i64()
-    val keys = r.i64()
+    val rows = r.i64()
     r.i64() // memory
-    (0 until r.u32()).foreach { _ => r.str(); r.i64() } // the store's metrics
-    (version, keys, r.str())
+    val metrics = (0 until r.u32()).map(_ => r.str() -> r.i64()).toMap // the store's metrics
+    (version, rows + metrics.getOrElse(MetricNames.INTERNAL_FAMILY_KEYS, 0L), r.str())
   }
 
   def close(): Unit = {
