@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from tests.damage import damage
 from tests.spark.harness import EVENTS_SCHEMA, ROCKSDB, TTLSTATE, Run, ev, poll_until, run_steps, session
 from tests.spark.tws_queries import (
+    CHANGELOG_ON,
     EXPECTED,
     FEATURE_STEPS,
     FINAL_COUNTS,
@@ -30,6 +31,7 @@ from tests.spark.tws_queries import (
     STEPS,
     apis,
     batch_per_step,
+    change_feed,
     family_metrics,
     pinned_providers,
     read_counts,
@@ -43,8 +45,6 @@ from ttlstate.store import metric_names as M
 pytestmark = pytest.mark.spark
 
 SERVED = {K.TRANSFORM_WITH_STATE.key: "ttlstate"}
-# Spark's RocksDB provider has a change feed with changelog checkpointing only.
-CHANGELOG_ON = {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}
 
 
 @pytest.fixture(scope="module")
@@ -72,15 +72,6 @@ def _rows(run: Run) -> list[tuple]:
     return sorted((row for rows in run.outputs.values() for row in rows), key=repr)
 
 
-def _change_feed(spark: SparkSession, checkpoint: str, var: str) -> list[str]:
-    """The state data source's change feed of the state variable `var` from batch 0, each row
-    as its fields (batch id, change type, key, value; a MapState's: grouping key, user key,
-    value; a ListState's: key, list element), sorted (a batch's partitions run in any order)."""
-    reader = (spark.read.format("statestore").option("readChangeFeed", "true")
-              .option("changeStartBatchId", "0").option("stateVarName", var))
-    return sorted(repr(row.asDict(recursive=True)) for row in reader.load(checkpoint).collect())
-
-
 def test_each_api_served_by_ttlstate_as_on_rocksdb(spark: SparkSession) -> None:
     for name, build in apis(spark).items():
         ours, theirs = _both(spark, build, SCHEMAS, STEPS)
@@ -90,10 +81,10 @@ def test_each_api_served_by_ttlstate_as_on_rocksdb(spark: SparkSession) -> None:
     assert read_counts(spark, ours.checkpoint) == FINAL_COUNTS  # the state data source, on ttlstate's store
     # The change feed of a ValueState and a ListState (each append: appendList of 3 and 5 is
     # two rows), as Spark's RocksDB provider gives it.
-    feed = _change_feed(spark, ours.checkpoint, "count")
-    assert feed == _change_feed(spark, theirs.checkpoint, "count") and len(feed) == 5, feed
-    feed = _change_feed(spark, ours.checkpoint, "values")
-    assert feed == _change_feed(spark, theirs.checkpoint, "values") and len(feed) == 6, feed
+    feed = change_feed(spark, ours.checkpoint, "count")
+    assert feed == change_feed(spark, theirs.checkpoint, "count") and len(feed) == 5, feed
+    feed = change_feed(spark, ours.checkpoint, "values")
+    assert feed == change_feed(spark, theirs.checkpoint, "values") and len(feed) == 6, feed
     assert all("'change_type': 'append'" in row for row in feed)
 
 
@@ -135,10 +126,10 @@ def test_event_time_timers_and_initial_state(spark: SparkSession) -> None:
     # Spark's state data source fails on its own provider's timers' change feed
     # (`readRegisteredTimers`: a ClassCastException in 4.3), so timers are not compared.
     for var in ("count", "values"):
-        feed = _change_feed(spark, ours.checkpoint, var)
-        assert feed and feed == _change_feed(spark, theirs.checkpoint, var), var
+        feed = change_feed(spark, ours.checkpoint, var)
+        assert feed and feed == change_feed(spark, theirs.checkpoint, var), var
     assert sum("'batch_id': 0, 'change_type': 'update', 'key': {'value': 'a'}" in row
-               for row in _change_feed(spark, ours.checkpoint, "count")) == 2
+               for row in change_feed(spark, ours.checkpoint, "count")) == 2
 
 
 FORMAT_KEY = "spark.sql.streaming.stateStore.checkpointFormatVersion"
@@ -186,8 +177,8 @@ def test_snapshots_of_both_layouts_and_formats_rebuild_the_families_and_a_damage
                        confs=CHANGELOG_ON)
     assert run.outputs == theirs.outputs and run.outputs[len(STEPS)] == [("a", 4, "1,3,5,7"), ("d", 1, "8")]
     if checkpoint_format == "1":  # the ListState's change feed after a repair (format 2: not yet served)
-        feed = _change_feed(spark, run.checkpoint, "values")
-        assert feed == _change_feed(spark, theirs.checkpoint, "values") and len(feed) == 8, feed
+        feed = change_feed(spark, run.checkpoint, "values")
+        assert feed == change_feed(spark, theirs.checkpoint, "values") and len(feed) == 8, feed
     # The counts of keys survive the snapshot (its header, or its build) and the repair.
     assert family_metrics(run) == family_metrics(theirs)
     operators = run.progress_by_batch[len(STEPS)]["stateOperators"]
