@@ -9,6 +9,8 @@ again. Every variant counts rows per key, in update mode, with a state that forg
 Scala with `TTLConfig` and a processing-time timer per key that fires `--ttl` after its last
 update (`tws-scala`), the same Scala query served by ttlstate's store (`tws-scala-ttlstate`:
 `transformWithState=ttlstate`, Spark's `TTLConfig` and timers on ttlstate's column families),
+the same with each key's rows appended to a TTL'd `ListState` instead (`tws-scala-list`, and
+served: `tws-scala-list-ttlstate`),
 `transformWithStateInPandas` with a TTL'd `ValueState` (`tws-pandas`), `applyInPandasWithState`
 with processing-time timeouts (`apply-in-pandas`), and Spark's RocksDB provider with no TTL at
 all (`rocksdb-no-ttl`: its state only grows). The other Spark variants use the RocksDB provider.
@@ -61,6 +63,7 @@ from benchmarks.harness.variants import (
     ratio,
     with_baseline,
 )
+from benchmarks.workloads.churn_child import SCALA_QUERIES
 
 # name -> (provider variant, query kind of churn_child)
 VARIANTS: dict[str, tuple[Variant, str]] = {
@@ -76,6 +79,10 @@ VARIANTS: dict[str, tuple[Variant, str]] = {
     # the same Scala query, its state in ttlstate's store (column families; TTL and timers Spark's)
     "tws-scala-ttlstate": (Variant("tws-scala-ttlstate", TTLSTATE, {TRANSFORM_WITH_STATE_KEY: "ttlstate"}),
                            "tws-scala"),
+    # a ListState's appends (each a merge in the store) on either provider
+    "tws-scala-list": (Variant("tws-scala-list", ROCKSDB), "tws-scala-list"),
+    "tws-scala-list-ttlstate": (Variant("tws-scala-list-ttlstate", TTLSTATE,
+                                        {TRANSFORM_WITH_STATE_KEY: "ttlstate"}), "tws-scala-list"),
     "tws-pandas": (Variant("tws-pandas", ROCKSDB), "tws-pandas"),
     "apply-in-pandas": (Variant("apply-in-pandas", ROCKSDB), "apply-in-pandas"),
     "rocksdb-no-ttl": (Variant("rocksdb-no-ttl", ROCKSDB), "count"),
@@ -128,7 +135,7 @@ def run_variant(variant: Variant, args: argparse.Namespace, input_dir: str, work
                    # data must stay in the recent progress (1000 were pushed out in 600 s).
                    "spark.sql.streaming.numRecentProgressUpdates": "100000",
                    "spark.driver.memory": args.driver_memory}
-    if query == "tws-scala" and jar:
+    if query in SCALA_QUERIES and jar:
         spark_confs["spark.jars"] = jar
     params = {"provider_class": variant.provider_class, "confs": confs, "ttlstate": variant.is_ttlstate,
               "query": query, "input_dir": input_dir, "checkpoint": os.path.join(here, "ck"),
@@ -237,7 +244,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                              args.baseline_variants)
     names = [v.name for v in variants]
     jar = None
-    if any(VARIANTS[n.split("@")[0]][1] == "tws-scala" for n in names):
+    if any(VARIANTS[n.split("@")[0]][1] in SCALA_QUERIES for n in names):
         from benchmarks.harness.scala_jobs import jar as build
 
         jar = build()

@@ -8,6 +8,8 @@ update, each with its own mechanism (`query`):
 - `tws-scala`: `transformWithState` in Scala, a `ValueState` with `TTLConfig` and a
   processing-time timer per key, moved at each update, that fires when the value expires
   (`benchmarks/workloads/scala/ChurnTtlCount.scala`), on whichever provider the session has;
+- `tws-scala-list`: the same, each key's rows appended to a `ListState` with `TTLConfig`
+  (`appendList`, never read back), its timer moved as above;
 - `tws-pandas`: `transformWithStateInPandas`, a `ValueState` with `ttlDurationMs`;
 - `apply-in-pandas`: `applyInPandasWithState` with a processing-time timeout.
 The query gets `deadline_s` seconds; a slower one is stopped and reported unfinished with the
@@ -28,6 +30,8 @@ from typing import Any
 from benchmarks.harness.sparkjob import child_main, imported_ttlstate, progresses, session
 
 OUTPUT = "key STRING, count LONG"
+# The Scala queries (benchmarks/workloads/scala/ChurnTtlCount.scala): query -> ChurnTws's method.
+SCALA_QUERIES = {"tws-scala": "start", "tws-scala-list": "startList"}
 
 
 def _tws_pandas(src: Any, ttl_ms: int) -> Any:
@@ -69,12 +73,12 @@ def _apply_in_pandas(src: Any, ttl_ms: int) -> Any:
 def start(spark: Any, params: dict[str, Any]) -> Any:
     """The variant's query, started."""
     query, ttl_ms = params["query"], int(params["ttl_ms"])
-    if query == "tws-scala":
+    if query in SCALA_QUERIES:
         from pyspark.sql.streaming.query import StreamingQuery
 
-        jq = spark._jvm.ttlstate.bench.ChurnTws.start(spark._jsparkSession, params["input_dir"],
-                                                      params["checkpoint"], ttl_ms)
-        return StreamingQuery(jq)
+        start_scala = getattr(spark._jvm.ttlstate.bench.ChurnTws, SCALA_QUERIES[query])
+        return StreamingQuery(start_scala(spark._jsparkSession, params["input_dir"], params["checkpoint"],
+                                          ttl_ms))
     src = spark.readStream.schema("key STRING").option("maxFilesPerTrigger", 1).parquet(params["input_dir"])
     if query == "count":
         df = src.groupBy("key").count()
@@ -83,7 +87,8 @@ def start(spark: Any, params: dict[str, Any]) -> Any:
     elif query == "apply-in-pandas":
         df = _apply_in_pandas(src, ttl_ms)
     else:
-        raise ValueError(f"unknown churn query {query!r}: count, tws-scala, tws-pandas, apply-in-pandas")
+        raise ValueError(f"unknown churn query {query!r}: count, {', '.join(SCALA_QUERIES)}, tws-pandas, "
+                         "apply-in-pandas")
     return (df.writeStream.format("noop").outputMode("update")
             .option("checkpointLocation", params["checkpoint"]).trigger(availableNow=True).start())
 

@@ -394,6 +394,10 @@ ttl_status ttl_txn_put(ttl_txn* t, const char* key, size_t key_size, const char*
   });
 }
 
+ttl_status ttl_txn_append(ttl_txn* t, const char* key, size_t key_size, const char* more, size_t more_size) {
+  return Guard([&] { t->txn->Append(std::string_view(key, key_size), std::string_view(more, more_size)); });
+}
+
 ttl_status ttl_txn_put_entry(ttl_txn* t, const char* key, size_t key_size, const char* ttl_value,
                              size_t ttl_value_size) {
   return Guard([&] {
@@ -665,7 +669,7 @@ void ttl_db_set_time(ttl_db* db, int64_t now) { db->db->SetTime(now); }
 
 ttl_status ttl_db_begin(ttl_db* db, const char* label, int64_t version, int64_t now, int writable, int ttl_enabled,
                         int64_t ttl, int update_on_read, int return_expired, int64_t incremental_size,
-                        int incremental_per_record, const ttl_cursor* cursor, ttl_txn** out) {
+                        int incremental_per_record, const ttl_cursor* cursor, int log_operations, ttl_txn** out) {
   return Guard([&] {
     ttlstate::TtlRules rules;
     rules.enabled = ttl_enabled != 0;
@@ -675,7 +679,7 @@ ttl_status ttl_db_begin(ttl_db* db, const char* label, int64_t version, int64_t 
     rules.incremental_size = incremental_size;
     rules.incremental_per_record = incremental_per_record != 0;
     auto txn = std::make_shared<ttlstate::Txn>(db->db->core(), label, version, now, writable != 0, rules,
-                                               cursor ? cursor->cursor : nullptr);
+                                               cursor ? cursor->cursor : nullptr, log_operations != 0);
     *out = Make<ttl_txn>(std::move(txn));
   });
 }

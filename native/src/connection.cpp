@@ -181,10 +181,7 @@ void Connection::Writes(Txn& txn, PayloadReader& r) {
       txn.RemoveIfExpired(key);
     } else if (kind == p::kWriteAppend) {
       // A column family's ListState merge: the stored value (none: empty), then these bytes.
-      const std::string_view more = r.Bytes();
-      std::string value = txn.Get(key).value_or(std::string());
-      value.append(more);
-      txn.Put(key, value);
+      txn.Append(key, r.Bytes());
     } else if (kind == p::kWriteRemovePrefix) {
       RemovePrefix(txn, key);
     } else {

@@ -1,5 +1,6 @@
 #include "ttlstate/record_file.h"
 #include "ttlstate/big_endian.h"
+#include "ttlstate/ttl_value.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -80,6 +81,16 @@ void RecordEncoder::Delete(std::string_view key) {
   if (pending_.size() >= chunk_) Compress(false);
 }
 
+void RecordEncoder::Append(std::string_view key, int64_t ts, std::string_view user) {
+  AppendRecordHead(kRecordAppend, key);
+  big_endian::Append<uint32_t>(&pending_, static_cast<uint32_t>(kTimestampSize + user.size()));
+  AppendTimestamp(&pending_, ts);
+  pending_.append(user.data(), user.size());
+  ++count_;
+  has_appends_ = true;
+  if (pending_.size() >= chunk_) Compress(false);
+}
+
 void RecordEncoder::End() {
   if (ended_) return;
   Compress(true);
@@ -105,21 +116,22 @@ void RecordEncoder::Compress(bool end) {
 RecordFileWriter::RecordFileWriter(const std::string& path, char kind, std::string_view header_json,
                                    int zstd_level)
     : path_(path), body_(zstd_level, kChunk) {
-  WriteHead(kind, header_json);
+  WriteHead(kind, header_json, kRecordFormatVersion);
 }
 
 RecordFileWriter::RecordFileWriter(const std::string& path, char kind, std::string_view header_json,
                                    RecordEncoder body)
     : path_(path), body_(std::move(body)) {
-  WriteHead(kind, header_json);
+  // Appends only in a format an older reader refuses (it would not know their op).
+  WriteHead(kind, header_json, body_.has_appends() ? kRecordAppendsFormat : kRecordFormatVersion);
 }
 
-void RecordFileWriter::WriteHead(char kind, std::string_view header_json) {
+void RecordFileWriter::WriteHead(char kind, std::string_view header_json, uint16_t format) {
   file_ = FileHandle(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (file_.get() < 0) Fail(path_, std::string("cannot create: ") + std::strerror(errno));
   std::string head(kMagic, 8);
   head.push_back(kind);
-  big_endian::Append<uint16_t>(&head, kRecordFormatVersion);
+  big_endian::Append<uint16_t>(&head, format);
   big_endian::Append<uint32_t>(&head, static_cast<uint32_t>(header_json.size()));
   head.append(header_json.data(), header_json.size());
   WriteRaw(head.data(), head.size());
@@ -190,10 +202,12 @@ RecordFileReader::RecordFileReader(const std::string& path) : path_(path), dctx_
   ReadExactly(file_.get(), prefix, kPrefixSize, 0, path);
   if (std::memcmp(prefix, kMagic, 8) != 0) Fail(path, "is not a ttlstate checkpoint file (bad magic)");
   kind_ = prefix[8];
-  // Records of this format only: a format-2 snapshot names SST files, it holds no state entries.
-  if (big_endian::Load<uint16_t>(prefix + 9) != kRecordFormatVersion) {
-    Fail(path, "has format version " + std::to_string(big_endian::Load<uint16_t>(prefix + 9)) +
-                   ", not a record file of state entries");
+  // Records of state entries only: a format-2 snapshot names SST files. Appends only in a
+  // changelog of their format.
+  const uint16_t format = big_endian::Load<uint16_t>(prefix + 9);
+  appends_ = format == kRecordAppendsFormat && kind_ == kKindChangelog;
+  if (format != kRecordFormatVersion && !appends_) {
+    Fail(path, "has format version " + std::to_string(format) + ", not a record file of state entries");
   }
   const uint64_t hdr_len = big_endian::Load<uint32_t>(prefix + 11);
   char footer[kFooterSize];
@@ -253,7 +267,7 @@ bool RecordFileReader::Next(uint8_t* op, std::string_view* key, std::string_view
     if (avail >= 5) {
       const auto o = static_cast<uint8_t>(p[0]);
       const uint64_t klen = big_endian::Load<uint32_t>(p + 1);
-      if (o != kRecordPut && o != kRecordDelete) {
+      if (o != kRecordPut && o != kRecordDelete && !(o == kRecordAppend && appends_)) {
         Fail(path_, "is corrupt (unknown record op " + std::to_string(o) + ")");
       }
       if (o == kRecordDelete && avail >= 5 + klen) {
@@ -264,8 +278,11 @@ bool RecordFileReader::Next(uint8_t* op, std::string_view* key, std::string_view
         ++seen_;
         return true;
       }
-      if (o == kRecordPut && avail >= 9 + klen) {
+      if (o != kRecordDelete && avail >= 9 + klen) {
         const uint64_t vlen = big_endian::Load<uint32_t>(p + 5 + klen);
+        if (o == kRecordAppend && vlen < kTimestampSize) {
+          Fail(path_, "is corrupt (an append of " + std::to_string(vlen) + " bytes, without a timestamp)");
+        }
         if (avail >= 9 + klen + vlen) {
           *op = o;
           *key = std::string_view(p + 5, klen);

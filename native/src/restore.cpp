@@ -1,10 +1,12 @@
 #include "ttlstate/restore.h"
 
+#include <deque>
 #include <shared_mutex>
 #include <stdexcept>
 #include <string_view>
 
 #include "rocksdb/sst_file_writer.h"
+#include "ttlstate/changelog_fold.h"
 #include "ttlstate/key_order.h"
 #include "ttlstate/record_file.h"
 
@@ -27,7 +29,7 @@ class SnapshotStream {
     uint8_t op = 0;
     valid_ = reader_->Next(&op, &key_, &value_);
     if (!valid_) return false;
-    if (op != kRecordPut) Corrupt(path_, "a delete in a snapshot");
+    if (op != kRecordPut) Corrupt(path_, op == kRecordDelete ? "a delete in a snapshot" : "an append in a snapshot");
     if (count_ > 0 && std::string_view(previous_) >= key_) Corrupt(path_, "snapshot keys out of order");
     ++count_;
     return true;
@@ -58,7 +60,8 @@ uint64_t RestoreBuilder::AddChangelog(const std::string& path) {
   std::string_view value;
   uint64_t count = 0;
   while (in.Next(&op, &key, &value)) {
-    const bool put = op == kRecordPut;
+    const bool put = op != kRecordDelete;
+    if (op == kRecordAppend) appends_.push_back(static_cast<uint32_t>(writes_.size()));
     writes_.push_back({arena_.Copy(key), put ? arena_.Copy(value) : std::string_view(), put});
     ++count;
   }
@@ -69,10 +72,28 @@ RestoreBuilder::Result RestoreBuilder::Finish(const std::string& snapshot_path, 
                                               KeyHashes* hashes) {
   if (finished_) throw std::logic_error("restore already finished");
   finished_ = true;
-  const std::vector<uint32_t> newest = LastOfEachKey(writes_.size(), [&](size_t i) { return writes_[i].key; });
+  const std::vector<uint32_t> newest = appends_.empty()
+      ? LastOfEachKey(writes_.size(), [&](size_t i) { return writes_[i].key; }) : std::vector<uint32_t>();
   std::vector<const SortedWrite*> last;  // the last record of each key, in key order
   last.reserve(newest.size());
   for (const uint32_t i : newest) last.push_back(&writes_[i]);
+  // With appends, each key's records folded instead; `appended[i]`: last[i] appends to the
+  // snapshot's value of its key (none: to nothing).
+  std::deque<std::string> made;
+  std::vector<SortedWrite> folded;
+  std::vector<char> appended;
+  if (!appends_.empty()) {
+    std::vector<char> is_append(writes_.size(), 0);
+    for (const uint32_t i : appends_) is_append[i] = 1;
+    for (const ChangeRecord& f : FoldByKey(writes_.size(), [&](size_t i) {
+           const SortedWrite& w = writes_[i];
+           return ChangeRecord{is_append[i] ? kRecordAppend : w.put ? kRecordPut : kRecordDelete, w.key, w.value};
+         }, &made)) {
+      folded.push_back({f.key, f.value, f.op != kRecordDelete});
+      appended.push_back(f.op == kRecordAppend ? 1 : 0);
+    }
+    for (const SortedWrite& w : folded) last.push_back(&w);
+  }
   {
     std::shared_lock<std::shared_mutex> lock(core_->mu);
     std::unique_ptr<rocksdb::Iterator> it(core_->Handle()->NewIterator(rocksdb::ReadOptions()));
@@ -91,23 +112,26 @@ RestoreBuilder::Result RestoreBuilder::Finish(const std::string& snapshot_path, 
       if (IsInternalKey(k)) ++internal;
     };
     auto next = last.begin();
+    // The changelogs' (folded) record of a key whose snapshot value is `base` (none: absent).
+    auto change = [&](std::optional<std::string_view> base) {
+      const SortedWrite& w = **next;
+      if (!appended.empty() && appended[next - last.begin()]) put(w.key, ApplyAppend(base, w.value));
+      else if (w.put) put(w.key, w.value);
+    };
     while (snapshot.Next()) {
-      for (; next != last.end() && (*next)->key < snapshot.key(); ++next) {
-        if ((*next)->put) put((*next)->key, (*next)->value);
-      }
+      for (; next != last.end() && (*next)->key < snapshot.key(); ++next) change(std::nullopt);
       if (next != last.end() && (*next)->key == snapshot.key()) {  // the changelog's record wins
-        if ((*next)->put) put((*next)->key, (*next)->value);
+        change(snapshot.value());
         ++next;
       } else {
         put(snapshot.key(), snapshot.value());
       }
     }
-    for (; next != last.end(); ++next) {
-      if ((*next)->put) put((*next)->key, (*next)->value);
-    }
+    for (; next != last.end(); ++next) change(std::nullopt);
     return keys;
   });
   writes_ = {};
+  appends_ = {};
   arena_.Clear();
   return {snapshot.count(), keys, internal};
 }

@@ -19,9 +19,9 @@ constexpr size_t kChangelogEncodeChunk = 64 * 1024;
 }  // namespace
 
 Txn::Txn(std::shared_ptr<DbCore> core, std::string store_label, int64_t version, int64_t now, bool writable,
-         TtlRules rules, std::shared_ptr<CleanupCursor> cursor)
+         TtlRules rules, std::shared_ptr<CleanupCursor> cursor, bool log_operations)
     : core_(std::move(core)), label_(std::move(store_label)), version_(version), now_(now), writable_(writable),
-      rules_(rules), cursor_(std::move(cursor)) {}
+      rules_(rules), cursor_(std::move(cursor)), log_operations_(log_operations) {}
 
 std::string Txn::state() const {
   const char* ended = ended_.load(std::memory_order_acquire);
@@ -79,18 +79,20 @@ Txn::Pending& Txn::Entry(std::string_view key) {
   return p;
 }
 
-void Txn::WritePending(std::string_view key, Op op, std::string_view stored) {
+void Txn::WritePending(std::string_view key, Op op, std::string_view stored,
+                       std::optional<std::string_view> appended) {
   auto& record = pending_.FindOrInsert(key, [this](std::string_view k) { return arena_.Copy(k); });
   Pending& p = record.value;
   p.internal = IsInternalKey(key);
   if (p.op == Op::kNone) {
     ++written_;
     if (written_in_order_) written_in_order_->insert(record.key);
-    if (!rewritten_) {
-      if (!changelog_) changelog_.emplace(kChangelogZstdLevel, kChangelogEncodeChunk);
-      if (op == Op::kPut) changelog_->Put(key, stored);
-      else changelog_->Delete(key);
-    }
+  }
+  if (log_operations_ || (p.op == Op::kNone && !rewritten_)) {
+    if (!changelog_) changelog_.emplace(kChangelogZstdLevel, kChangelogEncodeChunk);
+    if (appended) changelog_->Append(key, TtlTimestamp(stored), *appended);
+    else if (op == Op::kPut) changelog_->Put(key, stored);
+    else changelog_->Delete(key);
   } else if (!rewritten_) {
     rewritten_ = true;
     changelog_.reset();
@@ -256,6 +258,30 @@ void Txn::Remove(std::string_view key) {
   CheckWritable();
   if (rules_.incremental_per_record) IncrementalStep();
   WritePending(key, Op::kDelete, std::string_view());
+}
+
+void Txn::Append(std::string_view key, std::string_view more) {
+  CheckWritable();
+  const std::optional<std::string> current = Get(key);
+  if (rules_.incremental_per_record) IncrementalStep();
+  std::string value = current.value_or(std::string());
+  value.append(more.data(), more.size());
+  const std::string_view stored = arena_.CopyTtlValue(now_, value);
+  if (log_operations_ && ReplayFinds(key, current)) {
+    WritePending(key, Op::kPut, stored, stored.substr(stored.size() - more.size()));  // logs `more` appended
+  } else {
+    WritePending(key, Op::kPut, stored);
+  }
+}
+
+bool Txn::ReplayFinds(std::string_view key, const std::optional<std::string>& current) const {
+  const auto* entry = pending_.Find(key);
+  // The committed DB's entry, as a replay finds it; with TTL the live DB's compaction may have
+  // dropped an expired entry that a replay finds, so only a whole value is safe then.
+  if (entry == nullptr || entry->value.op == Op::kNone) return !rules_.enabled;
+  const Pending& p = entry->value;
+  const std::string_view base = p.op == Op::kPut ? TtlUserBytes(p.value()) : std::string_view();
+  return base == (current ? std::string_view(*current) : std::string_view());
 }
 
 std::unique_ptr<Scan> Txn::NewScan(std::optional<std::string> lower, std::optional<std::string> upper) {

@@ -158,6 +158,8 @@ FUNCTIONS: tuple[Function, ...] = (
        "size_t* size)"),
     fn("ttl_status ttl_txn_put(ttl_txn* t, const char* key, size_t key_size, const char* value, "
        "size_t value_size, int committed)", keep_gil=True, checked=False),
+    fn("ttl_status ttl_txn_append(ttl_txn* t, const char* key, size_t key_size, const char* more, "
+       "size_t more_size)"),
     fn("ttl_status ttl_txn_put_entry(ttl_txn* t, const char* key, size_t key_size, const char* ttl_value, "
        "size_t ttl_value_size)", keep_gil=True),
     fn("ttl_status ttl_txn_remove(ttl_txn* t, const char* key, size_t key_size)", keep_gil=True,
@@ -239,7 +241,8 @@ FUNCTIONS: tuple[Function, ...] = (
     fn("void ttl_db_set_time(ttl_db* db, int64_t now)", keep_gil=True),
     fn("ttl_status ttl_db_begin(ttl_db* db, const char* label, int64_t version, int64_t now, int writable, "
        "int ttl_enabled, int64_t ttl, int update_on_read, int return_expired, int64_t incremental_size, "
-       "int incremental_per_record, const ttl_cursor* cursor, ttl_txn** out)"),
+       "int incremental_per_record, const ttl_cursor* cursor, int log_operations, ttl_txn** out)",
+       comment="log_operations: the changelog logs every put, delete and append in order (Txn)."),
     fn("ttl_status ttl_db_snapshot(ttl_db* db, ttl_snapshot** out)"),
     fn("ttl_status ttl_db_restore_builder(ttl_db* db, ttl_restore** out)"),
     fn("ttl_status ttl_db_apply_changelog_file(ttl_db* db, const char* path, ttl_key_hashes* hashes, "

@@ -173,13 +173,14 @@ class DB(Handle):
 
     def begin(self, label: str, version: int, now: int, writable: bool, ttl_enabled: bool, ttl: int,
               update_on_read: bool, return_expired: bool, incremental_size: int, incremental_per_record: bool,
-              cursor: CleanupCursor | None) -> Txn:
-        """A transaction over one loaded version: the native data plane of one StateStore."""
+              cursor: CleanupCursor | None, log_operations: bool = False) -> Txn:
+        """A transaction over one loaded version: the native data plane of one StateStore.
+        `log_operations`: its changelog logs every put, delete and append in order."""
         handle = c_void_p()
         cursor_handle = cursor._h if cursor is not None else None
         lib.ttl_db_begin(self._h, text(label), version, now, int(writable), int(ttl_enabled), ttl,
                          int(update_on_read), int(return_expired), incremental_size,
-                         int(incremental_per_record), cursor_handle, byref(handle))
+                         int(incremental_per_record), cursor_handle, int(log_operations), byref(handle))
         return Txn.own(handle)
 
     def snapshot(self) -> Snapshot:

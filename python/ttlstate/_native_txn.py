@@ -87,6 +87,10 @@ class Txn(Handle):
         if _txn_put(self._h, key, len(key), value, len(value), -1 if committed is None else int(committed)):
             raise_last()
 
+    def append(self, key: bytes, more: bytes) -> None:
+        """The key's value (none: empty) followed by `more` (Txn::Append)."""
+        lib.ttl_txn_append(self._h, key, len(key), more, len(more))
+
     def put_entry(self, key: bytes, ttl_value: bytes) -> None:
         """A whole TtlValue of a key the committed DB lacks, its timestamp kept (Txn::PutEntry)."""
         lib.ttl_txn_put_entry(self._h, key, len(key), ttl_value, len(ttl_value))

@@ -178,23 +178,30 @@ def test_column_family_writes_append_and_remove_a_familys_key_range(server, conf
     assert c.scan(again) == [(lst + b"k1", b"abd"), (lst + b"k2", b"c"), (longer + b"k1", b"w")]
     assert family_counts([k for k, _ in c.scan(again)]) == {"list": 2, "lists": 1}
     # The change feed of one family (OP_CHANGES naming it): its records only, not a family whose
-    # name starts with its name; values as stored (TtlValue: after the 8-byte timestamp).
+    # name starts with its name; every write in the order made (a store with column families
+    # logs each), appends as appends of their bytes; values as stored (after the kind, the
+    # TtlValue's 8-byte timestamp).
+    put, append, delete = P.CHANGE_PUT, P.CHANGE_APPEND, P.CHANGE_DELETE
     feeds = {(version, family): _changes(c, again, version, family)
              for version in (1, 2) for family in ("list", "value", "")}
-    assert feeds[1, "list"] == [(lst + b"k1", b"ab"), (lst + b"k2", b"c")]
-    assert feeds[2, "list"] == [(lst + b"k1", b"abd")]
-    assert sorted(feeds[2, "value"]) == [(other + b"k1", None), (other + b"k2", None)]
-    assert sorted(feeds[1, ""]) == sorted([*feeds[1, "list"], (other + b"k1", b"v"), (longer + b"k1", b"w")])
+    assert feeds[1, "list"] == [(put, lst + b"k1", b"a"), (append, lst + b"k1", b"b"),
+                                (append, lst + b"k2", b"c")]
+    assert feeds[2, "list"] == [(append, lst + b"k1", b"d")]
+    assert feeds[2, "value"] == [(put, other + b"k2", b"v2"), (delete, other + b"k1", None),
+                                 (delete, other + b"k2", None)]
+    assert feeds[1, ""] == [(put, lst + b"k1", b"a"), (put, other + b"k1", b"v"), (put, longer + b"k1", b"w"),
+                            *feeds[1, "list"][1:]]
 
 
-def _changes(c: Client, h: int, version: int, family: str) -> list[tuple[bytes, bytes | None]]:
-    """OP_CHANGES of `version` on format 1, the records of `family` ("": all), in one chunk."""
+def _changes(c: Client, h: int, version: int, family: str) -> list[tuple[int, bytes, bytes | None]]:
+    """OP_CHANGES of `version` on format 1, the records of `family` ("": all), in one chunk:
+    (kind, key, user bytes)."""
     r = c.call(P.OP_CHANGES, P.Writer().u32(h).i64(version).i64(version).str("").str(family).payload(), h)
     r.u32()  # iterator id
     done, n = r.u8(), r.u32()
     assert done == 1
     records = [(r.bytes(), r.bytes_or_none()) for _ in range(n)]
-    return [(k, None if v is None else v[8:]) for k, v in records]
+    return [(P.CHANGE_DELETE, k, None) if v is None else (v[0], k, v[9:]) for k, v in records]
 
 
 def test_key_scan_and_lineage_for_the_shims_key_filter(server, confs) -> None:  # noqa: ANN001

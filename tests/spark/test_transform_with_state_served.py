@@ -7,9 +7,10 @@ Spark's RocksDB provider, both restarted in the middle, and must give the same r
 of Spark 4.3 (Scala, `transformWithStateInPandas`, row-based `transformWithState`), and in Scala
 ValueState, ListState and MapState with and without `TTLConfig` (a 1 ms TTL expires at any later
 batch), processing-time timers, event-time timers and an initial state; the state data source
-reads a served store, and its change feed of a ValueState and a MapState is Spark's (a
-ListState's is refused). Each batch's numRowsTotal and the metrics of its column families
-(internal families' keys, how many families of each kind) are those of Spark's provider."""
+reads a served store, and its change feed of a ValueState, a ListState and a MapState is Spark's,
+every write of a batch (a value updated twice in one, a ListState's appends), on checkpoint
+format 1 (format 2's is not yet served). Each batch's numRowsTotal and the metrics of its column
+families (internal families' keys, how many families of each kind) are those of Spark's provider."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from tests.damage import damage
 from tests.spark.harness import EVENTS_SCHEMA, ROCKSDB, TTLSTATE, Run, ev, poll_until, run_steps, session
 from tests.spark.tws_queries import (
+    CHANGELOG_ON,
     EXPECTED,
     FEATURE_STEPS,
     FINAL_COUNTS,
@@ -29,6 +31,7 @@ from tests.spark.tws_queries import (
     STEPS,
     apis,
     batch_per_step,
+    change_feed,
     family_metrics,
     pinned_providers,
     read_counts,
@@ -42,8 +45,6 @@ from ttlstate.store import metric_names as M
 pytestmark = pytest.mark.spark
 
 SERVED = {K.TRANSFORM_WITH_STATE.key: "ttlstate"}
-# Spark's RocksDB provider has a change feed with changelog checkpointing only.
-CHANGELOG_ON = {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}
 
 
 @pytest.fixture(scope="module")
@@ -71,22 +72,6 @@ def _rows(run: Run) -> list[tuple]:
     return sorted((row for rows in run.outputs.values() for row in rows), key=repr)
 
 
-def _change_feed(spark: SparkSession, checkpoint: str, var: str, last_writes: bool = False) -> list[str]:
-    """The state data source's change feed of the state variable `var` from batch 0, each row
-    as its fields (batch id, change type, key, value; a MapState's: grouping key, user key,
-    value). `last_writes`: only the last change of each key in each batch (Spark's RocksDB
-    provider reports every write, in order; ttlstate's changelogs hold a batch's last write of
-    each key)."""
-    reader = (spark.read.format("statestore").option("readChangeFeed", "true")
-              .option("changeStartBatchId", "0").option("stateVarName", var))
-    rows = [row.asDict(recursive=True) for row in reader.load(checkpoint).collect()]  # in file order
-    if last_writes:
-        def which(row: dict) -> str:
-            return repr({k: v for k, v in row.items() if k not in ("change_type", "value", "user_map_value")})
-        rows = list({which(row): row for row in rows}.values())
-    return sorted(repr(row) for row in rows)
-
-
 def test_each_api_served_by_ttlstate_as_on_rocksdb(spark: SparkSession) -> None:
     for name, build in apis(spark).items():
         ours, theirs = _both(spark, build, SCHEMAS, STEPS)
@@ -94,11 +79,13 @@ def test_each_api_served_by_ttlstate_as_on_rocksdb(spark: SparkSession) -> None:
         assert any(ours.checkpoint in w and "do not apply to the transformWithState operators" in w
                    for w in warnings(spark)), name
     assert read_counts(spark, ours.checkpoint) == FINAL_COUNTS  # the state data source, on ttlstate's store
-    # The change feed of a ValueState, as Spark's RocksDB provider gives it; a ListState's is refused.
-    feed = _change_feed(spark, ours.checkpoint, "count")
-    assert feed == _change_feed(spark, theirs.checkpoint, "count") and len(feed) == 5, feed
-    with pytest.raises(Exception, match="the change feed of ListState 'values' \\(not yet\\)"):
-        _change_feed(spark, ours.checkpoint, "values")
+    # The change feed of a ValueState and a ListState (each append: appendList of 3 and 5 is
+    # two rows), as Spark's RocksDB provider gives it.
+    feed = change_feed(spark, ours.checkpoint, "count")
+    assert feed == change_feed(spark, theirs.checkpoint, "count") and len(feed) == 5, feed
+    feed = change_feed(spark, ours.checkpoint, "values")
+    assert feed == change_feed(spark, theirs.checkpoint, "values") and len(feed) == 6, feed
+    assert all("'change_type': 'append'" in row for row in feed)
 
 
 def test_state_kinds_ttl_and_processing_time_timers(spark: SparkSession) -> None:
@@ -134,13 +121,15 @@ def test_event_time_timers_and_initial_state(spark: SparkSession) -> None:
     assert _rows(ours) == _rows(theirs)
     fired = sorted(r[0] for r in _rows(ours) if r[1].startswith("timer"))
     assert fired == ["a", "a", "b", "c"] and ("a", "in", 11, "1:1") in _rows(ours)  # initial count 10
-    # The change feed of a ValueState and a MapState: each key's last write in each batch, as on
-    # Spark's provider (the initial state's put and the first batch's update of "a" are one
-    # change here). Spark's state data source fails on its own provider's timers' change feed
+    # The change feed of a ValueState and a MapState, every write as on Spark's provider: the
+    # initial state's put of "a" and the first batch's update of it are two changes of batch 0.
+    # Spark's state data source fails on its own provider's timers' change feed
     # (`readRegisteredTimers`: a ClassCastException in 4.3), so timers are not compared.
     for var in ("count", "values"):
-        feed = _change_feed(spark, ours.checkpoint, var)
-        assert feed and feed == _change_feed(spark, theirs.checkpoint, var, last_writes=True), var
+        feed = change_feed(spark, ours.checkpoint, var)
+        assert feed and feed == change_feed(spark, theirs.checkpoint, var), var
+    assert sum("'batch_id': 0, 'change_type': 'update', 'key': {'value': 'a'}" in row
+               for row in change_feed(spark, ours.checkpoint, "count")) == 2
 
 
 FORMAT_KEY = "spark.sql.streaming.stateStore.checkpointFormatVersion"
@@ -184,8 +173,12 @@ def test_snapshots_of_both_layouts_and_formats_rebuild_the_families_and_a_damage
         run.step(MORE)
     finally:
         run.stop()
-    theirs = run_steps(spark, ROCKSDB, counts, SCHEMAS, [*STEPS, MORE], output_mode="update")
+    theirs = run_steps(spark, ROCKSDB, counts, SCHEMAS, [*STEPS, MORE], output_mode="update",
+                       confs=CHANGELOG_ON)
     assert run.outputs == theirs.outputs and run.outputs[len(STEPS)] == [("a", 4, "1,3,5,7"), ("d", 1, "8")]
+    if checkpoint_format == "1":  # the ListState's change feed after a repair (format 2: not yet served)
+        feed = change_feed(spark, run.checkpoint, "values")
+        assert feed == change_feed(spark, theirs.checkpoint, "values") and len(feed) == 8, feed
     # The counts of keys survive the snapshot (its header, or its build) and the repair.
     assert family_metrics(run) == family_metrics(theirs)
     operators = run.progress_by_batch[len(STEPS)]["stateOperators"]

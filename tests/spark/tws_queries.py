@@ -139,9 +139,24 @@ def routed_run(spark: SparkSession, build: Build, steps: list = STEPS) -> Run:
     return ours
 
 
-def on_rocksdb(spark: SparkSession, build: Build, steps: list = STEPS) -> Run:
+# Spark's RocksDB provider has a change feed with changelog checkpointing only.
+CHANGELOG_ON = {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}
+
+
+def on_rocksdb(spark: SparkSession, build: Build, steps: list = STEPS, confs: dict[str, str] | None = None
+               ) -> Run:
     """The same query with Spark's RocksDB provider set by hand, restarted after the first batch."""
-    return run_steps(spark, ROCKSDB, build, SCHEMAS, steps, restart_after=RESTART_AFTER, output_mode="update")
+    return run_steps(spark, ROCKSDB, build, SCHEMAS, steps, restart_after=RESTART_AFTER, output_mode="update",
+                     confs=confs)
+
+
+def change_feed(spark: SparkSession, checkpoint: str, var: str) -> list[str]:
+    """The state data source's change feed of the state variable `var` from batch 0, each row
+    as its fields (batch id, change type, key, value; a MapState's: grouping key, user key,
+    value; a ListState's: key, list element), sorted (a batch's partitions run in any order)."""
+    reader = (spark.read.format("statestore").option("readChangeFeed", "true")
+              .option("changeStartBatchId", "0").option("stateVarName", var))
+    return sorted(repr(row.asDict(recursive=True)) for row in reader.load(checkpoint).collect())
 
 
 FAMILY_METRICS = (M.INTERNAL_FAMILY_KEYS, M.EXTERNAL_FAMILIES, M.INTERNAL_FAMILIES)

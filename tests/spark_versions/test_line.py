@@ -223,8 +223,10 @@ def test_transform_with_state_runs_in_a_ttlstate_session(spark: SparkSession) ->
     and every state kind with TTLConfigs and processing-time timers, served, as on Spark's RocksDB
     provider (what Spark's classes for them put in the families changes by line); both served
     queries report each batch's numRowsTotal and metrics of column families as the line's RocksDB
-    provider does (4.0 and 4.1 swap the two counts of families)."""
+    provider does (4.0 and 4.1 swap the two counts of families); the served query's change feed
+    of its ValueState and ListState (each append a record) is the line's RocksDB provider's."""
     from tests.spark.tws_queries import (
+        CHANGELOG_ON,
         EXPECTED,
         FEATURE_STEPS,
         RESTART_AFTER,
@@ -232,6 +234,7 @@ def test_transform_with_state_runs_in_a_ttlstate_session(spark: SparkSession) ->
         STEPS,
         apis,
         batch_per_step,
+        change_feed,
         family_metrics,
         on_rocksdb,
         pinned_providers,
@@ -242,12 +245,15 @@ def test_transform_with_state_runs_in_a_ttlstate_session(spark: SparkSession) ->
     found = apis(spark)
     for name, build in found.items():
         assert routed_run(spark, build).outputs == EXPECTED, name
-    theirs = on_rocksdb(spark, found["scala"])
+    theirs = on_rocksdb(spark, found["scala"], confs=CHANGELOG_ON)
     assert theirs.outputs == EXPECTED
     served = run_steps(spark, TTLSTATE, found["scala"], SCHEMAS, STEPS, restart_after=RESTART_AFTER,
                        output_mode="update", confs={K.TRANSFORM_WITH_STATE.key: "ttlstate"})
     assert served.outputs == EXPECTED and set(pinned_providers(served)) == {TTLSTATE}
     assert family_metrics(served) == family_metrics(theirs)  # the line's metrics, swapped on 4.0 and 4.1
+    for var in ("count", "values"):  # before the repartition below rewrites the state
+        feed = change_feed(spark, served.checkpoint, var)
+        assert feed and feed == change_feed(spark, theirs.checkpoint, var), (var, feed)
     assert repartition(spark, served.checkpoint, 3, out=io.StringIO())["to"] == 3
     served.start()
     try:

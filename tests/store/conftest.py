@@ -24,8 +24,8 @@ def _makers(tmp_path, variant: str) -> Iterator[Callable[..., StoreProvider]]:  
     made: list[StoreProvider] = []
 
     def make(ttl: TtlConfig | None = None, snapshot_interval: int = 2,
-             local: str | None = None, checkpoint_ids: bool = False, column_families: bool = False
-             ) -> StoreProvider:
+             local: str | None = None, checkpoint_ids: bool = False,
+             column_families: bool = False) -> StoreProvider:
         engine, layout = _VARIANTS[variant]
         cfg = StoreConfig(ttl or TtlConfig(), engine, snapshot_interval, layout)
         p = StoreProvider("op0/p0", str(tmp_path / (local or f"local{len(made)}")),

@@ -16,7 +16,8 @@ import time
 import pytest
 
 from ttlstate import _native
-from ttlstate.checkpoint.record_file import KIND_CHANGELOG, header_json, read_records, verify_record_file
+from ttlstate.checkpoint.record_file import KIND_CHANGELOG, header_json, verify_record_file
+from ttlstate.checkpoint.record_reader import read_records
 from ttlstate.config.keys import EngineKind
 from ttlstate.config.store_config import TtlConfig
 from ttlstate.engine.select import open_engine

@@ -3,8 +3,8 @@ package ttlstate.bench
 import java.time.Duration
 
 import org.apache.spark.sql.{Encoders, SparkSession}
-import org.apache.spark.sql.streaming.{ExpiredTimerInfo, OutputMode, StatefulProcessor, StreamingQuery, TTLConfig,
-  TimeMode, TimerValues, Trigger, ValueState}
+import org.apache.spark.sql.streaming.{ExpiredTimerInfo, ListState, OutputMode, StatefulProcessor, StreamingQuery,
+  TTLConfig, TimeMode, TimerValues, Trigger, ValueState}
 
 /** A count per key in a `ValueState` that Spark itself expires `ttlMs` after its last update:
   * what a Scala user picks for state TTL without ttlstate (`transformWithState` + `TTLConfig`).
@@ -32,15 +32,46 @@ class TtlCount(ttlMs: Long) extends StatefulProcessor[String, String, (String, L
     Iterator.single((key, 0L))
 }
 
+/** The rows of each key appended to a `ListState` that Spark expires `ttlMs` after each append
+  * (`appendList`, never read back: an event log per key), the key's timer moved as in
+  * [[TtlCount]]: what a ListState's appends cost, each one a merge in the store. */
+class TtlEventLog(ttlMs: Long) extends StatefulProcessor[String, String, (String, Long)] {
+  @transient private var events: ListState[String] = _
+
+  override def init(outputMode: OutputMode, timeMode: TimeMode): Unit =
+    events = getHandle.getListState[String]("events", Encoders.STRING, TTLConfig(Duration.ofMillis(ttlMs)))
+
+  override def handleInputRows(key: String, rows: Iterator[String],
+                               timerValues: TimerValues): Iterator[(String, Long)] = {
+    val appended = rows.toArray
+    events.appendList(appended)
+    getHandle.listTimers().toList.foreach(getHandle.deleteTimer)
+    getHandle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + ttlMs)
+    Iterator.single((key, appended.length.toLong))
+  }
+
+  override def handleExpiredTimer(key: String, timerValues: TimerValues,
+                                  expiredTimerInfo: ExpiredTimerInfo): Iterator[(String, Long)] =
+    Iterator.single((key, 0L))
+}
+
 /** The churn benchmark's Scala query, started from Python through py4j: the same query on
   * whichever provider the session has (Spark's RocksDB provider, or ttlstate's store when the
   * session serves transformWithState from it). */
 object ChurnTws {
-  def start(spark: SparkSession, inputDir: String, checkpoint: String, ttlMs: Long): StreamingQuery = {
+  def start(spark: SparkSession, inputDir: String, checkpoint: String, ttlMs: Long): StreamingQuery =
+    run(spark, inputDir, checkpoint, new TtlCount(ttlMs))
+
+  /** The same with each key's rows appended to a ListState ([[TtlEventLog]]). */
+  def startList(spark: SparkSession, inputDir: String, checkpoint: String, ttlMs: Long): StreamingQuery =
+    run(spark, inputDir, checkpoint, new TtlEventLog(ttlMs))
+
+  private def run(spark: SparkSession, inputDir: String, checkpoint: String,
+                  processor: StatefulProcessor[String, String, (String, Long)]): StreamingQuery = {
     import spark.implicits._
     spark.readStream.schema("key STRING").option("maxFilesPerTrigger", 1).parquet(inputDir)
       .as[String].groupByKey(identity)
-      .transformWithState(new TtlCount(ttlMs), TimeMode.ProcessingTime(), OutputMode.Update())
+      .transformWithState(processor, TimeMode.ProcessingTime(), OutputMode.Update())
       .writeStream.format("noop").outputMode("update").option("checkpointLocation", checkpoint)
       .trigger(Trigger.AvailableNow()).start()
   }

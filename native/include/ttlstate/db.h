@@ -196,8 +196,11 @@ class Db {
   struct ChangelogRecord {
     std::string key;
     std::string value;
-    bool put;
+    bool put;             // a put, or an append (`append`); else a delete
+    bool append = false;  // `value` appends to the key's value (changelog_fold.h)
   };
+  // A chunk that holds appends becomes one put or delete per key (appends onto the DB's values).
+  void FoldAppends(std::vector<ChangelogRecord>* records);
   // Applies a chunk of changelog records (a later record of a key wins) in key order, then
   // clears it; returns the change in the number of keys.
   KeyCount ApplyInKeyOrder(std::vector<ChangelogRecord>* records, const std::string& sst_path,

@@ -2,8 +2,9 @@
 // reference implementation lives) in python/ttlstate/checkpoint/record_file.py:
 //   "TTLSTATE" | kind u8 | format u16 | hdr_len u32 | header JSON | zstd(records) |
 //   "TTLS-END" | count u64 | body_len u64 | crc32 u32 (of every byte before it)
-// record = op u8 (1 put, 2 delete) | key_len u32 | key | (put) value_len u32 | value.
-// The header JSON is built by Python (it is control-plane data) and handed in as bytes.
+// record = op u8 (1 put, 2 delete, 3 append) | key_len u32 | key | (put, append) value_len u32 | value.
+// The header JSON is built by Python (it is control-plane data) and handed in as bytes. The
+// format numbers and ops are generated from python/ttlstate/checkpoint/record_format.py.
 #pragma once
 
 #include <cstdint>
@@ -11,13 +12,12 @@
 #include <string>
 #include <string_view>
 
+#include "ttlstate/generated/record_file_format.h"
+
 namespace ttlstate {
 
-constexpr uint16_t kRecordFormatVersion = 1;
 constexpr char kKindChangelog = 'C';
 constexpr char kKindSnapshot = 'S';
-constexpr uint8_t kRecordPut = 1;
-constexpr uint8_t kRecordDelete = 2;
 // zstd levels (any level reads back the same): snapshots as the Python writer; a commit's
 // changelog, written on the commit's path, with the fastest level (about 3x the speed of level
 // 3 on Spark's keys, and as small or within a few percent).
@@ -53,11 +53,15 @@ class RecordEncoder {
 
   void Put(std::string_view key, std::string_view value);
   void Delete(std::string_view key);
+  // An append record: the TtlValue of `user` bytes stamped `ts` (a file that holds one is of
+  // format kRecordAppendsFormat).
+  void Append(std::string_view key, int64_t ts, std::string_view user);
   // Compresses what is buffered and closes the zstd frame; nothing may be added after.
   void End();
   // The compressed bytes produced so far (all of the body once ended); the owner may drain it.
   std::string& compressed() { return out_; }
   uint64_t count() const { return count_; }
+  bool has_appends() const { return has_appends_; }
 
  private:
   void AppendRecordHead(uint8_t op, std::string_view key);
@@ -69,6 +73,7 @@ class RecordEncoder {
   std::string pending_;  // uncompressed records not yet handed to zstd
   std::string out_;
   uint64_t count_ = 0;
+  bool has_appends_ = false;
   bool ended_ = false;
 };
 
@@ -88,7 +93,7 @@ class RecordFileWriter {
   uint64_t Finish();
 
  private:
-  void WriteHead(char kind, std::string_view header_json);
+  void WriteHead(char kind, std::string_view header_json, uint16_t format);
   void Drain();  // writes the encoder's compressed bytes out
   void WriteRaw(const char* data, size_t n);
 
@@ -101,7 +106,8 @@ class RecordFileWriter {
   bool finished_ = false;
 };
 
-// Decodes the records of a file the caller has already verified whole (size, footer, CRC).
+// Decodes the records of a file the caller has already verified whole (size, footer, CRC): of
+// format kRecordFormatVersion, or a changelog of kRecordAppendsFormat (appends allowed).
 class RecordFileReader {
  public:
   explicit RecordFileReader(const std::string& path);
@@ -131,6 +137,7 @@ class RecordFileReader {
   uint64_t expected_count_ = 0;
   uint64_t seen_ = 0;
   char kind_ = 0;
+  bool appends_ = false;  // the file's format allows append records
 };
 
 }  // namespace ttlstate

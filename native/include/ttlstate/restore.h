@@ -2,10 +2,10 @@
 //
 // Replaying a changelog onto a loaded DB must look up every key it writes (to keep the key
 // count exact), and each replayed file is ingested as one more overlapping SST file. Built from
-// nothing, none of that is needed: the changelogs are gathered in memory (a later record of a
-// key wins), then the snapshot, already sorted, is streamed through them into one SST file.
-// Every key is written once, the key count is the number written, and the DB starts as one
-// file in its bottom level.
+// nothing, none of that is needed: the changelogs are gathered in memory (a key's records fold
+// in file order: a later put or delete wins, an append adds to the value so far), then the
+// snapshot, already sorted, is streamed through them into one SST file. Every key is written
+// once, the key count is the number written, and the DB starts as one file in its bottom level.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +44,7 @@ class RestoreBuilder {
   std::shared_ptr<DbCore> core_;
   Arena arena_;
   std::vector<SortedWrite> writes_;  // views into arena_, in file order
+  std::vector<uint32_t> appends_;    // the positions in writes_ of appends (put: true), ascending
   bool finished_ = false;
 };
 

@@ -74,8 +74,11 @@ class Scan {
 
 class Txn : public std::enable_shared_from_this<Txn> {
  public:
+  // `log_operations` (a store with column families, transformWithState's): the changelog logs
+  // every put, delete and append in the order made, as Spark's RocksDB provider does; else it
+  // holds each written key once.
   Txn(std::shared_ptr<DbCore> core, std::string store_label, int64_t version, int64_t now, bool writable,
-      TtlRules rules, std::shared_ptr<CleanupCursor> cursor);
+      TtlRules rules, std::shared_ptr<CleanupCursor> cursor, bool log_operations = false);
 
   // Reads: the user bytes (the TtlValue's timestamp stripped), or nothing.
   std::optional<std::string> Get(std::string_view key);
@@ -99,6 +102,10 @@ class Txn : public std::enable_shared_from_this<Txn> {
   // committed DB does not have: a store loaded empty that `ttlstate repartition` fills.
   void PutEntry(std::string_view key, std::string_view ttl_value);
   void Remove(std::string_view key);
+  // The key's value (read as Get reads it; none: empty) followed by `more`: a column family's
+  // ListState merge. Logged as an append of `more` when a replay of the log computes the same
+  // value, else as a put of the whole value.
+  void Append(std::string_view key, std::string_view more);
   std::unique_ptr<Scan> NewScan(std::optional<std::string> lower, std::optional<std::string> upper);
   // Every key of the committed DB (expired ones too), values omitted: what the shim's key filter needs.
   std::unique_ptr<Scan> NewKeyScan();
@@ -110,8 +117,10 @@ class Txn : public std::enable_shared_from_this<Txn> {
   void CheckOpen() const;      // throws StateError naming the store, version and state
   void CheckWritable() const;
   void IncrementalStep();  // checks the next `incremental_size` committed entries after the cursor
-  // Commit: the changelog of the pending writes, each key once; returns the record count. It
-  // was encoded as the writes arrived unless a key was written twice: then in key order now.
+  // Commit: the changelog; returns the record count. It was encoded as the writes arrived: each
+  // key once (unless a key was written twice: then it is encoded in key order now from the
+  // pending writes), or with `log_operations` every write (a second attempt, after a failed
+  // write, encodes the pending writes in key order).
   uint64_t WriteChangelog(const std::string& path, const std::string& header_json);
   // Commit: the pending writes applied atomically, in key order (a large batch as an SST file
   // written at `sst_path` and ingested, when given); returns the change in keys (all, and the
@@ -154,7 +163,12 @@ class Txn : public std::enable_shared_from_this<Txn> {
   };
   Pending& Entry(std::string_view key);  // finds or inserts (copying the key into the arena)
 
-  void WritePending(std::string_view key, Op op, std::string_view stored);
+  // `appended` (with `log_operations`): the user bytes an append added, logged instead of a put.
+  void WritePending(std::string_view key, Op op, std::string_view stored,
+                    std::optional<std::string_view> appended = std::nullopt);
+  // Whether a replay of the operation log finds `current` (none: empty) as the key's value: it
+  // reads the key's last logged put or delete in this transaction, else the committed DB.
+  bool ReplayFinds(std::string_view key, const std::optional<std::string>& current) const;
   // Every change of a written entry's op or presence goes through these, keeping KnownDelta's
   // sums: `sign` -1 takes the entry's share out, +1 puts it back.
   void Account(const Pending& p, int64_t sign);
@@ -195,6 +209,7 @@ class Txn : public std::enable_shared_from_this<Txn> {
   // changelog holds each key once, so the commit then encodes it from the pending writes).
   std::optional<RecordEncoder> changelog_;
   bool rewritten_ = false;
+  bool log_operations_ = false;
   std::mutex sorted_mu_;
   std::vector<uint32_t> sorted_;
   size_t sorted_for_ = static_cast<size_t>(-1);  // written_ when sorted_ was computed

@@ -4,9 +4,10 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
 
     magic     8 bytes   b"TTLSTATE"
     kind      1 byte    b"C" (changelog) or b"S" (snapshot)
-    format    u16 BE    FORMAT_VERSION (1), or SST_MANIFEST_FORMAT (2): a snapshot whose
-                        records name SST files (see sst_manifest.py); a ttlstate that reads
-                        only format 1 refuses such a file instead of loading an empty state
+    format    u16 BE    FORMAT_VERSION (1); SST_MANIFEST_FORMAT (2): a snapshot whose
+                        records name SST files (see sst_manifest.py); APPENDS_FORMAT (3): a
+                        changelog that holds appends. A ttlstate that does not read a format
+                        refuses the file ("has format version 3") instead of misreading it
     hdr_len   u32 BE    then hdr_len bytes of UTF-8 JSON:
                         {"store": id, "version": v, "batchTimeMs": t or null,
                          "ttlMs": ttl or null, "codec": "zstd", "query": id or null,
@@ -31,13 +32,17 @@ Either engine restores either's files, so the format is ours, not RocksDB's:
                         keys they do not know, so a key may be added without a format
                         change)
     body      zstd frame of records; a record is
-                        op u8 (1 put, 2 delete) | key_len u32 BE | key
-                        | (put only) value_len u32 BE | value
+                        op u8 (1 put, 2 delete, 3 append) | key_len u32 BE | key
+                        | (put, append) value_len u32 BE | value
+                        (value: a TtlValue; an append's: of the user bytes it appends)
     footer    b"TTLS-END" | record_count u64 BE | body_len u64 BE
               | crc32 u32 BE of every byte before the crc itself
 
-Snapshots hold puts only, sorted by key. A file is verified whole (size, footer, checksum)
-before a single record is applied, so a truncated or corrupt file never loads partially.
+Snapshots hold puts only, sorted by key. A changelog holds each written key once, or (a store
+with column families) every put, delete and append in the order made, as Spark's RocksDB
+provider logs them; a replay folds a key's records in order (changelog_fold.py). A file is
+verified whole (size, footer, checksum) before a single record is applied, so a truncated or
+corrupt file never loads partially.
 """
 
 from __future__ import annotations
@@ -46,21 +51,31 @@ import json
 import os
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import zstandard
 
+from ttlstate.checkpoint.record_format import (  # noqa: F401  (re-exported: the layout's numbers)
+    APPENDS_FORMAT,
+    FORMAT_VERSION,
+    OP_APPEND,
+    OP_DELETE,
+    OP_PUT,
+    SST_MANIFEST_FORMAT,
+)
+
 MAGIC = b"TTLSTATE"
 FOOTER_MAGIC = b"TTLS-END"
-FORMAT_VERSION = 1
-SST_MANIFEST_FORMAT = 2
-READABLE_FORMATS = (FORMAT_VERSION, SST_MANIFEST_FORMAT)
+READABLE_FORMATS = (FORMAT_VERSION, SST_MANIFEST_FORMAT, APPENDS_FORMAT)
 KIND_CHANGELOG = b"C"
 KIND_SNAPSHOT = b"S"
-OP_PUT = 1
-OP_DELETE = 2
+
+# A record as most readers take it: (key, value) a put, (key, None) a delete.
+Record = tuple[bytes, bytes | None]
+# A record with its op: (OP_PUT, key, value), (OP_DELETE, key, None), (OP_APPEND, key, value).
+Operation = tuple[int, bytes, bytes | None]
 
 _PREFIX = struct.Struct(">8scHI")
 _FOOTER = struct.Struct(">8sQQI")
@@ -135,7 +150,7 @@ class _CrcWriter:
 
 def write_record_file(path: str, kind: bytes, store_id: str, version: int,
                       batch_time_ms: int | None,
-                      records: Iterable[tuple[bytes, bytes | None]], ttl_ms: int | None = None,
+                      records: Iterable[Record], ttl_ms: int | None = None,
                       query_id: str | None = None, **lineage: Any) -> int:
     """Write records ((key, value) puts, (key, None) deletes); returns the record count.
     `lineage`: the optional header keys of `header_json` (parent, state, settings)."""
@@ -144,8 +159,20 @@ def write_record_file(path: str, kind: bytes, store_id: str, version: int,
 
 
 def write_records(path: str, kind: bytes, header: bytes,
-                  records: Iterable[tuple[bytes, bytes | None]], fmt: int = FORMAT_VERSION) -> int:
+                  records: Iterable[Record], fmt: int = FORMAT_VERSION) -> int:
     """`write_record_file` with the header's JSON already made (`header_json`)."""
+    return _write(path, kind, header, fmt,
+                  ((OP_PUT, k, v) if v is not None else (OP_DELETE, k, None) for k, v in records))
+
+
+def write_operations(path: str, kind: bytes, header: bytes, operations: Sequence[Operation]) -> int:
+    """A changelog of operations in order: of APPENDS_FORMAT when one is an append (a ttlstate
+    without appends refuses it), else of FORMAT_VERSION, which any ttlstate reads."""
+    fmt = APPENDS_FORMAT if any(op == OP_APPEND for op, _, _ in operations) else FORMAT_VERSION
+    return _write(path, kind, header, fmt, iter(operations))
+
+
+def _write(path: str, kind: bytes, header: bytes, fmt: int, operations: Iterator[Operation]) -> int:
     count = 0
     with open(path, "wb") as raw:
         out = _CrcWriter(raw)
@@ -154,12 +181,11 @@ def write_records(path: str, kind: bytes, header: bytes,
         comp = zstandard.ZstdCompressor(level=3).compressobj()
         buf: list[bytes] = []
         buffered = 0
-        for key, value in records:
+        for op, key, value in operations:
             if value is None:
-                rec = b"".join((bytes((OP_DELETE,)), _U32.pack(len(key)), key))
+                rec = b"".join((bytes((op,)), _U32.pack(len(key)), key))
             else:
-                rec = b"".join((bytes((OP_PUT,)), _U32.pack(len(key)), key,
-                                _U32.pack(len(value)), value))
+                rec = b"".join((bytes((op,)), _U32.pack(len(key)), key, _U32.pack(len(value)), value))
             buf.append(rec)
             buffered += len(rec)
             count += 1
@@ -202,9 +228,11 @@ def verify_record_file(path: str, expected_kind: bytes) -> RecordFileHeader:
         magic, kind, fmt, hdr_len = _PREFIX.unpack(f.read(_PREFIX.size))
         if magic != MAGIC:
             raise RecordFileError("is not a ttlstate checkpoint file (bad magic)")
-        if fmt not in READABLE_FORMATS or (fmt == SST_MANIFEST_FORMAT and kind != KIND_SNAPSHOT):
+        if fmt not in READABLE_FORMATS or (fmt == SST_MANIFEST_FORMAT and kind != KIND_SNAPSHOT) or \
+                (fmt == APPENDS_FORMAT and kind != KIND_CHANGELOG):
             raise RecordFileError(f"has format version {fmt}; this ttlstate reads "
-                                  f"{', '.join(map(str, READABLE_FORMATS))} (2: snapshots only)")
+                                  f"{', '.join(map(str, READABLE_FORMATS))} (2: snapshots only, "
+                                  "3: changelogs only)")
         if kind != expected_kind:
             raise RecordFileError(f"has kind {kind!r}, expected {expected_kind!r}")
         f.seek(size - _FOOTER.size)
@@ -315,56 +343,3 @@ def _crc_upto(f: BinaryIO, length: int, tail: bytes) -> int:
 def _optional_int(meta: dict[str, object], key: str) -> int | None:
     value = meta.get(key)
     return None if value is None else int(value)  # type: ignore[call-overload]
-
-
-def read_records(path: str, header: RecordFileHeader) -> Iterator[tuple[bytes, bytes | None]]:
-    """Records of a file that `verify_record_file` accepted, in file order."""
-    with open(path, "rb") as f:
-        hdr_len = _PREFIX.unpack(f.read(_PREFIX.size))[3]
-        size = os.fstat(f.fileno()).st_size
-        f.seek(_PREFIX.size + hdr_len)
-        body_remaining = size - _FOOTER.size - _PREFIX.size - hdr_len
-        dec = zstandard.ZstdDecompressor().decompressobj()
-        pending = b""
-        pos = 0
-        seen = 0
-        while True:
-            if body_remaining:
-                chunk = f.read(min(_CHUNK, body_remaining))
-                body_remaining -= len(chunk)
-                pending = pending[pos:] + dec.decompress(chunk)
-                pos = 0
-            # Parse every complete record in `pending`.
-            while True:
-                rec = _parse_one(pending, pos)
-                if rec is None:
-                    break
-                pos, key, value = rec
-                seen += 1
-                yield key, value
-            if not body_remaining:
-                break
-        if pos != len(pending) or seen != header.record_count:
-            raise RecordFileError(f"is corrupt (decoded {seen} records, footer says "
-                                  f"{header.record_count})")
-
-
-def _parse_one(buf: bytes, pos: int) -> tuple[int, bytes, bytes | None] | None:
-    if pos + 5 > len(buf):
-        return None
-    op = buf[pos]
-    (klen,) = _U32.unpack_from(buf, pos + 1)
-    kend = pos + 5 + klen
-    if op == OP_DELETE:
-        if kend > len(buf):
-            return None
-        return kend, buf[pos + 5:kend], None
-    if op != OP_PUT:
-        raise RecordFileError(f"is corrupt (unknown record op {op})")
-    if kend + 4 > len(buf):
-        return None
-    (vlen,) = _U32.unpack_from(buf, kend)
-    vend = kend + 4 + vlen
-    if vend > len(buf):
-        return None
-    return vend, buf[pos + 5:kend], buf[kend + 4:vend]

@@ -31,9 +31,9 @@ from ttlstate.checkpoint.record_file import (
     SST_MANIFEST_FORMAT,
     RecordFileError,
     RecordFileHeader,
-    read_records,
     write_records,
 )
+from ttlstate.checkpoint.record_reader import read_records
 
 _SST_FILE = re.compile(r"^sst-[0-9a-f]+-\d+\.sst$")
 _LOCAL_SST = re.compile(r"^\d+\.sst$")

@@ -49,6 +49,20 @@ def ttl_value_layout() -> str:
             "}  // namespace ttlstate\n")
 
 
+def record_file_format() -> str:
+    """The record file's format numbers (u16) and record ops (u8): FORMAT_VERSION ->
+    kRecordFormatVersion, OP_PUT -> kRecordPut."""
+    names = {"FORMAT_VERSION": ("uint16_t", "kRecordFormatVersion"),
+             "SST_MANIFEST_FORMAT": ("uint16_t", "kSstManifestFormat"),
+             "APPENDS_FORMAT": ("uint16_t", "kRecordAppendsFormat"),
+             "OP_PUT": ("uint8_t", "kRecordPut"), "OP_DELETE": ("uint8_t", "kRecordDelete"),
+             "OP_APPEND": ("uint8_t", "kRecordAppend")}
+    lines = [f"constexpr {names[n][0]} {names[n][1]} = {v};"
+             for n, v in facts.record_file_constants().items()]
+    return (HEADER.format(source="python/ttlstate/checkpoint/record_format.py") + "#include <cstdint>\n\n"
+            "namespace ttlstate {\n\n" + "\n".join(lines) + "\n\n}  // namespace ttlstate\n")
+
+
 def _comment(text: str, indent: str = "") -> list[str]:
     return [f"{indent}// {line}" for line in textwrap.wrap(text, 100 - len(indent))] if text else []
 
@@ -84,4 +98,5 @@ FILES = {
     "ttlstate/generated/protocol_constants.h": protocol,
     "ttlstate/generated/ttl_value_layout.h": ttl_value_layout,
     "ttlstate/generated/c_api_functions.h": c_api_functions,
+    "ttlstate/generated/record_file_format.h": record_file_format,
 }

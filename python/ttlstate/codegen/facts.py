@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ttlstate.checkpoint import record_format
 from ttlstate.config import keys as K
 from ttlstate.config import parse
 from ttlstate.server import protocol
@@ -19,6 +20,12 @@ class NamedKey:
 
 def protocol_constants() -> dict[str, int]:
     return protocol.constants()
+
+
+def record_file_constants() -> dict[str, int]:
+    """The record file's format numbers and record ops (checkpoint/record_format.py)."""
+    names = ("FORMAT_VERSION", "SST_MANIFEST_FORMAT", "APPENDS_FORMAT", "OP_PUT", "OP_DELETE", "OP_APPEND")
+    return {n: int(getattr(record_format, n)) for n in names}
 
 
 def conf_keys(patterns: bool = False) -> list[NamedKey]:

@@ -50,12 +50,13 @@ class NativeEngine(Engine):
 
     # -- the native data plane: per-entry work never runs in Python ---------------------------
     def begin(self, label: str, version: int, now_ms: int, writable: bool, ttl: TtlConfig,
-              cursor: _native.CleanupCursor) -> _native.Txn:
-        """A transaction over the loaded version: pending writes, TTL reads, scans, commit."""
+              cursor: _native.CleanupCursor, log_operations: bool = False) -> _native.Txn:
+        """A transaction over the loaded version: pending writes, TTL reads, scans, commit.
+        `log_operations`: its changelog logs every put, delete and append in order."""
         inc = ttl.incremental
         return self._db.begin(label, version, now_ms, writable, ttl.enabled, ttl.ttl_ms or 0,
                               ttl.update_on_read, ttl.return_expired, inc.size if inc else 0,
-                              bool(inc and inc.per_record), cursor)
+                              bool(inc and inc.per_record), cursor, log_operations)
 
     def snapshot(self) -> _native.Snapshot:
         """A pinned consistent view; writing it needs no lock on the store."""

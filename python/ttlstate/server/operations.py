@@ -193,8 +193,11 @@ def _published_version(name: str | None) -> int:
 
 def changes(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:
     version, end_version, end_id, family = r.i64(), r.i64(), r.str(), r.str()
-    return conn.start_iterator(opened.provider.changelog_records(
-        version, (end_version, end_id) if end_id else None, family or None))
+    records = opened.provider.changelog_records(version, (end_version, end_id) if end_id else None,
+                                                family or None)
+    # On the wire: (key, u8 CHANGE_PUT or CHANGE_APPEND (the record's op) + TtlValue), (key, null) deletes.
+    return conn.start_iterator((key, None if value is None else bytes((op,)) + value)
+                               for op, key, value in records)
 
 
 def cleanup(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> bytes:

@@ -31,7 +31,7 @@ from ttlstate.errors import (  # noqa: F401  (re-exported: part of the wire prot
     ProtocolError,
 )
 
-PROTOCOL_VERSION = 15
+PROTOCOL_VERSION = 16
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -97,7 +97,8 @@ OP_CHANGES = 20       # u32 h, i64 version, i64 end version,             -> OK u
 #   the records of the store's changelog of `version` (on format 2: the one on the lineage of
 #   the end version's id), verified whole and bound to the store, those of the column family
 #   only when one is named (its keys as stored, behind the family's name)
-#   first, in file order: (key, TtlValue) puts and (key, null) deletes; continue with
+#   first, in file order: (key, u8 CHANGE_PUT + TtlValue) puts, (key, u8 CHANGE_APPEND +
+#   the TtlValue of the appended bytes) appends and (key, null) deletes; continue with
 #   OP_ITER_NEXT / OP_ITER_CLOSE. Needs no loaded version (the state data source's change feed)
 OP_KEY_FILTER_BITS = 21  # u32 h, i64 lineage, i64 version,             -> OK bytes words (null: none)
 #                          u8 bits log2, u8 probes
@@ -172,6 +173,11 @@ ITER_CHUNK_BYTES = 256 * 1024
 # family, and a prefix or an ordered range within it, is one contiguous run of the store's keys.
 # Defined with the layout in store/column_families.py (the store imports nothing of the server),
 # part of the wire protocol here (generated for the shim's KeyCodec.InFamily).
+# The kind of a change of OP_CHANGES (a put or an append on the wire, a delete: a null value): the
+# changelog record's op (checkpoint/record_format.py), part of the wire protocol here.
+from ttlstate.checkpoint.record_format import OP_APPEND as CHANGE_APPEND  # noqa: E402, F401
+from ttlstate.checkpoint.record_format import OP_DELETE as CHANGE_DELETE  # noqa: E402, F401
+from ttlstate.checkpoint.record_format import OP_PUT as CHANGE_PUT  # noqa: E402, F401
 from ttlstate.store.column_families import (  # noqa: E402, F401
     FAMILY_NAME_LENGTH_BYTES,
     FAMILY_NAME_MAX_BYTES,

@@ -191,7 +191,7 @@ class Connection(socketserver.StreamRequestHandler):
                 elif kind == P.WRITE_REMOVE_EXPIRED:
                     store.remove_if_expired(key)
                 elif kind == P.WRITE_APPEND:
-                    store.put(key, (store.get(key) or b"") + r.bytes())
+                    store.append(key, r.bytes())
                 elif kind == P.WRITE_REMOVE_PREFIX:
                     for stored in [k for k, _ in store.prefix_scan(key)]:
                         store.remove(stored)

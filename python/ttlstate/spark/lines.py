@@ -49,6 +49,9 @@ MIGRATE_BACK_SINCE = "4.2"
 # `operator.<name>.ttl`: a store finds its operator's name in the state metadata Spark writes into
 # the checkpoint since 4.0 (`state/<id>/_metadata/metadata`); Spark 3.5 writes none.
 OPERATOR_NAMES_SINCE = "4.0"
+# From this line, Spark's change feed of a ListState (readChangeFeed) has a row per list value of
+# each record (the first with the record's kind, the others as appends); before, the first only.
+LIST_CHANGE_EVERY_VALUE_SINCE = "4.3"
 
 
 class UnsupportedSpark(RuntimeError):
@@ -89,6 +92,11 @@ def migrate_back_supported(minor: str) -> bool:
 def operator_names_known(minor: str) -> bool:
     """Whether `operator.<name>.ttl` works on Spark line `minor` (its checkpoints name operators)."""
     return _key(minor) >= _key(OPERATOR_NAMES_SINCE)
+
+
+def list_change_every_value(minor: str) -> bool:
+    """Whether Spark line `minor`'s change feed of a ListState has a row per value of a record."""
+    return _key(minor) >= _key(LIST_CHANGE_EVERY_VALUE_SINCE)
 
 
 def main(argv: list[str]) -> int:

@@ -30,8 +30,10 @@ class StoreContext:
     checkpoint_ids: bool
     # Serves the state data source (no streaming query): a version reads as the query saw it.
     reader: bool
-    # A store with column families (transformWithState's): its metrics count the keys of its
-    # user families and of its internal ones apart (column_families.is_internal_key).
+    # A store with column families (transformWithState's): its changelogs log every put, delete
+    # and append in the order made, as Spark's RocksDB provider's do (its change feed shows each),
+    # and its metrics count the keys of its user families and of its internal ones apart
+    # (column_families.is_internal_key).
     column_families: bool = False
     # The store's lock: held by every public call of the provider, re-entrant.
     lock: threading.RLock = field(default_factory=threading.RLock)

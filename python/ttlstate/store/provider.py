@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from ttlstate.checkpoint import names
 from ttlstate.checkpoint.errors import VersionNotFound
 from ttlstate.checkpoint.location import CheckpointLocation
+from ttlstate.checkpoint.record_file import Operation
 from ttlstate.config.store_config import StoreConfig
 from ttlstate.engine.base import Engine
 from ttlstate.errors import StoreStateError
@@ -175,7 +176,7 @@ class StoreProvider:
             db.stamp += 1
             version_ctx = VersionContext(self.store_id, ctx.config.ttl, lambda: db.engine,
                                          lambda: db.stamp, self._committer.commit,
-                                         self._metrics.for_version)
+                                         self._metrics.for_version, ctx.column_families)
             return db.plane.begin(version_ctx, db.engine, version, now, not read_only, db.stamp)
 
     def _open_empty(self, version: int) -> None:
@@ -244,9 +245,9 @@ class StoreProvider:
         return retention.clean_up(self._ctx, self._db, self._timeline, min_versions_to_retain)
 
     def changelog_records(self, version: int, end: tuple[int, str] | None = None, family: str | None = None
-                          ) -> Iterator[tuple[bytes, bytes | None]]:
-        """The records of the changelog of `version` (the state data source's change feed),
-        those of the column family `family` only when one is named."""
+                          ) -> Iterator[Operation]:
+        """The records of the changelog of `version` with their ops (the state data source's
+        change feed), those of the column family `family` only when one is named."""
         return change_feed.changelog_records(self._ctx, version, end, family)
 
     # -- metrics ------------------------------------------------------------------------------

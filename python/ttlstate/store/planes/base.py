@@ -99,6 +99,9 @@ class StoreVersion(Protocol):
         """A later load of the store replaced this version: it takes no further operation."""
 
     def put(self, key: bytes, value: bytes) -> None: ...
+    def append(self, key: bytes, more: bytes) -> None:
+        """The key's value (read as `get` reads it; none: empty) followed by `more` (a column
+        family's ListState merge), logged as an append when the changelog logs operations."""
     def put_entry(self, key: bytes, stored: bytes) -> None:
         """A put of a whole TtlValue (`stored`), its timestamp kept as given, of a key the
         committed store lacks (a store loaded empty that `ttlstate repartition` fills)."""
@@ -146,6 +149,9 @@ class VersionContext:
     # The version's metrics from its own counts (expired on read, removed incrementally,
     # pending bytes) and the store's.
     metrics: Callable[[int, int, int], StoreMetrics]
+    # The changelog logs every put, delete and append in the order made (a store with column
+    # families), not each written key once.
+    log_operations: bool = False
 
 
 class SnapshotView(Protocol):

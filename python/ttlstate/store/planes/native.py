@@ -63,7 +63,7 @@ class NativePlane(DataPlane):
         if self._current is not None:
             self._current.supersede()
         txn = _native_engine(engine).begin(ctx.store_id, version, now_ms, writable, ctx.ttl,
-                                           self._cursor)
+                                           self._cursor, ctx.log_operations)
         self._current = NativeVersion(ctx, txn)
         return self._current
 
@@ -252,6 +252,10 @@ class NativeVersion:
             raise ValueError("Cannot put a null value")
         with _state_errors():
             self.txn.put(bytes(key), bytes(value))
+
+    def append(self, key: bytes, more: bytes) -> None:
+        with _state_errors():
+            self.txn.append(bytes(key), bytes(more))
 
     def put_entry(self, key: bytes, stored: bytes) -> None:
         with _state_errors():

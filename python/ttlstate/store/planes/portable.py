@@ -21,11 +21,16 @@ from collections.abc import Callable, Iterable, Iterator
 from ttlstate.checkpoint.record_file import (
     KIND_CHANGELOG,
     KIND_SNAPSHOT,
+    OP_APPEND,
+    OP_DELETE,
+    OP_PUT,
+    Operation,
     RecordFileError,
     RecordFileHeader,
-    read_records,
+    write_operations,
     write_records,
 )
+from ttlstate.checkpoint.record_reader import read_operations, read_records
 from ttlstate.config.store_config import TtlConfig
 from ttlstate.engine.base import Engine
 from ttlstate.errors import StoreStateError
@@ -40,6 +45,7 @@ from ttlstate.store.planes.base import (
     VersionContext,
     prefix_upper_bound,
 )
+from ttlstate.store.planes.portable_apply import DeferredApply, apply_counted, replay_counted
 from ttlstate.ttl import ttl_value
 from ttlstate.ttl.expiry import is_expired
 
@@ -83,27 +89,13 @@ class PortablePlane(DataPlane):
 
     def replay_changelog(self, engine: Engine, local_path: str, header: RecordFileHeader,
                          collecting: KeyHashes | None, count_keys: bool = True) -> KeyChange:
-        return apply_counted(engine, list(read_records(local_path, header)))
+        return replay_counted(engine, list(read_operations(local_path, header)))
 
     def snapshot_view(self, engine: Engine, ttl: TtlConfig) -> _LockedView:
         return _LockedView(engine, self._lock)
 
     def close(self) -> None:
         return None  # versions check the store's stamp, which closing moves on
-
-
-def apply_counted(engine: Engine, records: list[tuple[bytes, bytes | None]]) -> KeyChange:
-    """Write records to the engine; returns the change in the number of keys."""
-    keys = [k for k, _ in records]
-    before = dict(zip(keys, engine.multi_get(keys), strict=True))
-    final: dict[bytes, bytes | None] = dict(records)  # a key's last record wins
-    delta = internal = 0
-    for k, v in final.items():
-        change = int(v is not None) - int(before[k] is not None)
-        delta += change
-        internal += change if change and is_internal_key(k) else 0
-    engine.write(records)
-    return KeyChange(delta, internal)
 
 
 class _LockedView:
@@ -136,28 +128,6 @@ class _LockedView:
             self._lock = None
 
 
-class _DeferredApply:
-    """The portable commit applies its batch after the changelog is published, on the
-    committing thread."""
-
-    def __init__(self, apply: Callable[[], KeyChange]) -> None:
-        self._apply = apply
-        self._started = False
-
-    def result(self) -> KeyChange:
-        self._started = True
-        return self._apply()
-
-    def known_delta(self) -> KeyChange | None:
-        return None  # applied on the committing thread: the commit waits for it anyway
-
-    def detach(self) -> None:
-        raise AssertionError("a portable commit never returns before its apply")
-
-    def abandon(self) -> bool:
-        return self._started
-
-
 class PortableVersion:
     def __init__(self, ctx: VersionContext, plane: PortablePlane, version: int, now_ms: int,
                  writable: bool, stamp: int) -> None:
@@ -169,6 +139,8 @@ class PortableVersion:
         self._stamp = stamp
         self._pending: dict[bytes, bytes | None] = {}
         self._pending_bytes = 0
+        # Every write in order, when the changelog logs operations (a store with column families).
+        self._log: list[Operation] | None = [] if ctx.log_operations else None
         self._state = "open"
         self.expired_on_read = 0
         self.removed_incremental = 0
@@ -210,6 +182,7 @@ class PortableVersion:
         """Drop uncommitted writes. Idempotent; a no-op after commit or on a superseded handle."""
         if self._state == "open":
             self._pending.clear()
+            self._log = None if self._log is None else []
             self._state = "aborted"
 
     def release(self) -> None:
@@ -223,9 +196,12 @@ class PortableVersion:
         return self._pending
 
     # -- writes ----------------------------------------------------------------------------
-    def _write(self, key: bytes, stored: bytes | None) -> None:
+    def _write(self, key: bytes, stored: bytes | None, logged: Operation | None = None) -> None:
+        """`logged`: what the operation log records instead of this put (an append)."""
         self._pending[key] = stored
         self._pending_bytes += len(key) + (len(stored) if stored is not None else 0)
+        if self._log is not None:
+            self._log.append(logged or ((OP_DELETE, key, None) if stored is None else (OP_PUT, key, stored)))
 
     def put(self, key: bytes, value: bytes) -> None:
         self._check_writable()
@@ -234,6 +210,26 @@ class PortableVersion:
         if self._per_record_cleanup:
             self.incremental_step()
         self._write(bytes(key), ttl_value.encode(self.now_ms, bytes(value)))
+
+    def append(self, key: bytes, more: bytes) -> None:
+        key, more = bytes(key), bytes(more)
+        current = self.get(key)
+        self._check_writable()
+        if self._per_record_cleanup:
+            self.incremental_step()
+        stored = ttl_value.encode(self.now_ms, (current or b"") + more)
+        logged = (OP_APPEND, key, ttl_value.encode(self.now_ms, more)) \
+            if self._log is not None and self._replay_finds(key, current) else None
+        self._write(key, stored, logged)
+
+    def _replay_finds(self, key: bytes, current: bytes | None) -> bool:
+        """Whether a replay of the operation log finds `current` (None: empty) as the key's value:
+        it reads the key's last logged put or delete, else the committed DB (with TTL, the live
+        DB may have dropped an expired entry a replay finds: only a whole value is safe then)."""
+        if key not in self._pending:
+            return self._ttl_ms is None
+        raw = self._pending[key]
+        return (b"" if raw is None else raw[ttl_value.TIMESTAMP_SIZE:]) == (current or b"")
 
     def put_entry(self, key: bytes, stored: bytes) -> None:
         self._check_writable()
@@ -376,11 +372,14 @@ class PortableVersion:
             self._plane.cursor = last + b"\x00"
 
     def write_changelog(self, path: str, header: bytes) -> None:
-        write_records(path, KIND_CHANGELOG, header, list(self._pending.items()))
+        if self._log is not None:
+            write_operations(path, KIND_CHANGELOG, header, self._log)
+        else:
+            write_records(path, KIND_CHANGELOG, header, list(self._pending.items()))
 
-    def start_apply(self, sst_path: str) -> _DeferredApply:
+    def start_apply(self, sst_path: str) -> DeferredApply:
         records = list(self._pending.items())
-        return _DeferredApply(lambda: apply_counted(self._ctx.engine(), records))
+        return DeferredApply(lambda: apply_counted(self._ctx.engine(), records))
 
     # -- metrics ---------------------------------------------------------------------------
     def metrics(self) -> StoreMetrics:

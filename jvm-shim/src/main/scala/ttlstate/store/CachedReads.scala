@@ -133,10 +133,6 @@ final class CachedReads(version: Long, rules: TtlRules, clock: VersionClock, hin
    *  one, would answer later reads wrongly). */
   def appendable(k: KeyBytes): Boolean = known.find(k) < 0
 
-  /** After the server appended to `k`: the filter learns the key (the record and the cache hold
-   *  nothing of it, so later reads ask the server). */
-  def appended(k: KeyBytes): Unit = if (keyFilter != null) keyFilter.add(k)
-
   /** After the server removed every key starting with `prefix` (a column family's): the record
    *  says so for the keys it holds; the executor's cache, which cannot find a family's keys, no
    *  longer answers this version's reads and is renewed at commit. */

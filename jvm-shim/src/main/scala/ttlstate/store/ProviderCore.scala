@@ -301,11 +301,13 @@ final class ProviderCore(val spec: StoreSpec) {
 
   /** The changes of versions `from..to` (see ChangeFeed); on checkpoint format 2 (`endId`), each
    *  version's changelog is the one on the lineage of the end version's id. `family`: those of
-   *  that column family only (its rows laid out by `layout`); None: every change, the store's rows. */
-  def changes(from: Long, to: Long, endId: Option[String], family: Option[(String, RowLayout)] = None): ChangeFeed = {
+   *  that column family only (its rows laid out by `layout`; `multiValues`: a ListState's, whose
+   *  values are lists); None: every change, the store's rows. */
+  def changes(from: Long, to: Long, endId: Option[String], family: Option[(String, RowLayout)] = None,
+      multiValues: Boolean = false): ChangeFeed = {
     if (from < 1 || to < from) throw new IllegalArgumentException(s"$label: no change feed from version $from to $to")
     val (name, layout) = family.getOrElse(("", RowLayout(spec.codec, spec.valueSchema.length)))
-    new ChangeFeed(this, files, from, to, endId.filter(_ => spec.checkpointIds), name, layout)
+    new ChangeFeed(this, files, from, to, endId.filter(_ => spec.checkpointIds), name, layout, multiValues)
   }
 }
 

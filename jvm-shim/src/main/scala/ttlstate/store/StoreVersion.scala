@@ -243,20 +243,24 @@ final class StoreVersion private[store] (core: ProviderCore, channel: StoreChann
   }
 
   /** Appends `bytes` to the stored value of `row` (none: `bytes` alone): a column family's
-   *  ListState merge. The state server appends (WRITE_APPEND, no round trip) unless this task
-   *  knows the value, which it then writes whole, so what it knows stays exact. */
+   *  ListState merge. The state server appends (WRITE_APPEND, no round trip), so its changelog
+   *  logs an append, as Spark's RocksDB provider does (the change feed reports each). A task that
+   *  knows the value remembers the whole new one, so what it knows stays exact; one that holds an
+   *  entry of the key it cannot answer with (an expired one) reads the value first. */
   private[ttlstate] def appendBytes(row: UnsafeRow, bytes: Array[Byte], codec: KeyCodec): Unit = {
     requireWritable()
     advanceClock()
     val known = reads.read(keyOf(row, codec))
-    if ((known eq CachedReads.Ask) && reads.appendable(key)) {
-      scans.beforeWrite()
-      channel.queue(Protocol.WRITE_APPEND, key, bytes)
+    val base = if ((known eq CachedReads.Ask) && !reads.appendable(key)) getBytes(row, codec) else known
+    scans.beforeWrite()
+    val kind = reads.putKind(keyOf(row, codec)) // as a put of the key is remembered; the filter learns it
+    channel.queue(Protocol.WRITE_APPEND, key, bytes)
+    if (base eq CachedReads.Ask) {
       if (mirrors != null && mirrors.active) mirrors.append(key.toArray, bytes)
-      reads.appended(key)
     } else {
-      val base = if (known eq CachedReads.Ask) getBytes(row, codec) else known
-      putBytes(row, if (base == null) bytes else base ++ bytes, codec)
+      val whole = if (base == null) bytes else base ++ bytes
+      if (mirrors != null && mirrors.active) mirrors.put(key.toArray, whole)
+      reads.wrote(key, whole, kind)
     }
   }
 

@@ -5,6 +5,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state._
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.ttlstatebridge.NextIteratorBridge
+import ttlstate.client.Protocol
 import ttlstate.store.{ChangeFeed, KeyCodec, LoadRequest, ProviderCore, StoreSpec}
 
 /** Spark's entry point on Spark 4: its provider contract mapped onto `ProviderCore`, which does
@@ -102,26 +103,25 @@ class TtlStateStoreProvider extends StateStoreProvider with SupportsFineGrainedR
 
   /** Spark's change feed iterator over `core.changes`: on a store with column families, the
    *  changes of the family Spark names (the state data source registered it first), which the
-   *  state server picks out of the changelogs. */
+   *  state server picks out of the changelogs; a ListState's appends as Spark's MERGE_RECORD
+   *  (`append`), as its RocksDB provider reports them. */
   private[spark] def changeFeed(startVersion: Long, endVersion: Long, colFamilyNameOpt: Option[String],
       endId: Option[String]): NextIteratorBridge[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] = {
-    val family = if (core.spec.columnFamilies) {
+    val (family, multiValues) = if (core.spec.columnFamilies) {
       val f = families(colFamilyNameOpt.getOrElse(StateStore.DEFAULT_COL_FAMILY_NAME))
-      // A ListState's appends are stored as its whole new list: Spark's feed reports each append.
-      if (f.multiValues) throw StateStoreErrors.unsupportedOperationException(
-        s"the change feed of ListState '${f.name}' (not yet)", "TtlStateStoreProvider")
-      Some((f.name, f.layout))
+      (Some((f.name, f.layout)), f.multiValues)
     } else {
       colFamilyNameOpt.filter(_ != StateStore.DEFAULT_COL_FAMILY_NAME).foreach { cf =>
         throw StateStoreErrors.unsupportedOperationException(s"column family $cf", "TtlStateStoreProvider")
       }
-      None
+      (None, false)
     }
-    val feed: ChangeFeed = core.changes(startVersion, endVersion, endId, family)
+    val feed: ChangeFeed = core.changes(startVersion, endVersion, endId, family, multiValues)
     new NextIteratorBridge[(RecordType.Value, UnsafeRow, UnsafeRow, Long)] {
       override protected def getNext(): (RecordType.Value, UnsafeRow, UnsafeRow, Long) = feed.next() match {
         case null => end(); null
-        case c if c.value == null => (RecordType.DELETE_RECORD, c.key, null, c.batchId)
+        case c if c.kind == Protocol.CHANGE_DELETE => (RecordType.DELETE_RECORD, c.key, null, c.batchId)
+        case c if c.kind == Protocol.CHANGE_APPEND => (RecordType.MERGE_RECORD, c.key, c.value, c.batchId)
         case c => (RecordType.PUT_RECORD, c.key, c.value, c.batchId)
       }
       override protected def close(): Unit = feed.close()
