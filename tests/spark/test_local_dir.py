@@ -6,7 +6,9 @@ directory of their own, and both are gone when the application ends."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import tempfile
 
 import pytest
 
@@ -28,7 +30,10 @@ def _arg(cmd: list[str], name: str) -> str | None:
 def test_state_lives_under_spark_local_dir_and_deep_dirs_move_only_the_sockets(tmp_path, depth: str) -> None:  # noqa: ANN001
     assert not {"SPARK_LOCAL_DIRS", "SPARK_EXECUTOR_DIRS"} & set(os.environ), \
         "Spark lets these override spark.local.dir"
-    local = tmp_path / "local" if depth == "short" else tmp_path / ("l" * 60) / ("d" * 60)
+    # short: a folder right under the system's temp dir (pytest's tmp_path is deep enough under
+    # pytest-xdist that its sockets would move); deep: past the socket limit wherever tmp_path is
+    short = tempfile.mkdtemp(prefix="ttlstate-ld-")
+    local = os.path.join(short, "local") if depth == "short" else tmp_path / ("l" * 60) / ("d" * 60)
     spark = session(confs={"spark.local.dir": str(local)})
     try:
         run = run_steps(spark, TTLSTATE, lambda s: s["events"].dropDuplicates(["k"]), SCHEMA, STEPS)
@@ -53,3 +58,4 @@ def test_state_lives_under_spark_local_dir_and_deep_dirs_move_only_the_sockets(t
         spark.stop()
     assert poll_until(lambda: not our_server_processes(), 30), our_server_processes()
     assert poll_until(lambda: not [d for d in (root, socket_dir) if d and os.path.exists(d)], 30)
+    shutil.rmtree(short)
