@@ -6,13 +6,24 @@ import org.apache.spark.sql.{Encoders, SparkSession}
 import org.apache.spark.sql.streaming.{ExpiredTimerInfo, ListState, OutputMode, StatefulProcessor, StreamingQuery,
   TTLConfig, TimeMode, TimerValues, Trigger, ValueState}
 
+/** A key's processing-time timer moved to `ttlMs` later at each update (its earlier timer
+  * listed and deleted), emitting the key with 0 when it fires: a session's end announced, its
+  * state (expired by Spark's TTL at the same time) removed. So every key that goes quiet has a
+  * timer fire and its state expire. */
+abstract class TimerPerKey(ttlMs: Long) extends StatefulProcessor[String, String, (String, Long)] {
+  protected def moveTimer(timerValues: TimerValues): Unit = {
+    getHandle.listTimers().toList.foreach(getHandle.deleteTimer)
+    getHandle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + ttlMs)
+  }
+
+  override def handleExpiredTimer(key: String, timerValues: TimerValues,
+                                  expiredTimerInfo: ExpiredTimerInfo): Iterator[(String, Long)] =
+    Iterator.single((key, 0L))
+}
+
 /** A count per key in a `ValueState` that Spark itself expires `ttlMs` after its last update:
-  * what a Scala user picks for state TTL without ttlstate (`transformWithState` + `TTLConfig`).
-  * Each update also moves the key's processing-time timer to `ttlMs` later (its earlier timer
-  * listed and deleted), and the timer, when it fires, emits the key with 0: a session's end
-  * announced, its count (expired at the same time) removed by Spark's TTL. So every key that
-  * goes quiet has a timer fire and a value expire. */
-class TtlCount(ttlMs: Long) extends StatefulProcessor[String, String, (String, Long)] {
+  * what a Scala user picks for state TTL without ttlstate (`transformWithState` + `TTLConfig`). */
+class TtlCount(ttlMs: Long) extends TimerPerKey(ttlMs) {
   @transient private var count: ValueState[Long] = _
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit =
@@ -22,20 +33,15 @@ class TtlCount(ttlMs: Long) extends StatefulProcessor[String, String, (String, L
                                timerValues: TimerValues): Iterator[(String, Long)] = {
     val n = (if (count.exists()) count.get() else 0L) + rows.size
     count.update(n)
-    getHandle.listTimers().toList.foreach(getHandle.deleteTimer)
-    getHandle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + ttlMs)
+    moveTimer(timerValues)
     Iterator.single((key, n))
   }
-
-  override def handleExpiredTimer(key: String, timerValues: TimerValues,
-                                  expiredTimerInfo: ExpiredTimerInfo): Iterator[(String, Long)] =
-    Iterator.single((key, 0L))
 }
 
 /** The rows of each key appended to a `ListState` that Spark expires `ttlMs` after each append
-  * (`appendList`, never read back: an event log per key), the key's timer moved as in
-  * [[TtlCount]]: what a ListState's appends cost, each one a merge in the store. */
-class TtlEventLog(ttlMs: Long) extends StatefulProcessor[String, String, (String, Long)] {
+  * (`appendList`, never read back: an event log per key): what a ListState's appends cost, each
+  * one a merge in the store. */
+class TtlEventLog(ttlMs: Long) extends TimerPerKey(ttlMs) {
   @transient private var events: ListState[String] = _
 
   override def init(outputMode: OutputMode, timeMode: TimeMode): Unit =
@@ -45,14 +51,9 @@ class TtlEventLog(ttlMs: Long) extends StatefulProcessor[String, String, (String
                                timerValues: TimerValues): Iterator[(String, Long)] = {
     val appended = rows.toArray
     events.appendList(appended)
-    getHandle.listTimers().toList.foreach(getHandle.deleteTimer)
-    getHandle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + ttlMs)
+    moveTimer(timerValues)
     Iterator.single((key, appended.length.toLong))
   }
-
-  override def handleExpiredTimer(key: String, timerValues: TimerValues,
-                                  expiredTimerInfo: ExpiredTimerInfo): Iterator[(String, Long)] =
-    Iterator.single((key, 0L))
 }
 
 /** The churn benchmark's Scala query, started from Python through py4j: the same query on
