@@ -22,9 +22,9 @@ CODEGEN_SRC := $(wildcard python/ttlstate/codegen/*.py) python/ttlstate/server/p
                python/ttlstate/ttl/ttl_value.py python/ttlstate/_native_abi.py
 DEV_PKGS := "setuptools>=68" wheel pyspark rocksdict zstandard pytest pytest-xdist hypothesis ruff mypy psutil pandas pyarrow matplotlib protobuf \
             mkdocs pybind11 venv-pack grpcio grpcio-status googleapis-common-protos
-# pytest-xdist: `make test` in TEST_JOBS processes, one test module each at a time (a module shares
-# one SparkSession); pybind11: only to build commits before the C ABI (benchmarks/harness/baseline.py); venv-pack: the
-# executors' venv of `make test-cluster`; grpcio, grpcio-status, googleapis-common-protos: the Spark
+# pytest-xdist: `make test` in TEST_JOBS processes, one test module each at a time (a module
+# shares one SparkSession); pybind11: only to build commits before the C ABI
+# (benchmarks/harness/baseline.py); venv-pack: the executors' venv of `make test-cluster`; grpcio, grpcio-status, googleapis-common-protos: the Spark
 # Connect client (pyspark's `connect` extra) of its Connect scenario.
 
 .PHONY: setup run test test-scala test-long test-integration test-spark-versions test-cluster bench bench-quick lint jar jars native wheel release docs docs-gen clean
@@ -66,8 +66,9 @@ $(JAR_DIR)/ttlstate-shim-spark%.jar $(JAR_DIR)/ttlstate-tools-spark%.jar: $(SCAL
 run: setup
 	$(PY) -m ttlstate.cli.main demo
 
-# TEST_JOBS=2: two pytest processes, each running whole modules (--dist loadfile), so one
-# module's Spark queries wait on their JVM while the other's use the CPU; TEST_JOBS=0: one process.
+# TEST_JOBS=2: two pytest processes, each running whole modules (--dist loadfile): one module's
+# queries use the CPU while the other's wait on their JVM (on two cores the tests took 1112 s
+# against 1257 s in one process; the tests are mostly CPU-bound); TEST_JOBS=0: one process.
 TEST_JOBS ?= 2
 test: setup test-scala lint
 	$(PY) -m pytest -m "not long and not integration and not spark_versions and not cluster" --durations=60 \

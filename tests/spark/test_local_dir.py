@@ -33,7 +33,14 @@ def test_state_lives_under_spark_local_dir_and_deep_dirs_move_only_the_sockets(t
     # short: a folder right under the system's temp dir (pytest's tmp_path is deep enough under
     # pytest-xdist that its sockets would move); deep: past the socket limit wherever tmp_path is
     short = tempfile.mkdtemp(prefix="ttlstate-ld-")
-    local = os.path.join(short, "local") if depth == "short" else tmp_path / ("l" * 60) / ("d" * 60)
+    try:
+        _check_local_dir(tmp_path, depth, os.path.join(short, "local"))
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def _check_local_dir(tmp_path, depth: str, short_local: str) -> None:  # noqa: ANN001
+    local = short_local if depth == "short" else tmp_path / ("l" * 60) / ("d" * 60)
     spark = session(confs={"spark.local.dir": str(local)})
     try:
         run = run_steps(spark, TTLSTATE, lambda s: s["events"].dropDuplicates(["k"]), SCHEMA, STEPS)
@@ -58,4 +65,3 @@ def test_state_lives_under_spark_local_dir_and_deep_dirs_move_only_the_sockets(t
         spark.stop()
     assert poll_until(lambda: not our_server_processes(), 30), our_server_processes()
     assert poll_until(lambda: not [d for d in (root, socket_dir) if d and os.path.exists(d)], 30)
-    shutil.rmtree(short)
