@@ -35,7 +35,9 @@ POINTS = ("commit-before-upload", "commit-after-upload", "snapshot-before-write"
           # `ttlstate repartition`'s driver (spark/repartition.py): its new state staged, then each
           # step of the switch done
           "repartition-staged", "repartition-old-state-aside", "repartition-offsets-switched",
-          "repartition-ids-switched", "repartition-switched")
+          "repartition-ids-switched", "repartition-switched",
+          # store/in_place.py: the background check of files a restore reads in place, started
+          "in-place-check")
 
 
 _ACTION = re.compile(r"^(busy|idle)=(\d+)$")

@@ -12,10 +12,13 @@ from ttlstate.store.provider import StoreProvider
 from ttlstate.ttl.clock import ManualClock
 
 # The native engine writes SST snapshots by default; record snapshots are what the rocksdict
-# engine always writes and what `snapshot.layout=records` selects: every contract holds for all.
-_VARIANTS = {"native": (EngineKind.NATIVE, SnapshotLayout.SST),
-             "native-records": (EngineKind.NATIVE, SnapshotLayout.RECORDS),
-             "rocksdict": (EngineKind.ROCKSDICT, SnapshotLayout.RECORDS)}
+# engine always writes and what `snapshot.layout=records` selects; `in-place` restores SST
+# snapshots by reading their files in the checkpoint (snapshot.readInPlace): every contract holds
+# for all.
+_VARIANTS = {"native": (EngineKind.NATIVE, SnapshotLayout.SST, False),
+             "native-in-place": (EngineKind.NATIVE, SnapshotLayout.SST, True),
+             "native-records": (EngineKind.NATIVE, SnapshotLayout.RECORDS, False),
+             "rocksdict": (EngineKind.ROCKSDICT, SnapshotLayout.RECORDS, False)}
 
 
 @contextmanager
@@ -26,8 +29,9 @@ def _makers(tmp_path, variant: str) -> Iterator[Callable[..., StoreProvider]]:  
     def make(ttl: TtlConfig | None = None, snapshot_interval: int = 2,
              local: str | None = None, checkpoint_ids: bool = False,
              column_families: bool = False) -> StoreProvider:
-        engine, layout = _VARIANTS[variant]
-        cfg = StoreConfig(ttl or TtlConfig(), engine, snapshot_interval, layout)
+        engine, layout, in_place = _VARIANTS[variant]
+        cfg = StoreConfig(ttl or TtlConfig(), engine, snapshot_interval, layout,
+                          snapshot_read_in_place=in_place)
         p = StoreProvider("op0/p0", str(tmp_path / (local or f"local{len(made)}")),
                           LocalCheckpointLocation(str(tmp_path / "ck")), cfg, ManualClock(1000),
                           checkpoint_ids=checkpoint_ids, column_families=column_families)
@@ -52,4 +56,11 @@ def make_provider(request, tmp_path) -> Iterator[Callable[..., StoreProvider]]: 
 def make_sst_provider(tmp_path) -> Iterator[Callable[..., StoreProvider]]:  # noqa: ANN001
     """`make_provider` of the native engine with SST snapshots only: what SST files concern."""
     with _makers(tmp_path, "native") as make:
+        yield make
+
+
+@pytest.fixture
+def make_in_place_provider(tmp_path) -> Iterator[Callable[..., StoreProvider]]:  # noqa: ANN001
+    """`make_sst_provider` whose restores read the SST files in the checkpoint (in_place.py)."""
+    with _makers(tmp_path, "native-in-place") as make:
         yield make

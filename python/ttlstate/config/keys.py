@@ -134,6 +134,21 @@ SNAPSHOT_LAYOUT = ConfKey("snapshot.layout", SnapshotLayout.SST.value,
                           "state, rewritten at every snapshot, which `cleanup.fullSnapshot` "
                           "applies to (what the rocksdict engine always writes). Both read both.",
                           Kind.ENUM, option="snapshot_layout", choices=SnapshotLayout)
+SNAPSHOT_READ_IN_PLACE = ConfKey("snapshot.readInPlace", "false",
+                                  "A restore from an SST snapshot (`snapshot.layout=sst`) opens the "
+                                  "local DB on the snapshot's SST files where they lie in the "
+                                  "checkpoint instead of copying them first, so its time does not "
+                                  "grow with the state: RocksDB reads the blocks it needs from them "
+                                  "(checking each block's checksum), new writes stay local until "
+                                  "uploaded, and the checkpoint's files are never modified or "
+                                  "deleted through the local DB. Each file's size is checked at "
+                                  "the restore and its whole checksum in the background after it; "
+                                  "a damaged file fails the load after it, which repairs as "
+                                  "`repair.maxChangelogReplay` says. Applies where the state server "
+                                  "reads the checkpoint itself (`file:`, with "
+                                  "`checkpoint.localFiles`); elsewhere a restore copies the files "
+                                  "and says so once at INFO.",
+                                  Kind.BOOL, option="snapshot_read_in_place")
 # Spark's own bound on the same repair (autoSnapshotRepair.maxChangeFileReplay) is 500 since 4.2.
 REPAIR_MAX_REPLAY = ConfKey("repair.maxChangelogReplay", "500",
                             "A snapshot that is damaged or missing (its file, an SST manifest or an "
@@ -282,6 +297,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, SNAPSHOT_LAYOUT,
+    SNAPSHOT_READ_IN_PLACE,
     REPAIR_MAX_REPLAY,
     CHECKPOINT_LOCAL_FILES, PYTHON,
     LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES,

@@ -73,6 +73,8 @@ class StoreConfig:
     ttl_key: str = K.TTL.key  # the conf key the TTL comes from (the global one, or an operator's)
     reader_include_expired: bool = K.READER_INCLUDE_EXPIRED.default_value  # expired entries too
     checkpoint_local_files: bool = K.CHECKPOINT_LOCAL_FILES.default_value
+    # SST snapshots restored by reading their files in the checkpoint (store/in_place.py)
+    snapshot_read_in_place: bool = K.SNAPSHOT_READ_IN_PLACE.default_value
     # the most changelogs a repair of a damaged snapshot replays (0: no repair)
     repair_max_replay: int = K.REPAIR_MAX_REPLAY.default_value
 
@@ -117,6 +119,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
         ttl_key=ttl_key,
         reader_include_expired=v[K.READER_INCLUDE_EXPIRED],
         checkpoint_local_files=v[K.CHECKPOINT_LOCAL_FILES],
+        snapshot_read_in_place=v[K.SNAPSHOT_READ_IN_PLACE],
         repair_max_replay=v[K.REPAIR_MAX_REPLAY],
     )
 

@@ -162,6 +162,10 @@ class StoreProvider:
                 log.warning("ttlstate store %s: local state directory vanished; restoring "
                             "from the checkpoint", self.store_id)
                 db.drop()
+            if db.is_open and ctx.sst.damage_found(version, db.version):
+                log.warning("ttlstate store %s: the local state reads a checkpoint file found "
+                            "damaged (above); restoring version %d without it", self.store_id, version)
+                db.drop()
             if empty:
                 self._open_empty(version)
             elif (from_snapshot is not None or not db.is_open or db.version != version

@@ -19,10 +19,11 @@ from ttlstate.checkpoint.record_file import (
     RecordFileHeader,
 )
 from ttlstate.checkpoint.restore_plan import RestorePlan
-from ttlstate.checkpoint.sst_manifest import read_manifest
+from ttlstate.checkpoint.sst_manifest import SstManifest, read_manifest
 from ttlstate.store import metric_names as M
 from ttlstate.store.batch_times import BatchTimes
 from ttlstate.store.context import StoreContext
+from ttlstate.store.in_place import in_place_directory
 from ttlstate.store.local_db import LocalDb
 from ttlstate.store.planes.base import Fetched, KeyHashes
 from ttlstate.store.recorded_settings import WrittenWith
@@ -47,6 +48,8 @@ class Rebuilder:
         self._timeline = timeline
         self._times = times
         self._written = written
+        # The manifest and name of the snapshot the load opened in place, while it loads.
+        self._in_place: tuple[SstManifest, str] | None = None
 
     def apply(self, plan: RestorePlan, fetched: list[Fetched], version: int, checked: Checked) -> None:
         """Makes the local DB hold `version`, from `plan`'s files among `fetched`."""
@@ -54,6 +57,7 @@ class Rebuilder:
         wanted = {plan.snapshot, *plan.changelogs}
         rest = [f for f in fetched if f[0] in wanted]
         collecting: KeyHashes | None = None
+        self._in_place = None
         try:
             scan_keys = False
             db.kept.forget()
@@ -82,8 +86,14 @@ class Rebuilder:
             elif scan_keys:
                 db.kept.current = RestoredKeys(db.lineage, version, engine=db.engine,
                                                fresh=db.plane.key_hashes)
-        except BaseException:
+        except BaseException as e:
             db.drop()  # never serve a partially loaded version
+            if self._in_place is not None and isinstance(e, (RuntimeError, CheckpointError)):
+                # RocksDB found a file read in place corrupt, opening it or in a replay's read.
+                manifest, name = self._in_place
+                damaged = self._ctx.sst.found_damaged(manifest, version, name, str(e))
+                if damaged is not None:
+                    raise damaged from None
             raise
         db.version = version
         db.state_id = checked.state
@@ -99,8 +109,12 @@ class Rebuilder:
         except RecordFileError as e:
             raise CheckpointError(self._ctx.store_id, version, name, str(e)) from None
         self._db.drop()
-        self._ctx.sst.place(manifest, self._db.directory, version, name)
-        self._db.open()
+        ctx = self._ctx
+        in_place = in_place_directory(ctx.config, ctx.files.location, ctx.store_id)
+        ctx.sst.place(manifest, self._db.directory, version, name, in_place)
+        if in_place is not None:
+            self._in_place = (manifest, name)
+        self._db.open()  # RocksDB reads each file's index and filter blocks, checking them
         self._ctx.sst.new_lineage(manifest)
         self._db.num_keys = manifest.keys
         self._db.num_internal_keys = header.internal_keys  # None (files from before the count): counted later

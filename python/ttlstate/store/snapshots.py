@@ -138,7 +138,7 @@ class SnapshotWriter:
                 log.info("ttlstate store %s: snapshot of version %d skipped: the local state was "
                          "reloaded meanwhile", ctx.store_id, version)
                 return None
-            manifest = ctx.sst.upload(prepared)
+            manifest = ctx.sst.upload(prepared, version, name)
             write_manifest(local, header, manifest)
         except BaseException:
             if os.path.exists(local):

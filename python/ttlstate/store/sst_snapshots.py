@@ -16,6 +16,7 @@ import secrets
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ttlstate.checkpoint import names
@@ -30,6 +31,7 @@ from ttlstate.checkpoint.sst_manifest import (
     split_checkpoint,
     sst_file_name,
 )
+from ttlstate.store.in_place import InPlaceCheck, LinkedFile, link_in_place
 from ttlstate.store.store_files import StoreFiles
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,10 @@ class SstSnapshots:
         self._named: dict[str, frozenset[str]] = {}  # snapshot file -> the SST files it names
         self._orphan_since: dict[str, float] = {}
         self.grace_s = ORPHAN_GRACE_S
+        # Files read in place (in_place.py): their background checks, and the checkpoint files
+        # they found damaged, which no restore or snapshot uses again.
+        self._checks: list[InPlaceCheck] = []
+        self.damaged: dict[str, str] = {}
 
     # -- the local DB's lineage -------------------------------------------------------------
     def new_lineage(self, manifest: SstManifest | None = None) -> None:
@@ -77,7 +83,7 @@ class SstSnapshots:
         with self._mu:
             return PreparedUpload(directory, self._token, dict(self._uploaded), ssts, small, keys)
 
-    def upload(self, prepared: PreparedUpload) -> SstManifest:
+    def upload(self, prepared: PreparedUpload, version: int, snapshot_name: str) -> SstManifest:
         """Uploads the SST files the checkpoint does not hold yet (without holding the store);
         returns the manifest naming them all."""
         files: list[SstFile] = []
@@ -86,8 +92,18 @@ class SstSnapshots:
         present = set(self._files.location.list_files()) if prepared.known else set()
         for local in prepared.ssts:
             known = prepared.known.get(local)
+            if known is not None and known.name in self.damaged:
+                raise CheckpointError(self._files.store_id, version, snapshot_name,
+                                      f"is not written: the local DB reads SST file "
+                                      f"{self._files.describe(known.name)}, which "
+                                      f"{self.damaged[known.name]}; the next load repairs the state")
             if known is None or known.name not in present:
                 path = os.path.join(prepared.directory, local)
+                if os.path.islink(path):  # read in place: the checkpoint's file was all there was
+                    raise CheckpointError(self._files.store_id, version, snapshot_name,
+                                          f"is not written: the local DB reads {os.readlink(path)} in "
+                                          "place, and it was deleted from the checkpoint; the next "
+                                          "load rebuilds the state")
                 name = known.name if known is not None else sst_file_name(prepared.token, local)
                 known = SstFile(local, name, os.path.getsize(path), file_crc32(path))
                 self._files.upload(path, known.name)
@@ -106,12 +122,28 @@ class SstSnapshots:
             self._named[snapshot_name] = manifest.names
 
     # -- restoring one ----------------------------------------------------------------------
-    def place(self, manifest: SstManifest, db_dir: str, version: int, snapshot_name: str) -> None:
-        """Fetches the snapshot's files into the empty directory `db_dir`, checking each size."""
+    def place(self, manifest: SstManifest, db_dir: str, version: int, snapshot_name: str,
+              in_place: str | None = None) -> None:
+        """Places the snapshot's files into the empty directory `db_dir`: fetched and checked
+        whole, or (`in_place`: the checkpoint folder) linked where they lie when their size is
+        right and checked whole in the background (in_place.py)."""
         os.makedirs(db_dir, exist_ok=True)
+        # Restoring files an earlier restore linked, whose check still runs: that restore failed
+        # or was dropped, maybe on one of them. Its finding decides, not a second try at them.
+        self._collect(lambda check: bool(check.names & manifest.names))
+        linked: list[LinkedFile] = []
         for f in manifest.ssts:
+            if f.name in self.damaged:
+                raise SnapshotFilesUnusable(
+                    self._files.store_id, version, snapshot_name,
+                    f"names SST file {self._files.describe(f.name)}, which {self.damaged[f.name]}")
             local = os.path.join(db_dir, f.local)
             try:
+                if in_place is not None:
+                    source = os.path.join(in_place, f.name)
+                    if link_in_place(source, local, f):
+                        linked.append(LinkedFile(source, f))
+                        continue
                 self._files.location.fetch(f.name, local)
             except FileNotFoundError:
                 raise SnapshotFilesUnusable(
@@ -136,6 +168,53 @@ class SstSnapshots:
                 out.write(data)
         with self._mu:
             self._named[snapshot_name] = manifest.names
+        if linked:
+            self._checks.append(InPlaceCheck(self._files.store_id, version, linked))
+            log.info("ttlstate store %s: version %d opened on %d SST files (%d bytes) of %s in "
+                     "place; their checksums are read in the background", self._files.store_id,
+                     version, len(linked), sum(f.file.size for f in linked), snapshot_name)
+
+    def found_damaged(self, manifest: SstManifest, version: int, snapshot_name: str,
+                      failure: str) -> SnapshotFilesUnusable | None:
+        """The error for RocksDB's finding (`failure`, while a load opened or built on the DB)
+        that a file read in place
+        is corrupt; None if it is not about a file of `manifest`. RocksDB names the file by its
+        local name, or not at all (a bad properties block): then the restore's check, waited
+        for, names it."""
+        if "Corruption" not in failure:
+            return None
+        named = [f for f in manifest.ssts
+                 if f"{os.sep}{f.local} " in failure or failure.endswith(f"{os.sep}{f.local}")]
+        for f in named:
+            self.damaged[f.name] = f"RocksDB found corrupt opening it in place ({failure})"
+        if not named:
+            self._collect(lambda check: check.version == version and bool(check.names & manifest.names))
+            named = [f for f in manifest.ssts if f.name in self.damaged]
+        if not named:
+            return None
+        return SnapshotFilesUnusable(
+            self._files.store_id, version, snapshot_name,
+            f"names SST file {self._files.describe(named[0].name)}, which {self.damaged[named[0].name]}")
+
+    def damage_found(self, loading: int, local: int | None) -> bool:
+        """Whether a background check found a file the local DB may read damaged (the caller
+        drops the DB: the load repairs). Loading the version a restore opened in place, which
+        the DB still holds (a retried task), waits for that restore's check."""
+        return self._collect(lambda check: local is not None and local == loading == check.version)
+
+    def _collect(self, wait_for: Callable[[InPlaceCheck], bool]) -> bool:
+        """Takes the findings of the checks that are done, and of those `wait_for` picks once
+        they are; whether any found a damaged file."""
+        found = False
+        for check in list(self._checks):
+            if not check.done:
+                if not wait_for(check):
+                    continue
+                check.wait()
+            self._checks.remove(check)
+            self.damaged.update(check.damaged)
+            found = found or bool(check.damaged)
+        return found
 
     # -- retention --------------------------------------------------------------------------
     def deletable(self, listing: list[str], now: float | None = None) -> list[str]:
