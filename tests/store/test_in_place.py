@@ -5,8 +5,8 @@ restore repairs it (the copying restore's tests: test_checkpoint_damage.py)."""
 
 from __future__ import annotations
 
-import logging
 import json
+import logging
 import logging.handlers
 import os
 import subprocess
@@ -163,8 +163,8 @@ def test_a_damaged_block_read_later_is_repaired(make_in_place_provider: Callable
         f.write(bytes([byte[0] ^ 0x01]))
     # The check stalls a second first, as a large state's would: the retry must wait for it.
     env = {**os.environ, "TTLSTATE_FAULTS": f"in-place-check+idle=1000:{tmp_path / 'stalled'}"}
-    run = subprocess.run([sys.executable, "-c", _READ_TWICE, ck.directory, str(tmp_path / "fresh"), str(version)],
-                         capture_output=True, text=True, timeout=120, check=False, env=env,
+    run = subprocess.run([sys.executable, "-c", _READ_TWICE, ck.directory, str(tmp_path / "fresh"),
+                          str(version)], capture_output=True, text=True, timeout=120, check=False, env=env,
                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert run.returncode == 0, run.stderr
     first, exact, logged, repaired = json.loads(run.stdout.splitlines()[-1])

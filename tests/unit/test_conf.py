@@ -12,7 +12,8 @@ from ttlstate.config.store_config import store_config_from_confs
 BAD = {
     K.TTL: "soon", K.UPDATE_TYPE: "OnRead", K.STATE_VISIBILITY: "Sometimes", K.TIME_SOURCE: "sundial",
     K.FULL_SNAPSHOT: "maybe", K.INCREMENTAL_SIZE: "-1", K.INCREMENTAL_PER_RECORD: "2",
-    K.READER_INCLUDE_EXPIRED: "maybe", K.CHECKPOINT_LOCAL_FILES: "yes please", K.SNAPSHOT_READ_IN_PLACE: "sometimes",
+    K.READER_INCLUDE_EXPIRED: "maybe", K.CHECKPOINT_LOCAL_FILES: "yes please",
+    K.SNAPSHOT_READ_IN_PLACE: "sometimes",
     K.FILTER_ENABLED: "yesno", K.FILTER_QUERY_TIME_AFTER: "many", K.FILTER_PERIODIC_COMPACTION: "1x",
     K.FILTER_COMPACT_EVERY: "-3",
     K.ENGINE: "leveldb", K.SNAPSHOT_INTERVAL: "0", K.SNAPSHOT_LAYOUT: "zip", K.WORKERS: "-2",
