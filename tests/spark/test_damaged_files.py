@@ -50,9 +50,12 @@ STEPS = [[{"k": f"k{i}-{j}", "g": f"g{j % 3}"} for j in range(8)] + [{"k": f"k{m
 AFTER = [{"k": f"new-{j}", "g": f"g{j % 3}"} for j in range(6)] + [r for rows in STEPS for r in rows]
 SPARK_SNAPSHOTS = {"spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
                    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}
+# Format 2 restores its SST snapshots in place (snapshot.readInPlace: the files read where they
+# lie in the checkpoint), format 1 copies them: both ways meet every damage.
 VARIANTS = {
     "ttlstate-sst-format1": (TTLSTATE, {K.SNAPSHOT_INTERVAL.key: "2"}),
-    "ttlstate-sst-format2": (TTLSTATE, {K.SNAPSHOT_INTERVAL.key: "2", FORMAT_KEY: "2"}),
+    "ttlstate-sst-format2": (TTLSTATE, {K.SNAPSHOT_INTERVAL.key: "2", FORMAT_KEY: "2",
+                                        K.SNAPSHOT_READ_IN_PLACE.key: "true"}),
     "ttlstate-records-format1": (TTLSTATE, {K.SNAPSHOT_INTERVAL.key: "2", K.SNAPSHOT_LAYOUT.key: "records"}),
     "rocksdb-format1": (ROCKSDB, SPARK_SNAPSHOTS),
     "rocksdb-format2": (ROCKSDB, {**SPARK_SNAPSHOTS, FORMAT_KEY: "2"}),
@@ -209,9 +212,14 @@ def base_of(spark: SparkSession, bases: dict[str, Base], variant: str) -> Base:
     return bases[variant]
 
 
-def repaired(run: Run) -> int:
+def restart_metric(run: Run, metric: M.MetricName) -> int:
+    """The metric's sum over the operators of the batch after the restart."""
     operators = run.progress_by_batch[len(STEPS)]["stateOperators"]
-    return sum(int(op["customMetrics"].get(M.SNAPSHOTS_AUTO_REPAIRED.name, 0)) for op in operators)
+    return sum(int(op["customMetrics"].get(metric.name, 0)) for op in operators)
+
+
+def repaired(run: Run) -> int:
+    return restart_metric(run, M.SNAPSHOTS_AUTO_REPAIRED)
 
 
 @pytest.mark.parametrize("variant", ["ttlstate-sst-format1", "ttlstate-sst-format2",
@@ -238,6 +246,8 @@ def test_damaged_snapshots_are_repaired_exactly(spark: SparkSession, bases: dict
     resume(run)
     assert run.outputs[len(STEPS)] == base.expected
     assert repaired(run) == expected_repairs
+    in_place = VARIANTS[variant][1].get(K.SNAPSHOT_READ_IN_PLACE.key) == "true"
+    assert (restart_metric(run, M.SST_FILES_READ_IN_PLACE) > 0) == in_place
 
 
 @pytest.mark.parametrize(("variant", "how"), [("ttlstate-sst-format1", "flip"),

@@ -64,6 +64,7 @@ def test_a_restore_reads_the_checkpoints_files_and_never_changes_them(
              for n in os.listdir(fresh.db_dir) if n.endswith(".sst")}
     assert links and all(os.path.dirname(t) == ck.directory and is_sst_file(os.path.basename(t))
                          for t in links.values()), links  # every SST file: the checkpoint's
+    assert fresh.drain_metrics()[M.SST_FILES_READ_IN_PLACE.name] == len(links)
     wait_for_checks(fresh)
     assert not fresh.sst.damaged
 
@@ -225,5 +226,6 @@ def test_a_checkpoint_read_through_hadoop_is_copied_and_says_so(
     with caplog.at_level(logging.INFO):
         assert len(dict(fresh.get_store(4, now_ms=1000).iterator())) == 4
     assert not any(os.path.islink(os.path.join(fresh.db_dir, n)) for n in os.listdir(fresh.db_dir))
+    assert fresh.drain_metrics()[M.SST_FILES_READ_IN_PLACE.name] == 0
     assert "snapshot.readInPlace applies where the state server reads the checkpoint itself" in caplog.text
     fresh.close()

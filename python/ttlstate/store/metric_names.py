@@ -86,6 +86,10 @@ SNAPSHOTS_AUTO_REPAIRED = MetricName("numSnapshotsAutoRepaired", "sum",
                                      "since (each WARN names the file and why)",
                                      "the same name and meaning (Spark 4.2+; Spark's RocksDB "
                                      "provider: `rocksdbNumSnapshotsAutoRepaired`)")
+SST_FILES_READ_IN_PLACE = MetricName("sstFilesReadInPlace", "sum",
+                                     "SST files restores opened where they lie in the checkpoint "
+                                     "instead of copying them (`snapshot.readInPlace`)",
+                                     "none (Spark's RocksDB provider copies every file)")
 ENGINE_FALLBACK = MetricName("engineFallback", "sum",
                              "stores running on rocksdict because engine=auto found no native build",
                              "none")
@@ -134,7 +138,7 @@ ALL_METRICS: tuple[MetricName, ...] = (
     COMMIT_TIME_MS, SNAPSHOT_TIME_MS, LOAD_LATENCY_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES,
     CACHE_BYTES, STATE_BYTES, TTL_EXPIRED_TOTAL, NUM_REMOVED_STATE_ROWS, READ_AHEAD_KEYS,
     REPLAYED_CHANGELOGS, SNAPSHOTS_AUTO_REPAIRED, FAMILY_COPY_SCANS, INTERNAL_FAMILY_KEYS,
-    EXTERNAL_FAMILIES, INTERNAL_FAMILIES,
+    EXTERNAL_FAMILIES, INTERNAL_FAMILIES, SST_FILES_READ_IN_PLACE,
 )
 
 # Former names, for readers of old progress logs and dashboards (docs/metrics.md).

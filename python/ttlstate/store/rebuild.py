@@ -111,7 +111,8 @@ class Rebuilder:
         self._db.drop()
         ctx = self._ctx
         in_place = in_place_directory(ctx.config, ctx.files.location, ctx.store_id)
-        ctx.sst.place(manifest, self._db.directory, version, name, in_place)
+        ctx.counters[M.SST_FILES_READ_IN_PLACE.name] += ctx.sst.place(manifest, self._db.directory,
+                                                                     version, name, in_place)
         if in_place is not None:
             self._in_place = (manifest, name)
         self._db.open()  # RocksDB reads each file's index and filter blocks, checking them

@@ -123,10 +123,10 @@ class SstSnapshots:
 
     # -- restoring one ----------------------------------------------------------------------
     def place(self, manifest: SstManifest, db_dir: str, version: int, snapshot_name: str,
-              in_place: str | None = None) -> None:
+              in_place: str | None = None) -> int:
         """Places the snapshot's files into the empty directory `db_dir`: fetched and checked
         whole, or (`in_place`: the checkpoint folder) linked where they lie when their size is
-        right and checked whole in the background (in_place.py)."""
+        right and checked whole in the background (in_place.py). Returns how many were linked."""
         os.makedirs(db_dir, exist_ok=True)
         # Restoring files an earlier restore linked, whose check still runs: that restore failed
         # or was dropped, maybe on one of them. Its finding decides, not a second try at them.
@@ -173,6 +173,7 @@ class SstSnapshots:
             log.info("ttlstate store %s: version %d opened on %d SST files (%d bytes) of %s in "
                      "place; their checksums are read in the background", self._files.store_id,
                      version, len(linked), sum(f.file.size for f in linked), snapshot_name)
+        return len(linked)
 
     def found_damaged(self, manifest: SstManifest, version: int, snapshot_name: str,
                       failure: str) -> SnapshotFilesUnusable | None:
