@@ -57,6 +57,7 @@ from benchmarks.harness.variants import (
     HDFS,
     KEY_FILTER_KEY,
     MEMORY_KEY,
+    READ_IN_PLACE_KEY,
     ROCKSDB,
     SNAPSHOT_INTERVAL_KEY,
     SNAPSHOT_LAYOUT_KEY,
@@ -79,6 +80,9 @@ VARIANTS: dict[str, Variant] = {
     # the same with record snapshots (the whole state per snapshot, rebuilt key by key on restore)
     "ttlstate-records": Variant("ttlstate-records", TTLSTATE,
                                 {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", SNAPSHOT_LAYOUT_KEY: "records"}),
+    # the same restoring in place: the snapshot's SST files read where they lie in the checkpoint
+    "ttlstate-in-place": Variant("ttlstate-in-place", TTLSTATE,
+                                 {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", READ_IN_PLACE_KEY: "true"}),
     # the same without the executor's cross-batch cache: what the cache's heap costs in memory
     "ttlstate-no-cache": Variant("ttlstate-no-cache", TTLSTATE,
                                  {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", CACHE_KEY: "0"}),
