@@ -187,11 +187,11 @@ def test_no_snapshot_names_a_file_found_damaged(make_in_place_provider: Callable
     fresh = ck.make(snapshot_interval=2)
     ck.state(fresh, VERSIONS)
     wait_for_checks(fresh)
-    damage(os.path.join(ck.directory, victim), "flip")  # after the restore: its check saw it intact
-    fresh.sst.damaged[victim] = "has other bytes (a test says so)"
     s = fresh.get_store(VERSIONS, now_ms=1_000 + VERSIONS)
     s.put(b"k", b"v")
     s.commit()
+    # Found damaged since (as the background check records it; said directly here).
+    fresh.sst.damaged[victim] = "has other bytes (a test says so)"
     with pytest.raises(CheckpointError, match="is not written: the local DB reads SST file"):
         fresh.write_snapshot()
     assert ck.name(VERSIONS + 1, "snapshot") not in os.listdir(ck.directory)

@@ -90,6 +90,9 @@ class SstSnapshots:
         # A file uploaded before may have been deleted since (another writer's retention, once no
         # snapshot named it): a manifest must never name a file that is not there.
         present = set(self._files.location.list_files()) if prepared.known else set()
+        # A file read in place is named again only once its check found it whole.
+        known_names = frozenset(f.name for f in prepared.known.values())
+        self._collect(lambda check: bool(check.names & known_names))
         for local in prepared.ssts:
             known = prepared.known.get(local)
             if known is not None and known.name in self.damaged:
@@ -169,7 +172,9 @@ class SstSnapshots:
         with self._mu:
             self._named[snapshot_name] = manifest.names
         if linked:
-            self._checks.append(InPlaceCheck(self._files.store_id, version, linked))
+            check = InPlaceCheck(self._files.store_id, version, linked)
+            with self._mu:
+                self._checks.append(check)
             log.info("ttlstate store %s: version %d opened on %d SST files (%d bytes) of %s in "
                      "place; their checksums are read in the background", self._files.store_id,
                      version, len(linked), sum(f.file.size for f in linked), snapshot_name)
@@ -178,16 +183,16 @@ class SstSnapshots:
     def found_damaged(self, manifest: SstManifest, version: int, snapshot_name: str,
                       failure: str) -> SnapshotFilesUnusable | None:
         """The error for RocksDB's finding (`failure`, while a load opened or built on the DB)
-        that a file read in place
-        is corrupt; None if it is not about a file of `manifest`. RocksDB names the file by its
-        local name, or not at all (a bad properties block): then the restore's check, waited
-        for, names it."""
+        that a file read in place is corrupt; None if it is not about a file of `manifest`.
+        RocksDB names the file by its local name, or not at all (a bad properties block): then
+        the restore's check, waited for, names it."""
         if "Corruption" not in failure:
             return None
         named = [f for f in manifest.ssts
                  if f"{os.sep}{f.local} " in failure or failure.endswith(f"{os.sep}{f.local}")]
-        for f in named:
-            self.damaged[f.name] = f"RocksDB found corrupt opening it in place ({failure})"
+        with self._mu:
+            for f in named:
+                self.damaged[f.name] = f"RocksDB found corrupt opening it in place ({failure})"
         if not named:
             self._collect(lambda check: check.version == version and bool(check.names & manifest.names))
             named = [f for f in manifest.ssts if f.name in self.damaged]
@@ -198,24 +203,24 @@ class SstSnapshots:
             f"names SST file {self._files.describe(named[0].name)}, which {self.damaged[named[0].name]}")
 
     def damage_found(self, loading: int, local: int | None) -> bool:
-        """Whether a background check found a file the local DB may read damaged (the caller
+        """Whether the local DB may read a file a background check found damaged (the caller
         drops the DB: the load repairs). Loading the version a restore opened in place, which
         the DB still holds (a retried task), waits for that restore's check."""
-        return self._collect(lambda check: local is not None and local == loading == check.version)
+        self._collect(lambda check: local is not None and local == loading == check.version)
+        with self._mu:
+            return any(f.name in self.damaged for f in self._uploaded.values())
 
-    def _collect(self, wait_for: Callable[[InPlaceCheck], bool]) -> bool:
+    def _collect(self, wait_for: Callable[[InPlaceCheck], bool]) -> None:
         """Takes the findings of the checks that are done, and of those `wait_for` picks once
-        they are; whether any found a damaged file."""
-        found = False
-        for check in list(self._checks):
-            if not check.done:
-                if not wait_for(check):
-                    continue
-                check.wait()
-            self._checks.remove(check)
-            self.damaged.update(check.damaged)
-            found = found or bool(check.damaged)
-        return found
+        they are (waited for without holding the lock: a snapshot's upload and a load may both)."""
+        with self._mu:
+            running = [c for c in self._checks if not c.done and wait_for(c)]
+        for check in running:
+            check.wait()
+        with self._mu:
+            for check in [c for c in self._checks if c.done]:
+                self._checks.remove(check)
+                self.damaged.update(check.damaged)
 
     # -- retention --------------------------------------------------------------------------
     def deletable(self, listing: list[str], now: float | None = None) -> list[str]:
