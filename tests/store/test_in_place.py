@@ -229,3 +229,17 @@ def test_a_checkpoint_read_through_hadoop_is_copied_and_says_so(
     assert fresh.drain_metrics()[M.SST_FILES_READ_IN_PLACE.name] == 0
     assert "snapshot.readInPlace applies where the state server reads the checkpoint itself" in caplog.text
     fresh.close()
+
+
+def test_a_state_reader_reads_in_place(make_in_place_provider: Callable[..., StoreProvider],
+                                       tmp_path) -> None:  # noqa: ANN001
+    """The state data source's store: what it reads of a large state is not copied first."""
+    ck = Checkpoint(make_in_place_provider, ids=False)
+    cfg = StoreConfig(TtlConfig(), EngineKind.NATIVE, 2, snapshot_read_in_place=True)
+    reader = StoreProvider("op0/p0", str(tmp_path / "reader"), LocalCheckpointLocation(ck.directory),
+                           cfg, ManualClock(1000), reader=True)
+    try:
+        assert dict(reader.get_store(VERSIONS, read_only=True).iterator()) == expected(VERSIONS)
+        assert reader.drain_metrics()[M.SST_FILES_READ_IN_PLACE.name] > 0
+    finally:
+        reader.close()
