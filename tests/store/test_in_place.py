@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Callable
 
 import pytest
-from tests.damage import BREAKING, damage
+from tests.damage import BREAKING
 from tests.store.test_checkpoint_damage import VERSIONS, Checkpoint, check_repair, expected, only_in, writes
 
 from ttlstate.checkpoint.errors import CheckpointError
