@@ -17,6 +17,10 @@ hour ago, entries have expired, and the restore batch's commit also removes some
 A variant is a growth variant name, `name@REF` for an older commit's code (built as
 `--baseline` builds it), and `spec=kept` restores the checkpoint kept for variant `kept`
 (e.g. `ttlstate@24fce2d=ttlstate`; the default is the name before `@`).
+
+`--cold` evicts each fresh copy of the checkpoint from the page cache before its restore
+(written out, then `POSIX_FADV_DONTNEED`), as a fresh executor on another host finds its
+checkpoint: every byte a restore reads then comes from the disk, not from memory.
 """
 
 from __future__ import annotations
@@ -91,10 +95,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--fixed-heap", action="store_true",
                     help="the JVM's whole heap committed and touched at start, as `growth --fixed-heap`")
     ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--cold", action="store_true",
+                    help="evict the checkpoint's copy from the page cache before each restore")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
     args.batches, args.settle = 0, 0.0  # not used by a restore child
     return args
+
+
+def _evict_from_page_cache(root: str) -> None:
+    """Writes every file under `root` out and drops its pages from the page cache."""
+    for directory, _dirs, files in os.walk(root):
+        for name in files:
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -128,6 +146,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ck = os.path.join(scratch, "ck")
                 shutil.rmtree(ck, ignore_errors=True)
                 shutil.copytree(source, ck)
+                if args.cold:
+                    _evict_from_page_cache(ck)
                 params = _child_params(v, args, "restore", input_dir, ck)
                 log = os.path.join(scratch, f"{name.replace('@', '-at-')}.log")
                 out, rss = run_child("benchmarks.workloads.growth_child", params, v.env(), log, args.timeout)
@@ -152,7 +172,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                for name, _v, _k in variants]
     for s in summary:
         print(json.dumps(s), flush=True)
-    result = {"benchmark": "restore_rerun", "work": args.work, "runs": runs, "summary": summary}
+    result = {"benchmark": "restore_rerun", "work": args.work, "cold": args.cold, "runs": runs,
+              "summary": summary}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
