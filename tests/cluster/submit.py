@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pyspark
 from integration.components import _die_with_parent, extra_jars
 
+from tests.spark.harness import FAST_JVM
 from ttlstate.spark.configure import EXTENSIONS_CLASS, jar_path
 
 SPARK_HOME = os.path.dirname(pyspark.__file__)
@@ -28,11 +29,10 @@ def jars() -> str:
     return ",".join([jar_path(), *extra_jars("spark-kafka")])
 
 
-# Lines only this machine needs, not a cluster: JIT compilation stopped at C1 (the JVMs here live
-# minutes on two cores shared by four test runs, and C2's compiler threads took their CPU), and
-# no Spark UI (the driver's, with YARN's proxy filter added to it while it starts, once failed
+# Lines only this machine needs, not a cluster: JIT compilation stopped at C1 (FAST_JVM: the JVMs
+# here live minutes on two cores shared by four test runs, and C2's compiler threads took their
+# CPU), and no Spark UI (the driver's, with YARN's proxy filter added to it while it starts, once failed
 # with a ConcurrentModificationException inside Jetty in client mode).
-FAST_JVM = "-XX:TieredStopAtLevel=1"
 TEST_ONLY = ["--conf", "spark.ui.enabled=false", "--driver-java-options", FAST_JVM,
              "--conf", f"spark.executor.extraJavaOptions={FAST_JVM}",
              "--conf", f"spark.yarn.am.extraJavaOptions={FAST_JVM}"]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from tests.spark.harness import fast_jvm_env
 from ttlstate.config import keys as K
 from ttlstate.spark.configure import EXTENSIONS_CLASS, jar_path
 
@@ -77,7 +78,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
     (stub / "python3").write_text("#!/bin/sh\necho 'stand-in: No module named ttlstate' >&2\nexit 1\n")
     (stub / "python3").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
-    return {**env, "PATH": f"{stub}{os.pathsep}{env['PATH']}", "SPARK_HOME": SPARK_HOME}
+    return fast_jvm_env({**env, "PATH": f"{stub}{os.pathsep}{env['PATH']}", "SPARK_HOME": SPARK_HOME})
 
 
 def _python_job(tmp_path: Path, script: str, *args: str) -> str:

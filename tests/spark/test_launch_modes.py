@@ -13,6 +13,7 @@ import textwrap
 import pyspark
 import pytest
 
+from tests.spark.harness import fast_jvm_env
 from ttlstate.config import keys as K
 from ttlstate.spark.configure import EXTENSIONS_CLASS, jar_path
 
@@ -75,7 +76,7 @@ CONF_ROUTE = textwrap.dedent("""
 def _run(tmp_path, script: str, *args: str, submit: bool = True) -> subprocess.CompletedProcess:  # noqa: ANN001
     job = tmp_path / "job.py"
     job.write_text(script)
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    env = fast_jvm_env(dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable))
     cmd = ([SPARK_SUBMIT, "--master", "local[1]", *args, str(job)] if submit else [sys.executable, str(job)])
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
 

@@ -12,6 +12,8 @@ import textwrap
 
 import pytest
 
+from tests.spark.harness import fast_jvm_env
+
 pytestmark = pytest.mark.spark
 
 JOB = textwrap.dedent("""
@@ -51,7 +53,7 @@ JOB = textwrap.dedent("""
 def test_a_local_session_console_shows_no_store_lines_and_no_dead_server_at_stop(tmp_path) -> None:  # noqa: ANN001
     script = tmp_path / "job.py"
     script.write_text(JOB)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env = fast_jvm_env({**os.environ, "PYSPARK_PYTHON": sys.executable})
     env.pop("TTLSTATE_LOG_LEVEL", None)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
                          cwd=tmp_path)
