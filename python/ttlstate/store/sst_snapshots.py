@@ -192,7 +192,7 @@ class SstSnapshots:
                  if f"{os.sep}{f.local} " in failure or failure.endswith(f"{os.sep}{f.local}")]
         with self._mu:
             for f in named:
-                self.damaged[f.name] = f"RocksDB found corrupt opening it in place ({failure})"
+                self.damaged[f.name] = f"RocksDB found corrupt reading it in place ({failure})"
         if not named:
             self._collect(lambda check: check.version == version and bool(check.names & manifest.names))
             named = [f for f in manifest.ssts if f.name in self.damaged]
