@@ -25,17 +25,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import zlib
 from dataclasses import dataclass
 
 from ttlstate.checkpoint.location import CheckpointLocation, LocalCheckpointLocation
-from ttlstate.checkpoint.sst_manifest import SstFile
+from ttlstate.checkpoint.sst_manifest import SstFile, file_crc32
 from ttlstate.config.store_config import StoreConfig
 from ttlstate.faults import crash_point
 
 log = logging.getLogger(__name__)
-
-_CHUNK = 1 << 20
 
 
 def in_place_directory(config: StoreConfig, location: CheckpointLocation, store_id: str) -> str | None:
@@ -115,12 +112,9 @@ class InPlaceCheck:
 
 def _check(linked: LinkedFile) -> str | None:
     f = linked.file
-    crc, size = 0, 0
     try:
-        with open(linked.source, "rb") as src:
-            while chunk := src.read(_CHUNK):  # zlib.crc32 releases the GIL on chunks this large
-                crc = zlib.crc32(chunk, crc)
-                size += len(chunk)
+        size = os.path.getsize(linked.source)
+        crc = file_crc32(linked.source)  # zlib.crc32 releases the GIL on its 1 MiB chunks
     except OSError as e:
         return f"cannot be read ({e})"
     if size != f.size:

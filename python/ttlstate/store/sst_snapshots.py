@@ -206,6 +206,8 @@ class SstSnapshots:
         """Whether the local DB may read a file a background check found damaged (the caller
         drops the DB: the load repairs). Loading the version a restore opened in place, which
         the DB still holds (a retried task), waits for that restore's check."""
+        if not self._checks and not self.damaged:  # every load asks: nothing read in place, no work
+            return False
         self._collect(lambda check: local is not None and local == loading == check.version)
         with self._mu:
             return any(f.name in self.damaged for f in self._uploaded.values())
