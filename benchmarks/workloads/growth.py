@@ -93,6 +93,10 @@ VARIANTS: dict[str, Variant] = {
     # the same without the shim's key filter: what rebuilding it after a restore costs
     "ttlstate-no-keyfilter": Variant("ttlstate-no-keyfilter", TTLSTATE,
                                      {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", KEY_FILTER_KEY: "0"}),
+    # the same with stores past keyFilter.maxKeys (1.25M keys each at 5M keys over 4 partitions),
+    # as a 50M-key state's are with the default 10M: the shim keeps no filter of them
+    "ttlstate-keyfilter-1m": Variant("ttlstate-keyfilter-1m", TTLSTATE,
+                                     {TTL_KEY: "1h", SNAPSHOT_INTERVAL_KEY: "2", KEY_FILTER_KEY: "1000000"}),
     # State larger than memory: each state server worker's RocksDB memory (block cache and
     # memtables) held to 128 MiB; nothing expires (TTL 1h), as in Spark RocksDB's run
     "ttlstate-budget": Variant("ttlstate-budget", TTLSTATE, {TTL_KEY: "1h", MEMORY_KEY: "128m"}),

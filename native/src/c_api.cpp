@@ -322,13 +322,25 @@ ttl_status ttl_key_hashes_add(ttl_key_hashes* h, const char* key, size_t key_siz
   return Guard([&] { h->hashes.Add(std::string_view(key, key_size)); });
 }
 uint64_t ttl_key_hashes_len(const ttl_key_hashes* h) { return h->hashes.size(); }
+namespace {
+void CheckLayer(int bits_log2, int probes) {
+  if (bits_log2 < 6 || bits_log2 > 36 || probes < 1 || probes > 32) {
+    throw std::invalid_argument("key filter layer of 2^" + std::to_string(bits_log2) + " bits and " +
+                                std::to_string(probes) + " probes: allowed 2^6..2^36 bits, 1..32 probes");
+  }
+}
+}  // namespace
+
+ttl_status ttl_key_hashes_settle(ttl_key_hashes* h, int bits_log2, int probes) {
+  return Guard([&] {
+    CheckLayer(bits_log2, probes);
+    h->hashes.Settle(bits_log2, probes);
+  });
+}
 ttl_status ttl_key_hashes_bloom_words(const ttl_key_hashes* h, int bits_log2, int probes, const char** data,
                                       size_t* size) {
   return Guard([&] {
-    if (bits_log2 < 6 || bits_log2 > 36 || probes < 1 || probes > 32) {
-      throw std::invalid_argument("key filter layer of 2^" + std::to_string(bits_log2) + " bits and " +
-                                  std::to_string(probes) + " probes: allowed 2^6..2^36 bits, 1..32 probes");
-    }
+    CheckLayer(bits_log2, probes);
     Out(h->hashes.BloomWords(bits_log2, probes), data, size);
   });
 }

@@ -139,6 +139,8 @@ FUNCTIONS: tuple[Function, ...] = (
     fn("void ttl_key_hashes_free(ttl_key_hashes* h)"),
     fn("ttl_status ttl_key_hashes_add(ttl_key_hashes* h, const char* key, size_t key_size)", keep_gil=True),
     fn("uint64_t ttl_key_hashes_len(const ttl_key_hashes* h)", keep_gil=True),
+    fn("ttl_status ttl_key_hashes_settle(ttl_key_hashes* h, int bits_log2, int probes)",
+       comment="From now on keeps the bits of that layer (the largest asked for) instead of hash pairs."),
     fn("ttl_status ttl_key_hashes_bloom_words(const ttl_key_hashes* h, int bits_log2, int probes, "
        "const char** data, size_t* size)"),
     fn("ttl_cursor* ttl_cursor_new(void)", keep_gil=True, group="CleanupCursor"),

@@ -39,6 +39,11 @@ class KeyHashes(Handle):
     def __len__(self) -> int:
         return int(lib.ttl_key_hashes_len(self._h))
 
+    def settle(self, bits_log2: int, probes: int) -> None:
+        """Keeps the bits of that layer from now on instead of 8 bytes a key; `bloom_words` then
+        answers for it and every smaller layer with the same probes (key_hash.h)."""
+        lib.ttl_key_hashes_settle(self._h, bits_log2, probes)
+
     def bloom_words(self, bits_log2: int, probes: int) -> bytes:
         """The bits of a key filter layer holding every key added (little-endian u64 words)."""
         out = Out()

@@ -26,6 +26,8 @@ from ttlstate.checkpoint.sst_manifest import is_sst_file, read_manifest
 from ttlstate.cli.inspect_checkpoint import inspect_store
 from ttlstate.config.keys import EngineKind, SnapshotLayout
 from ttlstate.config.store_config import StoreConfig, TtlConfig
+from ttlstate.server import protocol as P
+from ttlstate.store.key_filter_layout import first_layer_bits_log2
 from ttlstate.store.provider import StoreProvider
 from ttlstate.store.restored_keys import Kept
 from ttlstate.ttl.clock import ManualClock
@@ -38,10 +40,11 @@ def make(tmp_path):  # noqa: ANN001, ANN201
     made: list[StoreProvider] = []
 
     def make(layout: SnapshotLayout = SnapshotLayout.SST, engine: EngineKind = EngineKind.NATIVE,
-             interval: int = 1000, ck: str = "ck") -> StoreProvider:
+             interval: int = 1000, ck: str = "ck", key_filter_max_keys: int = 10_000_000) -> StoreProvider:
         p = StoreProvider(STORE, str(tmp_path / f"local{len(made)}"),
                           LocalCheckpointLocation(str(tmp_path / ck)),
-                          StoreConfig(TtlConfig(), engine, interval, layout), ManualClock(1000))
+                          StoreConfig(TtlConfig(), engine, interval, layout,
+                                      key_filter_max_keys=key_filter_max_keys), ManualClock(1000))
         made.append(p)
         return p
 
@@ -119,14 +122,67 @@ def test_the_key_filter_bits_after_an_sst_restore_hold_every_key(make) -> None: 
         fresh = make(ck=layout.value)
         fresh.get_store(2)
         assert fresh.keep_restored_key_hashes(True) is not Kept.NONE
-        bits.append(_scanned_bits(fresh, 2))
+        bits.append(_scanned_bits(fresh, 2, first_layer_bits_log2(fresh.num_keys)))
     assert bits[0] is not None and bits[0] == bits[1]
 
 
-def _scanned_bits(p: StoreProvider, version: int) -> bytes | None:
-    """take_key_filter_bits until the scan has ended (it answers b"" meanwhile)."""
+@pytest.mark.parametrize("layout", [SnapshotLayout.SST, SnapshotLayout.RECORDS])
+def test_the_kept_key_bits_give_the_shims_first_layer_and_no_larger(make, layout, caplog) -> None:  # noqa: ANN001
+    """The server keeps only the bits of the layer the shim sizes for the restored version's
+    keys: a smaller layer folds from them; a larger one (a shim sized otherwise) is refused with
+    a warning, and the shim scans the keys itself (exact)."""
+    p = make(layout, ck=layout.value)
+    _batch(p, 0, range(0, 3000))
+    p.write_snapshot()
+    fresh = make(ck=layout.value)
+    fresh.get_store(1)
+    assert fresh.keep_restored_key_hashes(True) is not Kept.NONE
+    first = first_layer_bits_log2(fresh.num_keys)
+    assert len(_scanned_bits(fresh, 1, first - 2) or b"") == 1 << (first - 2 - 3)
+    again = make(ck=layout.value)
+    again.get_store(1)
+    assert again.keep_restored_key_hashes(True) is not Kept.NONE
+    with caplog.at_level(logging.WARNING, logger="ttlstate.store.restored_keys"):
+        assert _scanned_bits(again, 1, first + 1) is None
+    assert "the shim scans the keys itself" in caplog.text
+
+
+@pytest.mark.parametrize("layout", [SnapshotLayout.SST, SnapshotLayout.RECORDS])
+def test_key_hashes_the_shim_will_never_take_are_not_kept(make, layout) -> None:  # noqa: ANN001
+    """A store past keyFilter.maxKeys gets no filter in the shim: its restore keeps (and scans)
+    nothing. Hashes the shim did not take at the first load since they were done (its filter
+    was dropped meanwhile) are dropped at the next: before, they stayed until the DB was."""
+    p = make(layout, ck=layout.value)
+    _batch(p, 0, range(0, 3000))
+    p.write_snapshot()
+    _batch(p, 1, range(3000, 3100))
+    past = make(ck=layout.value, key_filter_max_keys=2999)
+    past.get_store(1)
+    assert past.keep_restored_key_hashes(True) is Kept.NONE and past._db.kept.current is None
+
+    kept = make(ck=layout.value)
+    store = kept.get_store(1)
+    assert kept.keep_restored_key_hashes(True) is not Kept.NONE
+    restored = kept._db.kept.current
+    assert restored is not None and restored.wait(30)
+    for version in (2, 3):  # the shim's next loads, none taking them (its filter gave up)
+        store.put(b"new-%d" % version, b"v")
+        store.commit()
+        store = kept.get_store(version)
+        assert kept.keep_restored_key_hashes(True) is Kept.NONE
+        # Scanned: the shim asks at the first load after the scan ended (this one); collected
+        # while building (READY): right after the restore's own load.
+        assert (kept._db.kept.current is restored) == (version == 2 and layout is SnapshotLayout.SST)
+    assert kept._db.kept.current is None
+    assert kept.take_key_filter_bits(kept.lineage, 1, first_layer_bits_log2(3100), P.KEY_FILTER_PROBES) \
+        is None
+
+
+def _scanned_bits(p: StoreProvider, version: int, bits_log2: int) -> bytes | None:
+    """take_key_filter_bits of the shim's probes until the scan has ended (b"" meanwhile)."""
     deadline = time.monotonic() + 30
-    while (bits := p.take_key_filter_bits(p.lineage, version, 16, 3)) == b"" and time.monotonic() < deadline:
+    while ((bits := p.take_key_filter_bits(p.lineage, version, bits_log2, P.KEY_FILTER_PROBES)) == b""
+           and time.monotonic() < deadline):
         time.sleep(0.02)
     return bits
 
@@ -380,5 +436,5 @@ def test_a_failed_key_scan_gives_no_bits_and_the_store_serves_on(make, monkeypat
 
     monkeypatch.setattr(fresh.engine, "add_key_hashes", broken)
     assert fresh.keep_restored_key_hashes(True) is Kept.SCANNING  # from now on
-    assert _scanned_bits(fresh, 1) is None
+    assert _scanned_bits(fresh, 1, first_layer_bits_log2(fresh.num_keys)) is None
     assert _state(fresh, 1) == {b"key-%08d" % k: b"v" for k in range(2000)}

@@ -131,6 +131,17 @@ def test_key_filter_hashes_are_the_same_in_scala_and_cpp() -> None:
     assert scala == [_native.key_hashes(k) for k in keys]
 
 
+def test_the_key_filter_first_layer_is_sized_alike_in_scala_and_python() -> None:
+    """After a restore the server keeps the bits of the shim's first filter layer, sized by
+    Python's rule: a layer the shim sized larger could not be had from them (the shim would
+    scan every key back itself), one sized smaller would waste the server's memory."""
+    from ttlstate.store.key_filter_layout import first_layer_bits_log2
+
+    counts = [0, 1, 2, 8191, 8192, 8193, 16384, 26213, 26215, 10**6, 12_500_000, 2**31 - 1, 2**31, 10**10]
+    out = run_hook("KeyFilterFirstLayer", stdin="".join(f"{n}\n" for n in counts))
+    assert [int(line) for line in out.splitlines()] == [first_layer_bits_log2(n) for n in counts]
+
+
 def test_column_family_key_prefixes_are_the_same_in_scala_and_python() -> None:
     """A served transformWithState store's keys are the shim's, behind each family's name: the
     server reads the family of a key by Python's layout, so the two must agree byte for byte

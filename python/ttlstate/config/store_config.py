@@ -77,6 +77,8 @@ class StoreConfig:
     snapshot_read_in_place: bool = K.SNAPSHOT_READ_IN_PLACE.default_value
     # the most changelogs a repair of a damaged snapshot replays (0: no repair)
     repair_max_replay: int = K.REPAIR_MAX_REPLAY.default_value
+    # the shim keeps no key filter of a larger store: a restore keeps no key hashes for one
+    key_filter_max_keys: int = K.KEY_FILTER_MAX_KEYS.default_value
 
 
 def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = None,
@@ -121,6 +123,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
         checkpoint_local_files=v[K.CHECKPOINT_LOCAL_FILES],
         snapshot_read_in_place=v[K.SNAPSHOT_READ_IN_PLACE],
         repair_max_replay=v[K.REPAIR_MAX_REPLAY],
+        key_filter_max_keys=v[K.KEY_FILTER_MAX_KEYS],
     )
 
 

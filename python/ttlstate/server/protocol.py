@@ -184,6 +184,15 @@ from ttlstate.store.column_families import (  # noqa: E402, F401
     INTERNAL_FAMILY_MARKER,
 )
 
+# The shim's key filter (its cache/KeyFilter.scala): the probes a key sets in a layer, and how
+# its first layer is sized. Defined with that layout in store/key_filter_layout.py, generated
+# for the shim from here.
+from ttlstate.store.key_filter_layout import (  # noqa: E402, F401
+    KEY_FILTER_BITS_PER_KEY,
+    KEY_FILTER_MIN_CAPACITY,
+    KEY_FILTER_PROBES,
+)
+
 # Metrics payload: u64 num keys, u64 memory bytes, u32 n, n x (str name, i64 value)
 
 # Error codes carried by RESP_ERROR: ERR_* (defined with the exceptions, in ttlstate.errors)

@@ -215,7 +215,10 @@ class StoreProvider:
         this version from nothing, with a data plane that has them (the native one); when not
         wanted they are dropped."""
         with self._ctx.lock:
-            return self._db.kept.keep(wanted, self._db.lineage, self._db.version)
+            db = self._db
+            # The shim keeps no filter of a store past keyFilter.maxKeys: it would never take them
+            wanted = wanted and db.num_keys <= self.config.key_filter_max_keys
+            return db.kept.keep(wanted, db.lineage, db.version, db.num_keys)
 
     def take_key_filter_bits(self, lineage: int, version: int, bits_log2: int, probes: int) -> bytes | None:
         """Once: the bits of a key filter layer of 2^bits_log2 bits holding every key of

@@ -13,6 +13,10 @@ DB stops it (native code checks every 4096 keys).
 
 A scan of the same lineage covers every key of the restored version still stored (later
 versions only add keys or remove them); the shim's filter adds the keys written since itself.
+
+Kept, they are the bits of the one layer the shim will ask for (its first, sized by the
+version's key count: key_filter_layout.py), not 8 bytes of hashes a key: a restore of 12.5M
+keys holds 32 MB until the shim's next load instead of 100 MB (native/include/ttlstate/key_hash.h).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Callable
 from enum import Enum
 
 from ttlstate.engine.base import Engine
+from ttlstate.store.key_filter_layout import KEY_FILTER_PROBES, first_layer_bits_log2
 from ttlstate.store.planes.base import KeyHashes
 
 log = logging.getLogger(__name__)
@@ -62,6 +67,8 @@ class RestoredKeys:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._mu = threading.Lock()
+        self.layer: tuple[int, int] | None = None  # (bits log2, probes) the hashes keep, once settled
+        self.offered = False  # a load since they were done had the shim ask for them (KeptHashes.keep)
 
     @property
     def state(self) -> Kept:
@@ -70,9 +77,15 @@ class RestoredKeys:
     def describes(self, lineage: int, version: int) -> bool:
         return self.lineage == lineage and self.version == version
 
-    def start(self) -> None:
-        """Starts the scan on its own thread, once (nothing to do for collected hashes)."""
+    def start(self, num_keys: int) -> None:
+        """Keeps only the bits of the shim's first layer for a version of `num_keys` keys, and
+        starts the scan on its own thread; once."""
         with self._mu:
+            if self.layer is None:
+                self.layer = (first_layer_bits_log2(num_keys), KEY_FILTER_PROBES)
+                if self._hashes is not None:  # collected: from hashes to bits now
+                    self._hashes.settle(*self.layer)
+                    self.offered = True  # the shim asks for them after this very load
             if self._engine is None or self._thread is not None:
                 return
             self._thread = threading.Thread(target=self._scan, name="ttlstate-key-scan", daemon=True)
@@ -84,6 +97,8 @@ class RestoredKeys:
             assert self._fresh is not None and self._engine is not None
             hashes = self._fresh()
             assert hashes is not None, "only planes that collect key hashes scan for them"
+            assert self.layer is not None
+            hashes.settle(*self.layer)  # before the scan: never a hash pair held
             self._engine.add_key_hashes(hashes)  # releases the GIL: the worker serves meanwhile
             self._hashes = hashes
         except BaseException as e:  # re-raised to whoever asks for the bits
@@ -102,9 +117,14 @@ class RestoredKeys:
             thread.join(timeout)
         return self.done
 
+    def fits(self, bits_log2: int, probes: int) -> bool:
+        """Whether the kept bits give a layer of 2^bits_log2 bits and `probes` probes (the
+        settled layer or a smaller one with its probes)."""
+        return self.layer is None or (probes == self.layer[1] and bits_log2 <= self.layer[0])
+
     def bloom_words(self, bits_log2: int, probes: int) -> bytes:
-        """The bits of a filter layer of 2^bits_log2 bits holding every key; only once `done`.
-        A failed scan raises its error."""
+        """The bits of a filter layer of 2^bits_log2 bits holding every key; only once `done`
+        and only a layer it `fits`. A failed scan raises its error."""
         if not self.done:
             raise RuntimeError("the key scan has not ended")
         if self._error is not None:
@@ -125,16 +145,25 @@ class KeptHashes:
         own and is ignored: nothing waits for it."""
         self.current = None
 
-    def keep(self, wanted: bool, lineage: int, version: int | None) -> Kept:
-        """After a load of `version` of local DB `lineage`: whether its hashes are kept (starting
-        their scan), or dropped when not `wanted`."""
+    def keep(self, wanted: bool, lineage: int, version: int | None, num_keys: int) -> Kept:
+        """After a load of `version` (of `num_keys` keys) of local DB `lineage`: whether its
+        hashes are kept (starting their scan), or dropped when not `wanted`.
+
+        Hashes kept for an earlier version are dropped at the second load that `wanted` them
+        since they were done: the shim takes them at the first (READY: at their own load), or
+        never will (its filter was dropped, or gave up), and they must not stay for good."""
         r = self.current
+        if r is not None and wanted and r.done and (version is None or not r.describes(lineage, version)):
+            if r.offered:
+                self.forget()
+                return Kept.NONE
+            r.offered = True
         if r is None or version is None or not r.describes(lineage, version):
             return Kept.NONE
         if not wanted:
             self.forget()
             return Kept.NONE
-        r.start()
+        r.start(num_keys)
         return r.state
 
     def take(self, lineage: int, version: int) -> RestoredKeys | bool:
@@ -150,7 +179,13 @@ class KeptHashes:
 
     def bits(self, r: RestoredKeys, bits_log2: int, probes: int) -> bytes | None:
         """The filter layer's bits from hashes `take` gave, outside the store's lock; None if
-        their scan failed (the shim scans the keys itself then)."""
+        their scan failed or they do not give that layer (the shim scans the keys itself then)."""
+        if not r.fits(bits_log2, probes):
+            log.warning("ttlstate store %s: the shim asked for a key filter layer of 2^%d bits and %d "
+                        "probes, the bits kept of restored version %d's keys are for (2^bits, probes) "
+                        "%s; the shim scans the keys itself", self._store_id, bits_log2, probes,
+                        r.version, r.layer)
+            return None
         if r.state != Kept.SCANNING:
             return r.bloom_words(bits_log2, probes)
         try:

@@ -52,6 +52,8 @@ def prefix_upper_bound(prefix: bytes) -> bytes | None:
 class KeyHashes(Protocol):
     """The key filter hashes of the keys a DB build put (the shim fills its filter from them)."""
 
+    def settle(self, bits_log2: int, probes: int) -> None: ...
+
     def bloom_words(self, bits_log2: int, probes: int) -> bytes: ...
 
 

@@ -3,6 +3,7 @@ package ttlstate.cache
 import java.nio.{ByteBuffer, ByteOrder}
 import java.util.concurrent.atomic.AtomicLong
 
+import ttlstate.client.Protocol
 import ttlstate.conf.ConfKeys
 import ttlstate.conf.ConfValues
 
@@ -133,9 +134,10 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
 object KeyFilter {
   // The provider's logger: the line reads as the store's.
   private val log = org.slf4j.LoggerFactory.getLogger("ttlstate.spark.TtlStateStoreProvider")
-  val Hashes = 7        // with 10+ bits per key: under 1% false positives per layer
-  val BitsPerKey = 10   // the first layer's; each further layer has 2 more (at most 20)
-  val MinCapacity = 1L << 14
+  // Shared with the state server, which sets a restore's first layer (Protocol's KEY_FILTER_*)
+  val Hashes: Int = Protocol.KEY_FILTER_PROBES  // with 10+ bits per key: under 1% false positives per layer
+  val BitsPerKey: Int = Protocol.KEY_FILTER_BITS_PER_KEY  // the first layer's; each further layer has 2 more (at most 20)
+  val MinCapacity: Long = Protocol.KEY_FILTER_MIN_CAPACITY.toLong
   // The state server computes the same hashes while it restores (native/include/ttlstate/
   // key_hash.h); a cross-language test checks them (ttlstate.tools.KeyHashes answers for Scala).
   private val Seed1 = 0x5bd1e995
@@ -251,7 +253,13 @@ object KeyFilter {
   /** Sized for twice the store's current keys, then growing; at most `maxKeys` keys. `owner`
    *  names the store in the log line said if it gives up. */
   def sized(generation: Long, handle: Int, lineage: Long, numKeys: Long, maxKeys: Long, owner: String): KeyFilter =
-    withCapacity(generation, handle, lineage, math.max(MinCapacity, 2 * numKeys), maxKeys, owner)
+    withCapacity(generation, handle, lineage, firstCapacity(numKeys), maxKeys, owner)
+
+  private def firstCapacity(numKeys: Long): Long = math.max(MinCapacity, 2 * numKeys)
+
+  /** The bits (log2) of the first layer of a filter `sized` for `numKeys`: the state server
+   *  sizes the bits it keeps of a restore's keys alike (a cross-language test checks it). */
+  def firstLayerBitsLog2For(numKeys: Long): Int = Layer.bitsLog2(firstCapacity(numKeys), 0)
 
   /** A filter whose first layer holds `capacity` keys. */
   def withCapacity(generation: Long, handle: Int, lineage: Long, capacity: Long, maxKeys: Long,

@@ -88,6 +88,12 @@ object KeyHashes {
   }
 }
 
+/** Reads key counts, one per line, and prints the bits (log2) of the first layer of a key filter
+ *  sized for each. */
+object KeyFilterFirstLayer {
+  def main(args: Array[String]): Unit = Lines.map(n => KeyFilter.firstLayerBitsLog2For(n.toLong).toString)
+}
+
 /** `OperatorNamesJson <checkpoint>/state`: the operator names the shim reads, as JSON. */
 object OperatorNamesJson {
   def main(args: Array[String]): Unit = println(OperatorNames.json(OperatorNames.read(args(0), new Configuration())))
