@@ -100,6 +100,9 @@ VARIANTS: dict[str, Variant] = {
     # State larger than memory: each state server worker's RocksDB memory (block cache and
     # memtables) held to 128 MiB; nothing expires (TTL 1h), as in Spark RocksDB's run
     "ttlstate-budget": Variant("ttlstate-budget", TTLSTATE, {TTL_KEY: "1h", MEMORY_KEY: "128m"}),
+    # the same restoring in place (the snapshot's SST files read where they lie in the checkpoint)
+    "ttlstate-budget-in-place": Variant("ttlstate-budget-in-place", TTLSTATE,
+                                        {TTL_KEY: "1h", MEMORY_KEY: "128m", READ_IN_PLACE_KEY: "true"}),
     # the same with TTL churn: keys expire 3 minutes (batch time) after they came, so a long run's
     # early keys are cleaned up (on read, by the compaction filter) while new ones keep coming
     "ttlstate-churn": Variant("ttlstate-churn", TTLSTATE, {TTL_KEY: "3m", MEMORY_KEY: "128m"}),
