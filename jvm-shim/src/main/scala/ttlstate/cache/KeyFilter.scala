@@ -134,9 +134,11 @@ final class KeyFilter private (val generation: Long, val handle: Int, val lineag
 object KeyFilter {
   // The provider's logger: the line reads as the store's.
   private val log = org.slf4j.LoggerFactory.getLogger("ttlstate.spark.TtlStateStoreProvider")
-  // Shared with the state server, which sets a restore's first layer (Protocol's KEY_FILTER_*)
-  val Hashes: Int = Protocol.KEY_FILTER_PROBES  // with 10+ bits per key: under 1% false positives per layer
-  val BitsPerKey: Int = Protocol.KEY_FILTER_BITS_PER_KEY  // the first layer's; each further layer has 2 more (at most 20)
+  // Shared with the state server, which sets a restore's first layer (Protocol's KEY_FILTER_*).
+  // 7 probes, with 10+ bits per key: under 1% false positives per layer. 10 bits per key in the
+  // first layer, 2 more in each further one (at most 20).
+  val Hashes: Int = Protocol.KEY_FILTER_PROBES
+  val BitsPerKey: Int = Protocol.KEY_FILTER_BITS_PER_KEY
   val MinCapacity: Long = Protocol.KEY_FILTER_MIN_CAPACITY.toLong
   // The state server computes the same hashes while it restores (native/include/ttlstate/
   // key_hash.h); a cross-language test checks them (ttlstate.tools.KeyHashes answers for Scala).
