@@ -153,12 +153,14 @@ class KeptHashes:
         since they were done: the shim takes them at the first (READY: at their own load), or
         never will (its filter was dropped, or gave up), and they must not stay for good."""
         r = self.current
-        if r is not None and wanted and r.done and (version is None or not r.describes(lineage, version)):
-            if r.offered:
-                self.forget()
-                return Kept.NONE
-            r.offered = True
-        if r is None or version is None or not r.describes(lineage, version):
+        if r is None:
+            return Kept.NONE
+        if version is None or not r.describes(lineage, version):
+            if wanted and r.done:
+                if r.offered:
+                    self.forget()
+                else:
+                    r.offered = True
             return Kept.NONE
         if not wanted:
             self.forget()
