@@ -75,8 +75,8 @@ def spark() -> Iterator[SparkSession]:
 
 @dataclass
 class Base:
-    """A stopped query's checkpoint, every store snapshotted at least once, and the output of the
-    batch after a restart on it undamaged."""
+    """A stopped query's checkpoint, every store snapshotted at least once (ttlstate's: but for
+    `unsnapshot_newest_versions`), and the output of the batch after a restart on it undamaged."""
 
     variant: str
     run: Run
@@ -136,8 +136,12 @@ def victim(store: str, kind: str, ttl: bool) -> str | None:
     manifest, Spark's zip); an SST file only the newest snapshot names (any of its files when
     every one is shared with an older snapshot; None when it names none: an empty store). The
     changelog is one a load must read: of a version above the store's newest snapshot (None when
-    maintenance snapshotted the newest version: then no changelog is read at all)."""
-    snapshot = os.path.join(store, newest(store, ".snapshot" if ttl else ".zip"))
+    maintenance snapshotted the newest version: then no changelog is read at all). A store left
+    without a snapshot (`unsnapshot_newest_versions`) has no snapshot or SST file to damage."""
+    suffix = ".snapshot" if ttl else ".zip"
+    if not any(n.endswith(suffix) and not n.startswith(".") for n in os.listdir(store)):
+        return os.path.join(store, newest(store, ".changelog")) if kind == "changelog" else None
+    snapshot = os.path.join(store, newest(store, suffix))
     if kind == "changelog":
         changelog = newest(store, ".changelog")
         return os.path.join(store, changelog) if version_of(changelog) > version_of(snapshot) else None
@@ -190,14 +194,15 @@ def make_base(spark: SparkSession, variant: str) -> Base:
 
 def unsnapshot_newest_versions(base: Base) -> None:
     """Maintenance snapshots a store's newest version or not, as its timing falls: in every other
-    store that has an older snapshot too, the newest version's snapshot is taken away (as if
-    maintenance had not reached it), so the checkpoint always holds stores whose newest changelog
-    a load must read, and stores whose newest version is a snapshot."""
+    store the newest version's snapshot is taken away (as if maintenance had not reached it; a
+    store whose only snapshot it was, when maintenance lagged behind every batch, is left with
+    none and replays its changelogs), so the checkpoint always holds stores whose newest
+    changelog a load must read, and (the others) stores with a snapshot."""
     for store in base.stores()[::2]:
         snapshots = [n for n in os.listdir(store) if n.endswith(".snapshot") and not n.startswith(".")]
         changelog = newest(store, ".changelog")
         top = max(snapshots, key=version_of)
-        if len(snapshots) >= 2 and version_of(top) == version_of(changelog):
+        if version_of(top) == version_of(changelog):
             os.remove(os.path.join(store, top))
 
 
