@@ -22,6 +22,7 @@
 #include "ttlstate/errors.h"
 #include "ttlstate/key_hash.h"
 #include "ttlstate/list_filters.h"
+#include "ttlstate/mapped_files.h"
 #include "ttlstate/protocol.h"
 #include "ttlstate/record_file.h"
 #include "ttlstate/restore.h"
@@ -302,6 +303,38 @@ void ttl_memory_usage(uint64_t* budget_bytes, double* write_buffer_ratio, uint64
   *write_buffer_ratio = budget.write_buffer_ratio;
   *block_cache_bytes = ttlstate::SharedBlockCacheUsage();
   *write_buffer_bytes = ttlstate::SharedWriteBufferUsage();
+}
+
+ttl_status ttl_mapped_file_add(const char* local, const char* socket, const char* uri, uint64_t size) {
+  return Guard([&] { ttlstate::AddMappedFile(local, ttlstate::MappedSource{socket, uri, size}); });
+}
+
+int64_t ttl_mapped_file_source(const char* local, char* buf, size_t cap) {
+  return ReadInto(buf, cap, [&]() -> std::optional<std::string> {
+    auto source = ttlstate::MappedSourceOf(local);
+    if (!source) return std::nullopt;
+    return source->uri;
+  });
+}
+
+ttl_status ttl_mapped_file_crc32(const char* socket, const char* uri, uint64_t size, int* outcome,
+                                 uint64_t* read_bytes, uint32_t* crc, const char** data, size_t* data_size) {
+  return Guard([&] {
+    auto whole = ttlstate::MappedFileCrc32(ttlstate::MappedSource{socket, uri, size});
+    *outcome = whole.outcome;
+    *read_bytes = whole.size;
+    *crc = whole.crc;
+    Out(std::move(whole.problem), data, data_size);
+  });
+}
+
+void ttl_mapped_files_forget(const char* dir) { ttlstate::ForgetMappedFiles(dir); }
+
+void ttl_mapped_reads(uint64_t* requests, uint64_t* bytes, uint64_t* connections) {
+  const auto counters = ttlstate::MappedReads();
+  *requests = counters.requests;
+  *bytes = counters.bytes;
+  *connections = counters.connections;
 }
 
 int ttl_block_cache_shard_bits(uint64_t capacity) { return ttlstate::BlockCacheShardBits(capacity); }
@@ -608,7 +641,8 @@ ttl_status ttl_iterator_next_chunk(ttl_iterator* it, size_t max_bytes, const cha
 
 ttl_status ttl_db_open(const char* path, int64_t ttl, int state_type, size_t timestamp_offset,
                        int64_t query_time_after_num_entries, uint64_t periodic_compaction_seconds,
-                       int64_t fixed_element_length, int variable_length_list, int wall_clock, ttl_db** out) {
+                       int64_t fixed_element_length, int variable_length_list, int wall_clock, int mapped_reads,
+                       ttl_db** out) {
   return Guard([&] {
     ttlstate::DbOptions o;
     o.ttl = ttl;
@@ -619,6 +653,7 @@ ttl_status ttl_db_open(const char* path, int64_t ttl, int state_type, size_t tim
     o.fixed_element_length = fixed_element_length;
     o.variable_length_list = variable_length_list != 0;
     o.wall_clock = wall_clock != 0;
+    o.mapped_reads = mapped_reads != 0;
     *out = Make<ttl_db>(std::make_unique<ttlstate::Db>(path, o));
   });
 }

@@ -8,6 +8,7 @@
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/options.h"
+#include "ttlstate/mapped_files.h"
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
@@ -106,6 +107,7 @@ Db::Db(const std::string& path, const DbOptions& o) {
     options_.merge_operator = std::make_shared<ListAppendOperator>(o.variable_length_list ? "" : ",");
   }
   if (o.wall_clock) time_->UseWallClock();
+  if (o.mapped_reads) options_.env = MappedEnv();
   if (o.ttl > 0) {
     auto holder = std::make_shared<ConfigHolder>();
     holder->Configure(MakeFilterConfig(o.state_type, o.timestamp_offset, o.ttl, o.query_time_after_num_entries,

@@ -9,7 +9,7 @@ connection loop), `_native_filter` (one compaction filter instance, for its test
 
 from __future__ import annotations
 
-from ctypes import byref, c_double, c_uint32, c_uint64
+from ctypes import byref, c_double, c_int, c_uint32, c_uint64
 from typing import Any
 
 from ttlstate._native_connection import Connection
@@ -23,6 +23,9 @@ from ttlstate._native_lib import (
     PeerGone,
     StateError,
     lib,
+    read_value,
+    scratch,
+    text,
 )
 from ttlstate._native_txn import CleanupCursor, Scan, Txn
 
@@ -90,3 +93,42 @@ def release_free_memory() -> bool:
     writes are freed on whichever thread ends them, and glibc keeps such memory in per-thread
     arenas, so the server's RSS would otherwise stay at its largest batch. Whether any went."""
     return bool(lib.ttl_release_free_memory())
+
+
+def add_mapped_file(local: str, socket: str, uri: str, size: int) -> None:
+    """Creates `local` as a placeholder of `size` bytes whose reads (by a DB opened with
+    `mapped_reads`) are ranges of `uri` served by the shim's range service at `socket`."""
+    lib.ttl_mapped_file_add(text(local), text(socket), text(uri), size)
+
+
+def mapped_file_source(local: str) -> str | None:
+    """The checkpoint file the placeholder `local` reads; None if it is not one."""
+    s = scratch
+    n = lib.ttl_mapped_file_source(text(local), s.buf, s.cap)
+    value = s.buf[:n] if 0 <= n <= s.cap else read_value(n, s)
+    return None if value is None else value.decode()
+
+
+def forget_mapped_files(directory: str) -> None:
+    """Forgets the placeholders created under `directory` (it is being removed)."""
+    lib.ttl_mapped_files_forget(text(directory))
+
+
+def mapped_reads() -> dict[str, int]:
+    """Range reads of placeholders since the process started."""
+    requests, read_bytes, connections = c_uint64(), c_uint64(), c_uint64()
+    lib.ttl_mapped_reads(byref(requests), byref(read_bytes), byref(connections))
+    return {"requests": requests.value, "bytes": read_bytes.value, "connections": connections.value}
+
+
+def mapped_file_crc32(socket: str, uri: str, size: int) -> tuple[int, int] | str:
+    """Reads `uri` whole through the range service: (its size, the zlib CRC-32 of its first
+    `size` bytes), or what is wrong with it: missing, or rejected by its file system's checksums."""
+    outcome, read_bytes, crc, out = c_int(), c_uint64(), c_uint32(), Out()
+    lib.ttl_mapped_file_crc32(text(socket), text(uri), size, byref(outcome), byref(read_bytes), byref(crc),
+                              *out.refs())
+    if outcome.value == 1:
+        return "is missing"
+    if outcome.value == 2:
+        return f"has bytes its file system's checksums reject ({out.bytes().decode(errors='replace')})"
+    return read_bytes.value, crc.value

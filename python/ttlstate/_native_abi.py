@@ -129,6 +129,17 @@ FUNCTIONS: tuple[Function, ...] = (
     fn("ttl_status ttl_configure_memory(size_t total_bytes, double write_buffer_ratio)"),
     fn("void ttl_memory_usage(uint64_t* budget_bytes, double* write_buffer_ratio, "
        "uint64_t* block_cache_bytes, uint64_t* write_buffer_bytes)", keep_gil=True),
+    fn("ttl_status ttl_mapped_file_add(const char* local, const char* socket, const char* uri, "
+       "uint64_t size)", keep_gil=True,
+       group="SST files read in place through the shim's range service (mapped_files.h)."),
+    fn("int64_t ttl_mapped_file_source(const char* local, char* buf, size_t cap)", keep_gil=True,
+       comment="The checkpoint file a placeholder reads (-1: not one)."),
+    fn("ttl_status ttl_mapped_file_crc32(const char* socket, const char* uri, uint64_t size, int* outcome, "
+       "uint64_t* read_bytes, uint32_t* crc, const char** data, size_t* size_out)",
+       comment="Reads the whole file: its bytes and the CRC-32 of its first `size` (outcome 0), or "
+               "that it is missing (1) or its file system's checksums reject it (2, why: data)."),
+    fn("void ttl_mapped_files_forget(const char* dir)", keep_gil=True),
+    fn("void ttl_mapped_reads(uint64_t* requests, uint64_t* bytes, uint64_t* connections)", keep_gil=True),
     fn("int ttl_block_cache_shard_bits(uint64_t capacity)", keep_gil=True,
        comment="log2 of the shards a block cache of this capacity gets (each big enough for a "
                "large SST's Bloom filter)."),
@@ -223,7 +234,8 @@ FUNCTIONS: tuple[Function, ...] = (
        "size_t* size)"),
     fn("ttl_status ttl_db_open(const char* path, int64_t ttl, int state_type, size_t timestamp_offset, "
        "int64_t query_time_after_num_entries, uint64_t periodic_compaction_seconds, "
-       "int64_t fixed_element_length, int variable_length_list, int wall_clock, ttl_db** out)",
+       "int64_t fixed_element_length, int variable_length_list, int wall_clock, int mapped_reads, "
+       "ttl_db** out)",
        group="DB. Batches of write: a list of (key, value) pairs; an absent value deletes."),
     fn("void ttl_db_free(ttl_db* db)"),
     fn("int64_t ttl_db_get_into(ttl_db* db, const char* key, size_t key_size, char* buf, size_t cap)"),

@@ -108,11 +108,11 @@ class DB(Handle):
     def __init__(self, path: str, ttl: int = 0, state_type: int = _STATE_VALUE, timestamp_offset: int = 0,
                  query_time_after_num_entries: int = 1000, periodic_compaction_seconds: int = 30 * 24 * 3600,
                  fixed_element_length: int = -1, variable_length_list: bool = False,
-                 wall_clock: bool = False) -> None:
+                 wall_clock: bool = False, mapped_reads: bool = False) -> None:
         handle = c_void_p()
         lib.ttl_db_open(text(path), ttl, state_type, timestamp_offset, query_time_after_num_entries,
                         periodic_compaction_seconds, fixed_element_length, int(variable_length_list),
-                        int(wall_clock), byref(handle))
+                        int(wall_clock), int(mapped_reads), byref(handle))
         super().__init__(handle.value)
 
     def get(self, key: str | bytes) -> bytes | None:

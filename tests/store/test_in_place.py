@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import pytest
 from tests.damage import BREAKING
+from tests.range_service import served_provider
 from tests.store.test_checkpoint_damage import VERSIONS, Checkpoint, check_repair, expected, only_in, writes
 
 from ttlstate.checkpoint.errors import CheckpointError
@@ -68,8 +69,16 @@ def test_a_restore_reads_the_checkpoints_files_and_never_changes_them(
     wait_for_checks(fresh)
     assert not fresh.sst.damaged
 
-    # Versions on top: writes, removes and a full compaction (which makes the restored files
-    # obsolete in the local DB), snapshots and the checkpoint's clean-up.
+    commit_on_top_changing_nothing(ck, fresh, before)
+    fresh.close()
+    assert ck.state(ck.make(snapshot_interval=2), VERSIONS + 6) == expected(VERSIONS + 6)
+
+
+def commit_on_top_changing_nothing(ck: Checkpoint, fresh: StoreProvider,
+                                   before: dict[str, tuple[int, int, int]]) -> None:
+    """Versions on top of a restore in place: writes, removes and a full compaction (which makes
+    the restored files obsolete in the local DB), snapshots and the checkpoint's clean-up; the
+    checkpoint's files as they were (`before`: sst_files) but those no snapshot names any more."""
     for v in range(VERSIONS, VERSIONS + 6):
         ck.commit(fresh, v)
         if v == VERSIONS + 2:
@@ -83,8 +92,6 @@ def test_a_restore_reads_the_checkpoints_files_and_never_changes_them(
         else:
             assert name not in named_by_snapshots(ck.directory), name
     assert named_by_snapshots(ck.directory) <= set(after)
-    fresh.close()
-    assert ck.state(ck.make(snapshot_interval=2), VERSIONS + 6) == expected(VERSIONS + 6)
 
 
 def test_the_next_snapshot_names_the_files_read_in_place_without_uploading_them(
@@ -115,19 +122,24 @@ def test_a_damaged_file_found_at_the_restore_is_repaired_at_once(  # noqa: ANN00
 _READ_TWICE = """
 import json, logging, logging.handlers, sys
 from tests.store.test_in_place import read_twice
-print(json.dumps(read_twice(sys.argv[1], sys.argv[2], int(sys.argv[3]))))
+print(json.dumps(read_twice(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "ranges")))
 """
 
 
-def read_twice(checkpoint_dir: str, local_dir: str, version: int) -> tuple[str, bool, str, int]:
-    """A fresh executor's task reading every key of `version`, and its retry, which
-    then commits the next version and snapshots it; (the first's error, whether the retry read
-    the version exactly, what was logged, snapshots repaired)."""
+def read_twice(checkpoint_dir: str, local_dir: str, version: int, ranges: bool) -> tuple[str, bool, str, int]:
+    """A fresh executor's task reading every key of `version` (`ranges`: through a range
+    service), and its retry, which then commits the next version and snapshots it; (the first's
+    error, whether the retry read the version exactly, what was logged, snapshots repaired)."""
     handler = logging.handlers.BufferingHandler(10_000)
     logging.getLogger("ttlstate").addHandler(handler)
     logging.getLogger("ttlstate").setLevel(logging.INFO)
-    cfg = StoreConfig(TtlConfig(), EngineKind.NATIVE, 2, snapshot_read_in_place=True)
-    p = StoreProvider("op0/p0", local_dir, LocalCheckpointLocation(checkpoint_dir), cfg, ManualClock(1000))
+    service = None
+    if ranges:
+        service, p = served_provider(checkpoint_dir, local_dir)
+    else:
+        cfg = StoreConfig(TtlConfig(), EngineKind.NATIVE, 2, snapshot_read_in_place=True)
+        location = LocalCheckpointLocation(checkpoint_dir)
+        p = StoreProvider("op0/p0", local_dir, location, cfg, ManualClock(1000))
     try:
         dict(p.get_store(version, now_ms=1_000 + version).iterator())
         first = "no error"
@@ -141,16 +153,20 @@ def read_twice(checkpoint_dir: str, local_dir: str, version: int) -> tuple[str, 
     p.write_snapshot()
     repaired = p.drain_metrics()[M.SNAPSHOTS_AUTO_REPAIRED.name]
     p.close()
+    if service is not None:
+        service.stop()
     return first, exact, "\n".join(r.getMessage() for r in handler.buffer), repaired
 
 
+@pytest.mark.parametrize("way", ["linked", "ranges"])
 @pytest.mark.parametrize("by", ["task", "load"])
 def test_a_damaged_block_read_later_is_repaired(make_in_place_provider: Callable[..., StoreProvider],
-                                                by: str, tmp_path) -> None:  # noqa: ANN001
+                                                by: str, way: str, tmp_path) -> None:  # noqa: ANN001
     """Other bytes in a data block, which RocksDB reads only when a key in it is. `load`: the
     load's replay of a changelog reads it (to count keys) and passes over the snapshot at once.
     `task`: the snapshot's own version is loaded (no replay); the task reading every key fails
-    naming the file, and its retry waits for the background check that finds it and repairs.
+    naming the file, and its retry waits for the background check that finds it (`linked`), or
+    reads the files whole first (`ranges`: through a range service), and repairs.
     Run in a process of its own: the writer's blocks are in this one's block cache, which
     RocksDB keys by the file's identity, not its path."""
     ck = Checkpoint(make_in_place_provider, ids=False)
@@ -164,8 +180,9 @@ def test_a_damaged_block_read_later_is_repaired(make_in_place_provider: Callable
         f.write(bytes([byte[0] ^ 0x01]))
     # The check stalls a second first, as a large state's would: the retry must wait for it.
     env = {**os.environ, "TTLSTATE_FAULTS": f"in-place-check+idle=1000:{tmp_path / 'stalled'}"}
-    run = subprocess.run([sys.executable, "-c", _READ_TWICE, ck.directory, str(tmp_path / "fresh"),
-                          str(version)], capture_output=True, text=True, timeout=120, check=False, env=env,
+    args = [ck.directory, str(tmp_path / "fresh"), str(version), way]
+    run = subprocess.run([sys.executable, "-c", _READ_TWICE, *args], capture_output=True, text=True,
+                         timeout=120, check=False, env=env,
                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert run.returncode == 0, run.stderr
     first, exact, logged, repaired = json.loads(run.stdout.splitlines()[-1])
@@ -198,7 +215,8 @@ def test_no_snapshot_names_a_file_found_damaged(make_in_place_provider: Callable
 
 
 class ThroughHadoop:
-    """A checkpoint the state server reaches through the shim: any location but a local folder."""
+    """A checkpoint the state server reaches through the shim, which offered no range service
+    (tests/range_service.py is one that does): any location but a local folder."""
 
     def __init__(self, directory: str) -> None:
         self._local = LocalCheckpointLocation(directory)
@@ -227,7 +245,7 @@ def test_a_checkpoint_read_through_hadoop_is_copied_and_says_so(
         assert len(dict(fresh.get_store(4, now_ms=1000).iterator())) == 4
     assert not any(os.path.islink(os.path.join(fresh.db_dir, n)) for n in os.listdir(fresh.db_dir))
     assert fresh.drain_metrics()[M.SST_FILES_READ_IN_PLACE.name] == 0
-    assert "snapshot.readInPlace applies where the state server reads the checkpoint itself" in caplog.text
+    assert "snapshot.readInPlace is on, but the shim offered no range service" in caplog.text
     fresh.close()
 
 

@@ -36,6 +36,8 @@ struct DbOptions {
   int64_t fixed_element_length = -1;     // List state: Flink layout with ',' delimiter
   bool variable_length_list = false;     // List state: ttlstate's length-prefixed layout
   bool wall_clock = false;
+  // The directory may hold placeholders read in place (mapped_files.h): open it on MappedEnv.
+  bool mapped_reads = false;
 };
 
 using Entry = std::pair<std::string, std::string>;

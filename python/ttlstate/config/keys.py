@@ -141,13 +141,17 @@ SNAPSHOT_READ_IN_PLACE = ConfKey("snapshot.readInPlace", "false",
                                   "grow with the state: RocksDB reads the blocks it needs from them "
                                   "(checking each block's checksum), new writes stay local until "
                                   "uploaded, and the checkpoint's files are never modified or "
-                                  "deleted through the local DB. Each file's size is checked at "
-                                  "the restore and its whole checksum in the background after it; "
-                                  "a damaged file fails the load after it, which repairs as "
-                                  "`repair.maxChangelogReplay` says. Applies where the state server "
-                                  "reads the checkpoint itself (`file:`, with "
-                                  "`checkpoint.localFiles`); elsewhere a restore copies the files "
-                                  "and says so once at INFO.",
+                                  "deleted through the local DB. On `file:` (with "
+                                  "`checkpoint.localFiles`) the state server reads the files "
+                                  "itself; elsewhere (HDFS, S3A, ...) the shim's range service "
+                                  "reads the byte ranges RocksDB asks for through Hadoop, and "
+                                  "the block cache is what is kept locally of them. A damaged "
+                                  "file (RocksDB's block checksums, the file system's own, or "
+                                  "the whole file's checksum: read in the background on `file:`, "
+                                  "and elsewhere by a task's retry of the restored version) "
+                                  "fails the load after it, which repairs as "
+                                  "`repair.maxChangelogReplay` says. An unreachable file system "
+                                  "fails the task naming the file; its retry reads again.",
                                   Kind.BOOL, option="snapshot_read_in_place")
 # Spark's own bound on the same repair (autoSnapshotRepair.maxChangeFileReplay) is 500 since 4.2.
 REPAIR_MAX_REPLAY = ConfKey("repair.maxChangelogReplay", "500",

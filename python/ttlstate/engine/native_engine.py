@@ -22,16 +22,17 @@ class NativeEngine(Engine):
     native_data_plane = True
     can_checkpoint = True
 
-    def __init__(self, path: str, filter_settings: FilterSettings | None) -> None:
+    def __init__(self, path: str, filter_settings: FilterSettings | None, mapped_reads: bool = False) -> None:
         os.makedirs(path, exist_ok=True)
         if filter_settings is None:
-            self._db = _native.DB(path)
+            self._db = _native.DB(path, mapped_reads=mapped_reads)
         else:
             self._db = _native.DB(
                 path, ttl=filter_settings.ttl_ms, state_type=_native.STATE_VALUE,
                 timestamp_offset=filter_settings.timestamp_offset,
                 query_time_after_num_entries=filter_settings.query_time_after_num_entries,
-                periodic_compaction_seconds=filter_settings.periodic_compaction_seconds)
+                periodic_compaction_seconds=filter_settings.periodic_compaction_seconds,
+                mapped_reads=mapped_reads)
         self.has_compaction_filter = self._db.has_filter
 
     def get(self, key: bytes) -> bytes | None:

@@ -41,8 +41,11 @@ def native_available() -> bool:
     return native_module() is not None
 
 
-def open_engine(kind: EngineKind, path: str, filter_settings: FilterSettings | None) -> Engine:
-    """Open the engine; `filter_settings` is honoured by engines that have a compaction filter."""
+def open_engine(kind: EngineKind, path: str, filter_settings: FilterSettings | None,
+                mapped_reads: bool = False) -> Engine:
+    """Open the engine; `filter_settings` is honoured by engines that have a compaction filter,
+    `mapped_reads` (the directory may hold SST files read in place through the shim) by the
+    native one, the only one whose snapshots are SST files."""
     if kind is EngineKind.AUTO:
         if native_available():
             kind = EngineKind.NATIVE
@@ -59,7 +62,7 @@ def open_engine(kind: EngineKind, path: str, filter_settings: FilterSettings | N
                 "or set spark.sql.streaming.stateStore.ttlstate.engine to rocksdict or auto.")
         from ttlstate.engine.native_engine import NativeEngine
 
-        return NativeEngine(path, filter_settings)
+        return NativeEngine(path, filter_settings, mapped_reads)
     from ttlstate.engine.rocksdict_engine import RocksdictEngine
 
     return RocksdictEngine(path)

@@ -31,7 +31,7 @@ from ttlstate.errors import (  # noqa: F401  (re-exported: part of the wire prot
     ProtocolError,
 )
 
-PROTOCOL_VERSION = 16
+PROTOCOL_VERSION = 17
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -121,6 +121,21 @@ OP_ENTRIES = 24       # u32 h                                            -> OK u
 #   every entry of the loaded version's local DB as stored: (key, TtlValue), its last-access
 #   timestamp as it is and expired entries included; no TTL, no side effects; continue with
 #   OP_ITER_NEXT / OP_ITER_CLOSE. `ttlstate repartition` moves a store's entries with it
+
+# Range reads: RocksDB's reads of the SST files a restore opened in place on a checkpoint that
+# only the shim reaches (HDFS, S3A, ...: store/in_place.py). The server's data plane connects to
+# the Unix socket the shim named at OPEN (info `rangeSocket`), sends OP_HELLO, then asks on that
+# connection, one request at a time; the shim's range service answers each with Hadoop's
+# positional read of the file, which must lie under a checkpoint folder of a store opened so.
+RANGE_READ = 100      # str file URI, i64 offset, u32 length             -> OK u8 RANGE_*, bytes
+#                                                                          | ERROR ERR_CHECKPOINT
+#   RANGE_DATA: the bytes (fewer only at the file's end); RANGE_MISSING: no such file (no bytes);
+#   RANGE_CORRUPT: the file system's own checksums reject the file's bytes (HDFS, Hadoop's local
+#   file system), the bytes its message. ERROR: the file system failed (unreachable, ...): the
+#   message names the file
+RANGE_DATA = 0
+RANGE_MISSING = 1
+RANGE_CORRUPT = 2
 
 LOAD_READ_ONLY = 1
 LOAD_EMPTY = 2

@@ -20,6 +20,7 @@ from ttlstate.server import protocol as P
 from ttlstate.server import store_log
 from ttlstate.server.remote_checkpoint import RemoteCheckpointLocation
 from ttlstate.server.ttl_scope import ttl_applies
+from ttlstate.store.in_place import forget_placed
 from ttlstate.store.planes.base import StoreVersion
 from ttlstate.store.provider import StoreProvider
 
@@ -33,7 +34,8 @@ def _location(info: dict[str, object], config: StoreConfig) -> CheckpointLocatio
     local = info.get("localCheckpointDir")
     if local and config.checkpoint_local_files:
         return LocalCheckpointLocation(str(local))
-    return RemoteCheckpointLocation(str(info.get("checkpointDir", "")))
+    socket = info.get("rangeSocket")
+    return RemoteCheckpointLocation(str(info.get("checkpointDir", "")), str(socket) if socket else None)
 
 
 @dataclass
@@ -110,4 +112,5 @@ class Registry:
                 return
             self._by_key.pop(opened.key, None)
         opened.provider.close()
+        forget_placed(opened.local_dir)
         shutil.rmtree(opened.local_dir, ignore_errors=True)

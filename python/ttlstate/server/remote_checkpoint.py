@@ -32,8 +32,11 @@ def _channel() -> CallbackChannel:
 
 
 class RemoteCheckpointLocation:
-    def __init__(self, directory: str = "") -> None:
-        self.directory = directory  # the store's checkpoint directory URI, for messages only
+    def __init__(self, directory: str = "", range_socket: str | None = None) -> None:
+        self.directory = directory  # the store's checkpoint directory URI
+        # The shim's range service, when it started one for the store (`snapshot.readInPlace`):
+        # SST files are then read where they lie (store/in_place.py).
+        self.range_socket = range_socket
 
     def describe(self, name: str) -> str:
         return f"{self.directory.rstrip('/')}/{name}" if self.directory else name

@@ -1,46 +1,78 @@
-"""SST files read where they lie in a `file:` checkpoint (`snapshot.readInPlace`).
+"""SST files read where they lie in the checkpoint (`snapshot.readInPlace`).
 
-A restore from an SST snapshot links each of its files into the empty local DB directory as a
-symbolic link to the checkpoint's file, so RocksDB opens them there and reads only the blocks
-it needs: nothing is copied, and the restore's time does not grow with the state. The
-checkpoint's files stay as they are:
+A restore from an SST snapshot places each of its files into the empty local DB directory
+without copying it, so RocksDB opens them there and reads only the blocks it needs, and the
+restore's time does not grow with the state:
+- In a `file:` checkpoint the state server reads itself, as a symbolic link to the
+  checkpoint's file.
+- Where only the shim reaches the checkpoint (HDFS, S3A, ...), as a placeholder: a sparse file
+  of the same size, which the native data plane reads as byte ranges of the checkpoint's file
+  that the shim's range service reads through Hadoop (native/include/ttlstate/mapped_files.h).
+  RocksDB's block cache is what stays local of it.
+The checkpoint's files stay as they are:
 - RocksDB never writes to an SST file it has finished, and removes one a compaction made
   obsolete by unlinking its name: the link goes, the checkpoint's file stays.
-- Removing the local DB directory (shutil.rmtree) removes the links, never what they point to.
+- Removing the local DB directory (shutil.rmtree) removes the links, never what they point to;
+  a placeholder is a local file, so removing it touches nothing remote.
 - A RocksDB checkpoint of the local DB (a snapshot) hard-links the links, so the next snapshot
   names the same uploaded files and uploads only what the DB wrote since.
 - Retention keeps every SST file a snapshot names (sst_snapshots.py), and a snapshot of this
   DB names every file it still reads.
 
-A copying restore checks each file whole (size and checksum) before the DB opens it. In place,
-the size is checked at the restore and the checksum in the background after it (`InPlaceCheck`),
-while RocksDB checks the checksum of each block it reads. A file found damaged either way makes
-the next load pass over every snapshot naming it (repair.py), as the copying restore would at
-once; the load that retries the restore's own version waits for the check, so a retried task
-repairs instead of reading the damage again.
+A copying restore checks each file whole (size and checksum) before the DB opens it. A link's
+size is checked at the restore and its checksum in the background after it (`InPlaceCheck`),
+while RocksDB checks the checksum of each block it reads. A placeholder's file is not read whole
+after a restore (that would be the download in place avoids): RocksDB's block checksums, and its
+checks of each file's footer and properties when it opens it, find its damage; a load that
+retries the restore's own version (the task that read the damage failed) reads them whole
+first (`MappedCheck`). A file found damaged any way makes the next load pass over every
+snapshot naming it (repair.py), as the copying restore would at once; the load that retries the
+restore's own version waits for the check, so a retried task repairs instead of reading the
+damage again.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
 from dataclasses import dataclass
 
 from ttlstate.checkpoint.location import CheckpointLocation, LocalCheckpointLocation
 from ttlstate.checkpoint.sst_manifest import SstFile, file_crc32
 from ttlstate.config.store_config import StoreConfig
+from ttlstate.engine.select import native_module
 from ttlstate.faults import crash_point
 
 log = logging.getLogger(__name__)
 
 
-def in_place_directory(config: StoreConfig, location: CheckpointLocation, store_id: str) -> str | None:
-    """The checkpoint folder whose SST files a restore reads in place, or None: copy them."""
+@dataclass(frozen=True)
+class InPlace:
+    """The checkpoint folder a restore reads SST files of in place: a local one (`socket`
+    None), or one the shim's range service at `socket` reads (its URI)."""
+
+    directory: str
+    socket: str | None = None
+
+    def source(self, name: str) -> str:
+        if self.socket is None:
+            return os.path.join(self.directory, name)
+        return f"{self.directory.rstrip('/')}/{name}"
+
+
+def in_place_directory(config: StoreConfig, location: CheckpointLocation, store_id: str) -> InPlace | None:
+    """Where a restore reads the SST files in place, or None: copy them. A location the shim
+    serves offers a range service when the shim started one for the store (`range_socket`)."""
     if not config.snapshot_read_in_place:
         return None
     if isinstance(location, LocalCheckpointLocation):
-        return location.directory
+        return InPlace(location.directory)
+    socket = getattr(location, "range_socket", None)
+    directory = getattr(location, "directory", "")
+    if socket and directory:
+        return InPlace(directory, socket)
     _say_not_applying(store_id, location)
     return None
 
@@ -54,15 +86,82 @@ def _say_not_applying(store_id: str, location: CheckpointLocation) -> None:
     if where in _told:
         return
     _told.add(where)
-    log.info("ttlstate store %s: snapshot.readInPlace applies where the state server reads the "
-             "checkpoint itself (file: with checkpoint.localFiles); %s is read through Hadoop, so "
-             "restores copy the SST files", store_id, where)
+    log.info("ttlstate store %s: snapshot.readInPlace is on, but the shim offered no range "
+             "service for %s (a shim older than the server?), so restores copy the SST files",
+             store_id, where)
 
 
 @dataclass(frozen=True)
 class LinkedFile:
     source: str  # the checkpoint's file
     file: SstFile
+
+
+def place_mapped(socket: str, uri: str, local: str, f: SstFile) -> None:
+    """Creates `local` as a placeholder of the manifest's size for `uri` (mapped_files.h)."""
+    native = native_module()
+    if native is None:  # an SST snapshot is the native engine's; this is unreachable without it
+        raise RuntimeError("ttlstate: reading SST files in place needs the native engine")
+    native.add_mapped_file(local, socket, uri, f.size)
+
+
+def is_placed(path: str) -> bool:
+    """Whether the local SST file `path` is read in place: a link, or a placeholder (a sparse
+    file without a block; also once the placeholders were forgotten: its bytes are zeros)."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        return True
+    return st.st_size > 0 and st.st_blocks == 0
+
+
+@dataclass(frozen=True)
+class MappedFile:
+    socket: str
+    uri: str
+    file: SstFile
+
+
+class MappedCheck:
+    """The whole checksum of each placeholder's file a restore opened, read only when a load
+    retries that restore's version (or RocksDB found a file corrupt without naming it)."""
+
+    def __init__(self, store_id: str, version: int, files: list[MappedFile]) -> None:
+        self.version = version
+        self.names = frozenset(mapped.file.name for mapped in files)
+        self._store_id = store_id
+        self._files = files
+
+    def run(self) -> dict[str, str]:
+        """Checkpoint file name -> what is wrong with it. A file that cannot be read is no
+        finding (the DFS may be down for a while): the OSError naming it fails the load."""
+        native = native_module()
+        assert native is not None  # placeholders exist only with it
+        damaged: dict[str, str] = {}
+        for mapped in self._files:
+            f = mapped.file
+            try:
+                whole = native.mapped_file_crc32(mapped.socket, mapped.uri, f.size)
+            except RuntimeError as e:
+                raise OSError(f"ttlstate store {self._store_id}: SST file {mapped.uri}, read in place "
+                              f"since the restore of version {self.version}, cannot be read to check "
+                              f"it whole: {e}") from None
+            if isinstance(whole, str):
+                problem: str | None = whole
+            else:  # bytes appended after the recorded size are read past, not damage
+                problem = _compare(min(whole[0], f.size), whole[1], f)
+            if problem is not None:
+                damaged[f.name] = problem
+                log.warning("ttlstate store %s: SST file %s, read in place since the restore of "
+                            "version %d, %s; the next load passes over every snapshot naming it",
+                            self._store_id, mapped.uri, self.version, problem)
+        return damaged
+
+
+def forget_placed(directory: str) -> None:
+    """The local DB directory `directory` is being removed: its placeholders are forgotten."""
+    native = native_module()
+    if native is not None:
+        native.forget_mapped_files(directory)
 
 
 def link_in_place(source: str, local: str, f: SstFile) -> bool:
@@ -117,6 +216,10 @@ def _check(linked: LinkedFile) -> str | None:
         crc = file_crc32(linked.source)  # zlib.crc32 releases the GIL on its 1 MiB chunks
     except OSError as e:
         return f"cannot be read ({e})"
+    return _compare(size, crc, f)
+
+
+def _compare(size: int, crc: int, f: SstFile) -> str | None:
     if size != f.size:
         return f"has {size} bytes where its snapshot recorded {f.size}: truncated or replaced"
     if crc != f.crc32:

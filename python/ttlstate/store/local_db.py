@@ -23,6 +23,7 @@ from ttlstate.engine.base import Engine, FilterSettings
 from ttlstate.engine.select import open_engine
 from ttlstate.store.compaction import FilterUpkeep
 from ttlstate.store.context import StoreContext
+from ttlstate.store.in_place import forget_placed
 from ttlstate.store.planes.base import DataPlane, KeyChange, PendingApply
 from ttlstate.store.planes.select import for_engine
 from ttlstate.store.restored_keys import KeptHashes
@@ -99,7 +100,8 @@ class LocalDb:
     def open(self) -> None:
         """Opens the engine on the DB directory (empty, or holding a snapshot's files)."""
         self._engine = open_engine(self._ctx.config.engine, self.directory,
-                                   filter_settings(self._ctx.config.ttl))
+                                   filter_settings(self._ctx.config.ttl),
+                                   mapped_reads=self._ctx.config.snapshot_read_in_place)
         if self._plane is None:
             self._plane = for_engine(self._engine, self._ctx.lock)
         self.upkeep.reset(self._engine)
@@ -127,6 +129,7 @@ class LocalDb:
         self.version = None
         self.state_id = None
         self.empty_at = None
+        forget_placed(self.directory)
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def settle(self) -> None:

@@ -31,7 +31,16 @@ from ttlstate.checkpoint.sst_manifest import (
     split_checkpoint,
     sst_file_name,
 )
-from ttlstate.store.in_place import InPlaceCheck, LinkedFile, link_in_place
+from ttlstate.store.in_place import (
+    InPlace,
+    InPlaceCheck,
+    LinkedFile,
+    MappedCheck,
+    MappedFile,
+    is_placed,
+    link_in_place,
+    place_mapped,
+)
 from ttlstate.store.store_files import StoreFiles
 
 log = logging.getLogger(__name__)
@@ -67,6 +76,8 @@ class SstSnapshots:
         # they found damaged, which no restore or snapshot uses again.
         self._checks: list[InPlaceCheck] = []
         self.damaged: dict[str, str] = {}
+        # The placeholders the last restore opened (in_place.py), checked whole only on demand.
+        self._mapped: MappedCheck | None = None
 
     # -- the local DB's lineage -------------------------------------------------------------
     def new_lineage(self, manifest: SstManifest | None = None) -> None:
@@ -75,6 +86,8 @@ class SstSnapshots:
         with self._mu:
             self._token = secrets.token_hex(6)
             self._uploaded = {f.local: f for f in manifest.ssts} if manifest else {}
+            if manifest is None:
+                self._mapped = None
 
     # -- writing a snapshot -----------------------------------------------------------------
     def prepare(self, directory: str, keys: int) -> PreparedUpload:
@@ -102,11 +115,12 @@ class SstSnapshots:
                                       f"{self.damaged[known.name]}; the next load repairs the state")
             if known is None or known.name not in present:
                 path = os.path.join(prepared.directory, local)
-                if os.path.islink(path):  # read in place: the checkpoint's file was all there was
+                if is_placed(path):  # read in place: the checkpoint's file was all there was
+                    where = known.name if known is not None else local
                     raise CheckpointError(self._files.store_id, version, snapshot_name,
-                                          f"is not written: the local DB reads {os.readlink(path)} in "
-                                          "place, and it was deleted from the checkpoint; the next "
-                                          "load rebuilds the state")
+                                          f"is not written: the local DB reads SST file "
+                                          f"{self._files.describe(where)} in place, and it was "
+                                          "deleted from the checkpoint; the next load rebuilds the state")
                 name = known.name if known is not None else sst_file_name(prepared.token, local)
                 known = SstFile(local, name, os.path.getsize(path), file_crc32(path))
                 self._files.upload(path, known.name)
@@ -126,15 +140,18 @@ class SstSnapshots:
 
     # -- restoring one ----------------------------------------------------------------------
     def place(self, manifest: SstManifest, db_dir: str, version: int, snapshot_name: str,
-              in_place: str | None = None) -> int:
+              in_place: InPlace | None = None) -> int:
         """Places the snapshot's files into the empty directory `db_dir`: fetched and checked
-        whole, or (`in_place`: the checkpoint folder) linked where they lie when their size is
-        right and checked whole in the background (in_place.py). Returns how many were linked."""
+        whole, or (`in_place`) read where they lie (in_place.py): linked when their size is
+        right and checked whole in the background, or placeholders read through the shim.
+        Returns how many are read in place."""
         os.makedirs(db_dir, exist_ok=True)
         # Restoring files an earlier restore linked, whose check still runs: that restore failed
         # or was dropped, maybe on one of them. Its finding decides, not a second try at them.
         self._collect(lambda check: bool(check.names & manifest.names))
         linked: list[LinkedFile] = []
+        mapped: list[MappedFile] = []
+        self._mapped = None
         for f in manifest.ssts:
             if f.name in self.damaged:
                 raise SnapshotFilesUnusable(
@@ -142,8 +159,14 @@ class SstSnapshots:
                     f"names SST file {self._files.describe(f.name)}, which {self.damaged[f.name]}")
             local = os.path.join(db_dir, f.local)
             try:
+                if in_place is not None and in_place.socket is not None:
+                    if not self._files.listed(f.name):  # the load's listing: no remote call per file
+                        raise FileNotFoundError(f.name)
+                    mapped.append(MappedFile(in_place.socket, in_place.source(f.name), f))
+                    place_mapped(in_place.socket, in_place.source(f.name), local, f)
+                    continue
                 if in_place is not None:
-                    source = os.path.join(in_place, f.name)
+                    source = in_place.source(f.name)
                     if link_in_place(source, local, f):
                         linked.append(LinkedFile(source, f))
                         continue
@@ -178,7 +201,12 @@ class SstSnapshots:
             log.info("ttlstate store %s: version %d opened on %d SST files (%d bytes) of %s in "
                      "place; their checksums are read in the background", self._files.store_id,
                      version, len(linked), sum(f.file.size for f in linked), snapshot_name)
-        return len(linked)
+        if mapped:
+            self._mapped = MappedCheck(self._files.store_id, version, mapped)
+            log.info("ttlstate store %s: version %d opened on %d SST files (%d bytes) of %s in place, "
+                     "read through the shim", self._files.store_id, version, len(mapped),
+                     sum(m.file.size for m in mapped), snapshot_name)
+        return len(linked) + len(mapped)
 
     def found_damaged(self, manifest: SstManifest, version: int, snapshot_name: str,
                       failure: str) -> SnapshotFilesUnusable | None:
@@ -195,6 +223,7 @@ class SstSnapshots:
                 self.damaged[f.name] = f"RocksDB found corrupt reading it in place ({failure})"
         if not named:
             self._collect(lambda check: check.version == version and bool(check.names & manifest.names))
+            self._check_mapped(lambda check: check.version == version)
             named = [f for f in manifest.ssts if f.name in self.damaged]
         if not named:
             return None
@@ -206,9 +235,12 @@ class SstSnapshots:
         """Whether the local DB may read a file a background check found damaged (the caller
         drops the DB: the load repairs). Loading the version a restore opened in place, which
         the DB still holds (a retried task), waits for that restore's check."""
-        if not self._checks and not self.damaged:  # every load asks: nothing read in place, no work
+        if not self._checks and not self.damaged and self._mapped is None:  # every load asks: no work
             return False
-        self._collect(lambda check: local is not None and local == loading == check.version)
+        def retried(check: InPlaceCheck | MappedCheck) -> bool:
+            return local is not None and local == loading == check.version
+        self._collect(retried)
+        self._check_mapped(retried)
         with self._mu:
             return any(f.name in self.damaged for f in self._uploaded.values())
 
@@ -223,6 +255,17 @@ class SstSnapshots:
             for check in [c for c in self._checks if c.done]:
                 self._checks.remove(check)
                 self.damaged.update(check.damaged)
+
+    def _check_mapped(self, wanted: Callable[[MappedCheck], bool]) -> None:
+        """Reads the last restore's placeholders' files whole when `wanted` says so, once."""
+        check = self._mapped
+        if check is None or not wanted(check):
+            return
+        damaged = check.run()  # not under the lock: it reads the whole files
+        with self._mu:
+            self.damaged.update(damaged)
+            if self._mapped is check:
+                self._mapped = None
 
     # -- retention --------------------------------------------------------------------------
     def deletable(self, listing: list[str], now: float | None = None) -> list[str]:

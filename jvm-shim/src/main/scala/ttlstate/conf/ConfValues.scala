@@ -17,6 +17,11 @@ object ConfValues {
   private def strip(s: String): String = s.dropWhile(c => Space.contains(c)).reverse.dropWhile(c => Space.contains(c)).reverse
   private def lower(s: String): String = s.toLowerCase(java.util.Locale.ROOT)
 
+  /** A bool key of `confs` as parse.py's `parse_bool` reads it, its default when not set; any
+   *  other value is false here (and fails the OPEN at the server anyway). */
+  def flag(key: String, confs: Map[String, String]): Boolean =
+    Set("true", "1", "yes", "on").contains(lower(strip(confs.getOrElse(key, ConfKeys.spec(key).default))))
+
   /** A size in Spark's binary units ("64m", "1g", bytes), at most a Long. */
   def sizeBytes(value: String): Option[Long] =
     if (!ascii(value)) None

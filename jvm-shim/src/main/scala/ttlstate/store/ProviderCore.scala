@@ -9,8 +9,8 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 import ttlstate.cache.{CacheView, HotCache, KeyFilter}
-import ttlstate.client.{CheckpointFiles, ConnectionLost, Json, PayloadReader, PayloadWriter, Protocol, ServerConnection, ServerDied, ServerError}
-import ttlstate.conf.{ConfKeys, ShimConfs}
+import ttlstate.client.{CheckpointFiles, ConnectionLost, Json, PayloadReader, PayloadWriter, Protocol, RangeService, ServerConnection, ServerDied, ServerError}
+import ttlstate.conf.{ConfKeys, ConfValues, ShimConfs}
 import ttlstate.metadata.{BatchTime, OperatorNames, QueryIdentity}
 import ttlstate.server.{RunningServer, ServerLaunch, StateServer}
 
@@ -62,7 +62,8 @@ final class ProviderCore(val spec: StoreSpec) {
   // The names of the query's operators (`operator.<name>.ttl`, and the logs), from Spark's state metadata.
   private val operatorNames = OperatorNames.of(id.checkpointRootLocation, queryRun, spec.hadoopConf)
   private val operatorName = operatorNames.get(id.operatorId)
-  private val openJson = (Json.obj(confs.toSeq.map { case (k, v) => k -> Json.str(v) }), Json.obj(openInfo))
+  // Lazy: built at the first OPEN, which may start the range service (`openInfo`).
+  private lazy val openJson = (Json.obj(confs.toSeq.map { case (k, v) => k -> Json.str(v) }), Json.obj(openInfo))
 
   // Set by OPEN: (server generation, handle) and how the server applies TTL to this store.
   @volatile private var opened: (Long, Int) = (-1L, -1)
@@ -100,7 +101,15 @@ final class ProviderCore(val spec: StoreSpec) {
       "stateReader" -> (!inQuery).toString) ++
       operatorName.map(n => "operatorName" -> Json.str(n)) ++
       files.localDirectory.map(d => "localCheckpointDir" -> Json.str(d)) ++
+      rangeSocket.map(s => "rangeSocket" -> Json.str(s)) ++
       QueryIdentity.forStateRoot(id.checkpointRootLocation, spec.hadoopConf).map(q => "queryId" -> Json.str(q))
+
+  /** The range service's socket, where the server reads this store's checkpoint through Hadoop
+   *  (not itself: server/registry.py) and restores read SST files in place. */
+  private def rangeSocket: Option[String] =
+    if (!ConfValues.flag(ConfKeys.SNAPSHOT_READ_IN_PLACE, confs) ||
+        (files.localDirectory.isDefined && ConfValues.flag(ConfKeys.CHECKPOINT_LOCAL_FILES, confs))) None
+    else Some(RangeService.socketFor(id.storeCheckpointLocation(), spec.hadoopConf))
 
   private def workerOf(server: RunningServer): Int = Math.floorMod(providerKey.hashCode, server.sockets.size)
 

@@ -1,0 +1,64 @@
+// SST files a restore opened in place on a checkpoint only the shim reaches (HDFS, S3A, ...):
+// each is a sparse local placeholder of the file's size (no blocks on disk), registered here by
+// its inode with the checkpoint file's URI, and RocksDB's reads of it are byte ranges the shim's
+// range service reads through Hadoop (frames: python/ttlstate/server/protocol.py, RANGE_READ).
+//
+// Why a placeholder per file rather than a file system of names: everything RocksDB and the
+// store do with a file besides reading it (listing the directory, its size, a checkpoint's hard
+// link, a compaction's unlink, removing the directory) then works as for any local file, and a
+// hard link shares the inode, so a snapshot's link of a placeholder is read in place too. Only
+// opening a file for reading looks at the registry (MappedFileSystem), and it checks the file is
+// still the placeholder it registered (same size, no blocks), so a reused inode never maps.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace rocksdb {
+class Env;
+}
+
+namespace ttlstate {
+
+struct MappedSource {
+  std::string socket;  // the shim's range service
+  std::string uri;     // the checkpoint file
+  uint64_t size = 0;
+};
+
+// Creates `local` (which must not exist) as a placeholder of `source.size` bytes read from
+// `source`.
+void AddMappedFile(const std::string& local, const MappedSource& source);
+// The checkpoint file `local` reads, if it is a registered placeholder.
+std::optional<MappedSource> MappedSourceOf(const std::string& local);
+// Forgets the placeholders registered under the directory `dir` (a local DB dropped): their
+// inodes may be reused once the files are gone.
+void ForgetMappedFiles(const std::string& dir);
+
+// The checkpoint file `source` names read whole through its range service (the check a retry of
+// a restore makes: store/in_place.py): its size and the zlib CRC-32 of its first source.size
+// bytes, or that it is missing, or that its file system's checksums reject it (and why).
+struct WholeFile {
+  enum Outcome { kRead = 0, kMissing = 1, kCorrupt = 2 } outcome;
+  uint64_t size;
+  uint32_t crc;
+  std::string problem;
+};
+WholeFile MappedFileCrc32(const MappedSource& source);
+
+struct MappedReadCounters {
+  uint64_t requests = 0;
+  uint64_t bytes = 0;
+  uint64_t connections = 0;
+};
+// Counted since the process started, over every placeholder.
+MappedReadCounters MappedReads();
+
+// The Env of a DB that may hold placeholders: the default one, except that opening a
+// placeholder for reading reads through the range service. One for the process, never freed
+// (open DBs and their background threads may outlive any owner).
+rocksdb::Env* MappedEnv();
+
+}  // namespace ttlstate

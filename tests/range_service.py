@@ -1,0 +1,110 @@
+"""The shim's range service (jvm-shim RangeService.scala) in Python, for tests without a JVM:
+serves byte ranges of the files under one folder over a Unix socket, with the frames of
+server/protocol.py (OP_HELLO, RANGE_READ). `failing` makes it answer reads as the shim does
+when the file system is unreachable; `stop()` takes the socket away."""
+
+from __future__ import annotations
+
+import os
+import socketserver
+import tempfile
+import threading
+
+from ttlstate.checkpoint.location import LocalCheckpointLocation
+from ttlstate.config.keys import EngineKind
+from ttlstate.config.store_config import StoreConfig, TtlConfig
+from ttlstate.server import protocol as P
+from ttlstate.store.provider import StoreProvider
+from ttlstate.ttl.clock import ManualClock
+
+
+class RangeService:
+    def __init__(self, root: str, socket_path: str) -> None:
+        self.root = os.path.abspath(root)
+        self.socket_path = socket_path
+        self.failing: str | None = None
+        self.requests = 0
+        self.bytes = 0
+        self._lock = threading.Lock()
+        service = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                service._serve(self.rfile, self.wfile)
+
+        self._server = socketserver.ThreadingUnixStreamServer(socket_path, Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if os.path.exists(self.socket_path):
+            os.unlink(self.socket_path)
+
+    def _serve(self, rfile, wfile) -> None:  # noqa: ANN001
+        while (got := P.read_frame(rfile)) is not None:
+            code, payload = got
+            r = P.Reader(payload)
+            if code == P.OP_HELLO:
+                assert r.u32() == P.MAGIC
+                reply = P.frame(P.RESP_OK, P.Writer().u32(P.PROTOCOL_VERSION).payload())
+            elif code == P.RANGE_READ:
+                reply = self._read(r.str(), r.i64(), r.u32())
+            else:
+                return
+            wfile.write(reply)
+            wfile.flush()
+
+    def _read(self, uri: str, offset: int, length: int) -> bytes:
+        path = os.path.abspath(uri)
+        if not path.startswith(self.root + os.sep):
+            return _error(P.ERR_BAD_REQUEST, f"{uri} is not served")
+        if self.failing is not None:
+            return _error(P.ERR_CHECKPOINT, f"reading {uri} at {offset} ({length} bytes): {self.failing}")
+        try:
+            with open(path, "rb") as f:
+                data = os.pread(f.fileno(), length, offset)
+        except FileNotFoundError:
+            return P.frame(P.RESP_OK, P.Writer().u8(P.RANGE_MISSING).bytes(b"").payload())
+        with self._lock:
+            self.requests += 1
+            self.bytes += len(data)
+        return P.frame(P.RESP_OK, P.Writer().u8(P.RANGE_DATA).bytes(data).payload())
+
+
+def _error(code: int, message: str) -> bytes:
+    return P.frame(P.RESP_ERROR, P.Writer().u16(code).str(message).payload())
+
+
+def short_socket_path(tmp: str, name: str) -> str:
+    """A socket path short enough for sun_path (a pytest tmp_path may not be)."""
+    path = os.path.join(tmp, name)
+    if len(path.encode()) < 100:
+        return path
+    return os.path.join(tempfile.mkdtemp(prefix="ttlrs"), name)
+
+
+
+def served_provider(checkpoint_dir: str, local_dir: str) -> tuple[RangeService, StoreProvider]:
+    """A fresh executor's provider restoring in place through a range service over the folder."""
+    os.makedirs(local_dir + "-s", exist_ok=True)
+    service = RangeService(checkpoint_dir, short_socket_path(local_dir + "-s", "r.sock"))
+    cfg = StoreConfig(TtlConfig(), EngineKind.NATIVE, 2, snapshot_read_in_place=True)
+    location = Served(LocalCheckpointLocation(checkpoint_dir), service.socket_path)
+    return service, StoreProvider("op0/p0", local_dir, location, cfg, ManualClock(1000))  # type: ignore[arg-type]
+
+
+class Served:
+    """A checkpoint folder the state server reaches only through the shim (any location but a
+    LocalCheckpointLocation), whose files the range service at `range_socket` serves: what
+    server/remote_checkpoint.py is when the shim started its range service."""
+
+    def __init__(self, local: LocalCheckpointLocation, range_socket: str) -> None:
+        self._local = local
+        self.directory = local.directory
+        self.range_socket = range_socket
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._local, name)
