@@ -330,6 +330,12 @@ ttl_status ttl_mapped_file_crc32(const char* socket, const char* uri, uint64_t s
 
 void ttl_mapped_files_forget(const char* dir) { ttlstate::ForgetMappedFiles(dir); }
 
+void ttl_mapped_reads_take(const char* dir, uint64_t* requests, uint64_t* bytes) {
+  const auto counters = ttlstate::TakeMappedReads(dir);
+  *requests = counters.requests;
+  *bytes = counters.bytes;
+}
+
 void ttl_mapped_reads(uint64_t* requests, uint64_t* bytes, uint64_t* connections) {
   const auto counters = ttlstate::MappedReads();
   *requests = counters.requests;

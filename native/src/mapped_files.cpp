@@ -51,21 +51,50 @@ class Fd {
 
 // --- the registry ----------------------------------------------------------------------------
 
+// Range reads of the placeholders of one DB directory, since last taken (TakeMappedReads).
+struct DirReads {
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> bytes{0};
+};
+
 struct Registered {
   MappedSource source;
   std::string path;  // where it was registered (ForgetMappedFiles)
+  std::shared_ptr<DirReads> reads;
 };
 
 using InodeKey = std::pair<uint64_t, uint64_t>;  // (st_dev, st_ino)
+
+InodeKey KeyOf(const struct stat& st) {
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
 
 std::mutex g_registry_mu;
 std::map<InodeKey, Registered>& Registry() {
   static std::map<InodeKey, Registered> registry;
   return registry;
 }
+// By DB directory (a placeholder's parent folder); under g_registry_mu.
+std::map<std::string, std::shared_ptr<DirReads>>& ReadsByDir() {
+  static std::map<std::string, std::shared_ptr<DirReads>> reads;
+  return reads;
+}
 
-InodeKey KeyOf(const struct stat& st) {
-  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+std::string ParentOf(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+// The registered placeholder `local` still is, if it is one (under g_registry_mu).
+const Registered* Lookup(const std::string& local) {
+  struct stat st {};
+  if (::stat(local.c_str(), &st) != 0) return nullptr;
+  const auto it = Registry().find(KeyOf(st));
+  if (it == Registry().end()) return nullptr;
+  // Still the placeholder: the size it was given and nothing written (a file that reuses a
+  // forgotten placeholder's inode has its own blocks, or another size).
+  if (static_cast<uint64_t>(st.st_size) != it->second.source.size || st.st_blocks != 0) return nullptr;
+  return &it->second;
 }
 
 // --- the range service's connections -----------------------------------------------------------
@@ -225,8 +254,9 @@ std::shared_ptr<RangePool> PoolFor(const std::string& socket) {
 
 class MappedRandomAccessFile : public rocksdb::FSRandomAccessFile {
  public:
-  MappedRandomAccessFile(MappedSource source, std::string local)
-      : source_(std::move(source)), local_(std::move(local)), pool_(PoolFor(source_.socket)) {}
+  MappedRandomAccessFile(MappedSource source, std::shared_ptr<DirReads> reads, std::string local)
+      : source_(std::move(source)), reads_(std::move(reads)), local_(std::move(local)),
+        pool_(PoolFor(source_.socket)) {}
 
   rocksdb::IOStatus Read(uint64_t offset, size_t n, const rocksdb::IOOptions& /*options*/,
                          rocksdb::Slice* result, char* scratch, rocksdb::IODebugContext* /*dbg*/) const override {
@@ -240,6 +270,8 @@ class MappedRandomAccessFile : public rocksdb::FSRandomAccessFile {
       while (got < n) {  // the service answers in full but at the file's end; a short file is damage
         const std::optional<size_t> more = pool_->Read(source_.uri, offset + got, n - got, scratch + got);
         if (!more) throw std::runtime_error("checkpoint file " + source_.uri + " does not exist");
+        reads_->requests.fetch_add(1, std::memory_order_relaxed);
+        reads_->bytes.fetch_add(*more, std::memory_order_relaxed);
         if (*more == 0) break;
         got += *more;
       }
@@ -254,6 +286,7 @@ class MappedRandomAccessFile : public rocksdb::FSRandomAccessFile {
 
  private:
   const MappedSource source_;
+  const std::shared_ptr<DirReads> reads_;
   const std::string local_;
   const std::shared_ptr<RangePool> pool_;
 };
@@ -267,10 +300,12 @@ class MappedFileSystem : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus NewRandomAccessFile(const std::string& f, const rocksdb::FileOptions& opts,
                                         std::unique_ptr<rocksdb::FSRandomAccessFile>* r,
                                         rocksdb::IODebugContext* dbg) override {
-    if (auto source = MappedSourceOf(f)) {
-      *r = std::make_unique<MappedRandomAccessFile>(std::move(*source), f);
+    std::unique_lock<std::mutex> lock(g_registry_mu);
+    if (const Registered* placeholder = Lookup(f)) {
+      *r = std::make_unique<MappedRandomAccessFile>(placeholder->source, placeholder->reads, f);
       return rocksdb::IOStatus::OK();
     }
+    lock.unlock();
     return target()->NewRandomAccessFile(f, opts, r, dbg);
   }
 
@@ -296,27 +331,36 @@ void AddMappedFile(const std::string& local, const MappedSource& source) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw std::runtime_error(Errno("stat " + local));
   std::lock_guard<std::mutex> lock(g_registry_mu);
-  Registry()[KeyOf(st)] = Registered{source, local};  // a reused inode's old entry is replaced
+  auto& reads = ReadsByDir()[ParentOf(local)];
+  if (!reads) reads = std::make_shared<DirReads>();
+  Registry()[KeyOf(st)] = Registered{source, local, reads};  // a reused inode's old entry is replaced
 }
 
 std::optional<MappedSource> MappedSourceOf(const std::string& local) {
-  struct stat st {};
-  if (::stat(local.c_str(), &st) != 0) return std::nullopt;
   std::lock_guard<std::mutex> lock(g_registry_mu);
-  const auto it = Registry().find(KeyOf(st));
-  if (it == Registry().end()) return std::nullopt;
-  // Still the placeholder: the size it was given and nothing written (a file that reuses a
-  // forgotten placeholder's inode has its own blocks, or another size).
-  if (static_cast<uint64_t>(st.st_size) != it->second.source.size || st.st_blocks != 0) return std::nullopt;
-  return it->second.source;
+  const Registered* placeholder = Lookup(local);
+  if (placeholder == nullptr) return std::nullopt;
+  return placeholder->source;
 }
 
 void ForgetMappedFiles(const std::string& dir) {
-  const std::string prefix = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  const std::string trimmed = !dir.empty() && dir.back() == '/' ? dir.substr(0, dir.size() - 1) : dir;
+  const std::string prefix = trimmed + "/";
   std::lock_guard<std::mutex> lock(g_registry_mu);
   for (auto it = Registry().begin(); it != Registry().end();) {
     it = it->second.path.compare(0, prefix.size(), prefix) == 0 ? Registry().erase(it) : std::next(it);
   }
+  for (auto it = ReadsByDir().begin(); it != ReadsByDir().end();) {
+    const bool under = it->first == trimmed || it->first.compare(0, prefix.size(), prefix) == 0;
+    it = under ? ReadsByDir().erase(it) : std::next(it);
+  }
+}
+
+MappedReadCounters TakeMappedReads(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  const auto it = ReadsByDir().find(!dir.empty() && dir.back() == '/' ? dir.substr(0, dir.size() - 1) : dir);
+  if (it == ReadsByDir().end()) return {};
+  return {it->second->requests.exchange(0), it->second->bytes.exchange(0), 0};
 }
 
 WholeFile MappedFileCrc32(const MappedSource& source) {

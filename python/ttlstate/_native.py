@@ -114,6 +114,13 @@ def forget_mapped_files(directory: str) -> None:
     lib.ttl_mapped_files_forget(text(directory))
 
 
+def take_mapped_reads(directory: str) -> tuple[int, int]:
+    """(range reads, bytes) of the placeholders in `directory` since the last call."""
+    requests, read_bytes = c_uint64(), c_uint64()
+    lib.ttl_mapped_reads_take(text(directory), byref(requests), byref(read_bytes))
+    return requests.value, read_bytes.value
+
+
 def mapped_reads() -> dict[str, int]:
     """Range reads of placeholders since the process started."""
     requests, read_bytes, connections = c_uint64(), c_uint64(), c_uint64()

@@ -140,6 +140,8 @@ FUNCTIONS: tuple[Function, ...] = (
                "that it is missing (1) or its file system's checksums reject it (2, why: data)."),
     fn("void ttl_mapped_files_forget(const char* dir)", keep_gil=True),
     fn("void ttl_mapped_reads(uint64_t* requests, uint64_t* bytes, uint64_t* connections)", keep_gil=True),
+    fn("void ttl_mapped_reads_take(const char* dir, uint64_t* requests, uint64_t* bytes)", keep_gil=True,
+       comment="The range reads of the placeholders in `dir` since the last call."),
     fn("int ttl_block_cache_shard_bits(uint64_t capacity)", keep_gil=True,
        comment="log2 of the shards a block cache of this capacity gets (each big enough for a "
                "large SST's Bloom filter)."),

@@ -37,7 +37,9 @@ POINTS = ("commit-before-upload", "commit-after-upload", "snapshot-before-write"
           "repartition-staged", "repartition-old-state-aside", "repartition-offsets-switched",
           "repartition-ids-switched", "repartition-switched",
           # store/in_place.py: the background check of files a restore reads in place, started
-          "in-place-check")
+          "in-place-check",
+          # store/rebuild.py: a restore's local DB opened on placeholders read through the shim
+          "in-place-opened")
 
 
 _ACTION = re.compile(r"^(busy|idle)=(\d+)$")

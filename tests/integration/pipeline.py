@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 
 from ttlstate.config import keys as K
 from ttlstate.demo.kafka import create_topics, produce_json, write_json_stream
+from ttlstate.store import metric_names as M
 
 EVENT_SCHEMA = "id INT, k STRING, v INT"
 
@@ -166,6 +167,18 @@ def run_steps(run: KafkaRun, steps: list[list[dict]], restart_after: int | None 
     finally:
         run.stop()
     return run
+
+
+def snapshotted(spark: SparkSession, run: KafkaRun, version: int, partition: int) -> bool:
+    """Whether the query's store of that partition (operator 0) has its snapshot of `version`."""
+    return f"{version}.snapshot" in {n for n, _ in hdfs_files(spark, f"{run.checkpoint}/state/0/{partition}")}
+
+
+def in_place_files(run: KafkaRun) -> int:
+    """SST files the running query's recent batches opened in place (`snapshot.readInPlace`)."""
+    assert run.query is not None
+    return sum(int(op["customMetrics"].get(M.SST_FILES_READ_IN_PLACE.name, 0))
+               for p in run.query.recentProgress for op in p["stateOperators"])
 
 
 def hdfs_files(spark: SparkSession, path: str) -> list[tuple[str, int]]:

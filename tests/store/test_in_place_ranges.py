@@ -67,8 +67,11 @@ def test_a_restore_reads_ranges_of_the_checkpoints_files_and_never_changes_them(
     assert mapped and all(os.path.dirname(uri) == ck.directory for uri in mapped.values()), mapped
     for n in mapped:  # nothing of them on the local disk
         assert os.stat(os.path.join(fresh.db_dir, n)).st_blocks == 0
-    assert fresh.drain_metrics()[M.SST_FILES_READ_IN_PLACE.name] == len(mapped)
+    metrics = fresh.drain_metrics()
+    assert metrics[M.SST_FILES_READ_IN_PLACE.name] == len(mapped)
     assert service.requests > 0 and _native.mapped_reads()["requests"] - reads_before == service.requests
+    assert metrics[M.IN_PLACE_RANGE_READS.name] == service.requests  # this store's reads, per batch
+    assert metrics[M.IN_PLACE_RANGE_READ_BYTES.name] == service.bytes
 
     commit_on_top_changing_nothing(ck, fresh, before)
     fresh.close()

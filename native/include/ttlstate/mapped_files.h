@@ -55,6 +55,8 @@ struct MappedReadCounters {
 };
 // Counted since the process started, over every placeholder.
 MappedReadCounters MappedReads();
+// Counted for the placeholders in the directory `dir` since the last call (a store's metrics).
+MappedReadCounters TakeMappedReads(const std::string& dir);
 
 // The Env of a DB that may hold placeholders: the default one, except that opening a
 // placeholder for reading reads through the range service. One for the process, never freed

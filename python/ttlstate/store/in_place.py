@@ -157,6 +157,12 @@ class MappedCheck:
         return damaged
 
 
+def take_range_reads(directory: str) -> tuple[int, int]:
+    """(reads, bytes) of the placeholders in the local DB directory since the last call."""
+    native = native_module()
+    return native.take_mapped_reads(directory) if native is not None else (0, 0)
+
+
 def forget_placed(directory: str) -> None:
     """The local DB directory `directory` is being removed: its placeholders are forgotten."""
     native = native_module()

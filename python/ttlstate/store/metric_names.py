@@ -90,6 +90,15 @@ SST_FILES_READ_IN_PLACE = MetricName("sstFilesReadInPlace", "sum",
                                      "SST files restores opened where they lie in the checkpoint "
                                      "instead of copying them (`snapshot.readInPlace`)",
                                      "none (Spark's RocksDB provider copies every file)")
+IN_PLACE_RANGE_READS = MetricName("inPlaceRangeReads", "sum",
+                                  "reads of SST files opened in place on HDFS, S3 or another file "
+                                  "system the shim reaches (`snapshot.readInPlace`): each a "
+                                  "positional read of the checkpoint's file, for blocks RocksDB's "
+                                  "block cache did not hold",
+                                  "none (Spark's RocksDB provider reads local copies)")
+IN_PLACE_RANGE_READ_BYTES = MetricName("inPlaceRangeReadBytes", "size",
+                                       "bytes those reads returned (`inPlaceRangeReads`)",
+                                       "none")
 ENGINE_FALLBACK = MetricName("engineFallback", "sum",
                              "stores running on rocksdict because engine=auto found no native build",
                              "none")
@@ -138,7 +147,8 @@ ALL_METRICS: tuple[MetricName, ...] = (
     COMMIT_TIME_MS, SNAPSHOT_TIME_MS, LOAD_LATENCY_MS, ENGINE_FALLBACK, CACHE_HITS, CACHE_MISSES,
     CACHE_BYTES, STATE_BYTES, TTL_EXPIRED_TOTAL, NUM_REMOVED_STATE_ROWS, READ_AHEAD_KEYS,
     REPLAYED_CHANGELOGS, SNAPSHOTS_AUTO_REPAIRED, FAMILY_COPY_SCANS, INTERNAL_FAMILY_KEYS,
-    EXTERNAL_FAMILIES, INTERNAL_FAMILIES, SST_FILES_READ_IN_PLACE,
+    EXTERNAL_FAMILIES, INTERNAL_FAMILIES, SST_FILES_READ_IN_PLACE, IN_PLACE_RANGE_READS,
+    IN_PLACE_RANGE_READ_BYTES,
 )
 
 # Former names, for readers of old progress logs and dashboards (docs/metrics.md).

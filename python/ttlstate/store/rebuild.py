@@ -20,6 +20,7 @@ from ttlstate.checkpoint.record_file import (
 )
 from ttlstate.checkpoint.restore_plan import RestorePlan
 from ttlstate.checkpoint.sst_manifest import SstManifest, read_manifest
+from ttlstate.faults import crash_point
 from ttlstate.store import metric_names as M
 from ttlstate.store.batch_times import BatchTimes
 from ttlstate.store.context import StoreContext
@@ -116,6 +117,8 @@ class Rebuilder:
         if in_place is not None:
             self._in_place = (manifest, name)
         self._db.open()  # RocksDB reads each file's index and filter blocks, checking them
+        if in_place is not None and in_place.socket is not None:
+            crash_point("in-place-opened")  # tests only: the file system goes away now
         self._ctx.sst.new_lineage(manifest)
         self._db.num_keys = manifest.keys
         self._db.num_internal_keys = header.internal_keys  # None (files from before the count): counted later
