@@ -130,13 +130,15 @@ def test_a_datanode_stopped_and_a_restart_reads_the_checkpoint_from_the_other(
     assert ours.outputs() == expected
 
 
-class NameNodeStopper:
-    """Stops the NameNode when a task asks: the UDF creates `request` and waits for `done`."""
+class HdfsStopper:
+    """Runs `commands` of the MiniHdfs (stopping parts of it) once `request` appears (a task or
+    the state server creates it), then creates `done`."""
 
-    def __init__(self, hdfs: MiniHdfs) -> None:
-        self.hdfs = hdfs
+    def __init__(self, hdfs: MiniHdfs, commands: tuple[str, ...] = ("stop-namenode",),
+                 request: str | None = None) -> None:
+        self.hdfs, self.commands = hdfs, commands
         d = tempfile.mkdtemp(prefix="ttlstate-nn-")
-        self.request, self.done = os.path.join(d, "request"), os.path.join(d, "done")
+        self.request, self.done = request or os.path.join(d, "request"), os.path.join(d, "done")
         self.stopped = threading.Event()
         self._quit = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -145,7 +147,8 @@ class NameNodeStopper:
     def _watch(self) -> None:
         while not self._quit.is_set():
             if os.path.exists(self.request):
-                self.hdfs.command("stop-namenode")
+                for command in self.commands:
+                    self.hdfs.command(command)
                 self.stopped.set()
                 open(self.done, "w").close()
                 return
@@ -178,7 +181,7 @@ def stop_namenode_once(request: str, done: str, port: int) -> None:
 
 def test_hdfs_unreachable_during_a_commit_fails_the_batch_and_the_query_recovers_exactly(
         spark: SparkSession, kafka: KafkaBroker, hdfs: MiniHdfs, expected: dict[int, list[tuple]]) -> None:
-    stopper = NameNodeStopper(hdfs)
+    stopper = HdfsStopper(hdfs)
     hook = functools.partial(stop_namenode_once, stopper.request, stopper.done, urlparse(hdfs.url).port)
     ours = new_run(spark, kafka, hdfs, TTLSTATE, pandas_query(hook), "hdfs-down")
     ours.start()

@@ -18,8 +18,6 @@ import os
 import stat
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -28,6 +26,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
 from tests.integration.pipeline import KafkaRun, in_place_files, run_steps, snapshotted
+from tests.integration.test_faults import HdfsStopper
 from tests.integration.test_kafka_hdfs import HDFS_CLIENT, STEPS, dedupe
 from tests.spark.harness import ROCKSDB, TTLSTATE, our_server_processes, poll_until, session
 from ttlstate import faults
@@ -60,31 +59,9 @@ def spark(marker: str) -> Iterator[SparkSession]:
     s.stop()
 
 
-class DataNodesStopper:
-    """Stops both DataNodes once the state server's stalled restore created `marker`."""
-
-    def __init__(self, hdfs: MiniHdfs, marker: str) -> None:
-        self.hdfs, self.marker = hdfs, marker
-        self.stopped = threading.Event()
-        self._quit = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-
-    def _watch(self) -> None:
-        while not self._quit.is_set():
-            if os.path.exists(self.marker):
-                self.hdfs.command("stop-datanode 0")
-                self.hdfs.command("stop-datanode 0")  # the other one, now the first
-                self.stopped.set()
-                return
-            time.sleep(0.05)
-
-    def start_again(self) -> None:
-        self._quit.set()
-        self._thread.join(60)
-        if self.stopped.is_set():
-            self.hdfs.command("start-datanode")
-            self.hdfs.command("start-datanode")
+def start_datanodes(hdfs: MiniHdfs) -> None:
+    hdfs.command("start-datanode")
+    hdfs.command("start-datanode")
 
 
 def test_hdfs_down_during_an_in_place_read_fails_naming_the_file_and_a_restart_restores_exactly(
@@ -105,7 +82,8 @@ def test_hdfs_down_during_an_in_place_read_fails_naming_the_file_and_a_restart_r
         ours.stop()
         for p, _ in our_server_processes():  # a fresh executor: no block of the files in its cache
             p.kill()
-        stopper = DataNodesStopper(hdfs, marker)
+        # stop-datanode 0 twice: the other one is the first once one stopped
+        stopper = HdfsStopper(hdfs, ("stop-datanode 0", "stop-datanode 0"), request=marker)
         ours.start()
         ours.feed(STEPS[2])
         with pytest.raises(StreamingQueryException) as failed:
@@ -116,7 +94,8 @@ def test_hdfs_down_during_an_in_place_read_fails_naming_the_file_and_a_restart_r
         # failed read was the load's own replay, which drops the DB) the snapshot's manifest.
         assert f"{ours.checkpoint}/state/0/" in message and "BlockMissingException" in message, message[:3000]
         ours.stop()
-        stopper.start_again()
+        stopper.close()
+        start_datanodes(hdfs)
         stopper = None
         ours.start()  # re-runs the failed batch (STEPS[2]), restoring in place again
         for rows in STEPS[3:]:
@@ -125,5 +104,7 @@ def test_hdfs_down_during_an_in_place_read_fails_naming_the_file_and_a_restart_r
     finally:
         ours.stop()
         if stopper is not None:
-            stopper.start_again()
+            stopper.close()
+            if stopper.stopped.is_set():
+                start_datanodes(hdfs)
     assert ours.outputs() == expected
