@@ -16,7 +16,8 @@ ROCKSDB_PREFIXES = ("rocksdbCommit", "rocksdbLoad", "rocksdbSaveZip", "rocksdbRe
                     "rocksdbNumReplay", "rocksdbNumLoaded", "rocksdbChangeLog", "rocksdbSstFileSize",
                     "rocksdbFilesCopied", "rocksdbBytesCopied", "rocksdbFilesReused")
 TTLSTATE_METRICS = ("storeCommitTimeMs", "storeSnapshotTimeMs", "storeCallCount", "storeCallTimeMs",
-                    "bloomFilterSkippedReadCount", "rocksdbSstFileSize", "rocksdbLoadLatencyMs")
+                    "bloomFilterSkippedReadCount", "rocksdbSstFileSize", "rocksdbLoadLatencyMs",
+                    "sstFilesReadInPlace", "inPlaceRangeReads", "inPlaceRangeReadBytes")
 
 
 def session(app: str, provider_class: str, confs: Mapping[str, str], ttlstate_jar: bool,

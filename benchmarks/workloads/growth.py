@@ -301,6 +301,16 @@ def _replayed(restore: dict[str, Any]) -> int | None:
     return (restore.get("custom") or {}).get(REPLAY_METRIC)
 
 
+def _in_place(restore: dict[str, Any]) -> dict[str, Any]:
+    """What the restore batch read in place (snapshot.readInPlace): SST files opened where they
+    lie, and the range reads of them through the shim (HDFS, S3), with their bytes; {} for a
+    provider that reports none."""
+    custom = restore.get("custom") or {}
+    names = {"restore_sst_files_in_place": "sstFilesReadInPlace", "restore_range_reads": "inPlaceRangeReads",
+             "restore_range_read_bytes": "inPlaceRangeReadBytes"}
+    return {k: custom[m] for k, m in names.items() if m in custom}
+
+
 def _median(values: list[Any]) -> float | None:
     nums = [float(x) for x in values if isinstance(x, (int, float))]
     return round(statistics.median(nums), 1) if nums else None
@@ -344,6 +354,7 @@ def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:
             "snapshot_ms_total": sum(int(r["snapshot_ms"] or 0) for r in rows),
             "restore_ms": rs["batch_ms"], "restore_load_ms": rs["load_ms"],
             "restore_commit_ms": rs["commit_ms"], "restore_replayed_changelogs": _replayed(rs),
+            **_in_place(rs),
             "restore_state_rows_ok": rs["state_rows"] == expected_rows,
             "jvm_peak_rss_mb": run["jvm_peak_rss_mb"], "server_peak_rss_mb": run["server_peak_rss_mb"],
             "total_peak_rss_mb": run["total_peak_rss_mb"],
