@@ -56,6 +56,7 @@ from benchmarks.harness.variants import (
     CHANGELOG_KEY,
     HDFS,
     KEY_FILTER_KEY,
+    LOCAL_FILES_KEY,
     MEMORY_KEY,
     READ_IN_PLACE_KEY,
     ROCKSDB,
@@ -103,6 +104,13 @@ VARIANTS: dict[str, Variant] = {
     # the same restoring in place (the snapshot's SST files read where they lie in the checkpoint)
     "ttlstate-budget-in-place": Variant("ttlstate-budget-in-place", TTLSTATE,
                                         {TTL_KEY: "1h", MEMORY_KEY: "128m", READ_IN_PLACE_KEY: "true"}),
+    # the two, with the checkpoint reached only through Hadoop (checkpoint.localFiles off), as on
+    # HDFS or S3: copying fetches each file through the shim, in place reads ranges through it
+    "ttlstate-budget-hadoop": Variant("ttlstate-budget-hadoop", TTLSTATE,
+                                      {TTL_KEY: "1h", MEMORY_KEY: "128m", LOCAL_FILES_KEY: "false"}),
+    "ttlstate-budget-in-place-hadoop": Variant("ttlstate-budget-in-place-hadoop", TTLSTATE,
+                                               {TTL_KEY: "1h", MEMORY_KEY: "128m", READ_IN_PLACE_KEY: "true",
+                                                LOCAL_FILES_KEY: "false"}),
     # the same with TTL churn: keys expire 3 minutes (batch time) after they came, so a long run's
     # early keys are cleaned up (on read, by the compaction filter) while new ones keep coming
     "ttlstate-churn": Variant("ttlstate-churn", TTLSTATE, {TTL_KEY: "3m", MEMORY_KEY: "128m"}),

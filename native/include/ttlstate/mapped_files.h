@@ -1,7 +1,7 @@
 // SST files a restore opened in place on a checkpoint only the shim reaches (HDFS, S3A, ...):
 // each is a sparse local placeholder of the file's size (no blocks on disk), registered here by
 // its inode with the checkpoint file's URI, and RocksDB's reads of it are byte ranges the shim's
-// range service reads through Hadoop (frames: python/ttlstate/server/protocol.py, RANGE_READ).
+// range service reads through Hadoop (range_client.h).
 //
 // Why a placeholder per file rather than a file system of names: everything RocksDB and the
 // store do with a file besides reading it (listing the directory, its size, a checkpoint's hard
