@@ -168,3 +168,17 @@ def test_a_damaged_file_found_at_the_restore_is_repaired_at_once(  # noqa: ANN00
     blocks (these small files' middle): RocksDB checks them when it opens the file."""
     ck = Checkpoint(make_ranges_provider, ids=False)
     check_repair(ck, only_in(ck, ck.name(ck.newest_snapshot(), "snapshot")), how, caplog)
+
+
+def test_a_provider_restores_in_place_the_snapshot_it_wrote_itself(make_ranges_provider) -> None:  # noqa: ANN001
+    """Its own SST files are not in the listing its loads cached (uploads leave it alone): a
+    restore of its own snapshot lists afresh instead of taking them for missing."""
+    ck = Checkpoint(make_ranges_provider, ids=False)
+    p = ck.make(snapshot_interval=1)
+    assert ck.state(p, VERSIONS) == expected(VERSIONS)
+    ck.commit(p, VERSIONS)  # a snapshot of VERSIONS + 1, with the version's own new SST file
+    p._db.drop()  # noqa: SLF001  (as a failed load drops it)
+    p.drain_metrics()
+    assert ck.state(p, VERSIONS + 1) == expected(VERSIONS + 1)  # from the snapshot it wrote
+    metrics = p.drain_metrics()
+    assert metrics[M.SST_FILES_READ_IN_PLACE.name] > 0 and metrics[M.SNAPSHOTS_AUTO_REPAIRED.name] == 0

@@ -152,6 +152,7 @@ class SstSnapshots:
         linked: list[LinkedFile] = []
         mapped: list[MappedFile] = []
         self._mapped = None
+        present = self._present(manifest) if in_place is not None and in_place.socket is not None else set()
         for f in manifest.ssts:
             if f.name in self.damaged:
                 raise SnapshotFilesUnusable(
@@ -160,7 +161,7 @@ class SstSnapshots:
             local = os.path.join(db_dir, f.local)
             try:
                 if in_place is not None and in_place.socket is not None:
-                    if not self._files.listed(f.name):  # the load's listing: no remote call per file
+                    if f.name not in present:
                         raise FileNotFoundError(f.name)
                     mapped.append(MappedFile(in_place.socket, in_place.source(f.name), f))
                     place_mapped(in_place.socket, in_place.source(f.name), local, f)
@@ -207,6 +208,14 @@ class SstSnapshots:
                      "read through the shim", self._files.store_id, version, len(mapped),
                      sum(m.file.size for m in mapped), snapshot_name)
         return len(linked) + len(mapped)
+
+    def _present(self, manifest: SstManifest) -> set[str]:
+        """The manifest's files the checkpoint holds, from the load's listing (no remote call per
+        file), listed afresh when it lacks any (it holds no SST file this provider uploaded)."""
+        listing = set(self._files.listing(refresh=False))
+        if not manifest.names <= listing:
+            listing = set(self._files.listing(refresh=True))
+        return listing & manifest.names
 
     def found_damaged(self, manifest: SstManifest, version: int, snapshot_name: str,
                       failure: str) -> SnapshotFilesUnusable | None:
