@@ -38,7 +38,7 @@ from typing import Any
 from benchmarks.harness.baseline import prepare
 from benchmarks.harness.subproc import run_child
 from benchmarks.harness.variants import Variant, ratio
-from benchmarks.workloads.growth import LOAD_METRIC, VARIANTS, _child_params, _kind
+from benchmarks.workloads.growth import LOAD_METRIC, VARIANTS, _child_params, _in_place, _kind, _replayed
 
 
 def _last_batch(ck: str) -> int:
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 row = {"variant": name, "repeat": repeat, "batch_ms": b["batch_ms"],
                        "add_batch_ms": b["add_batch_ms"], "commit_ms": b["commit_ms"],
                        "load_ms": b["custom"].get(LOAD_METRIC[_kind(v)]), "state_rows": b["state_rows"],
-                       **rss.as_dict()}
+                       "replayed_changelogs": _replayed(b), **_in_place(b), **rss.as_dict()}
                 print(json.dumps(row), flush=True)
                 runs.append(row)
     finally:
