@@ -118,6 +118,7 @@ def test_an_unreachable_file_system_fails_the_read_naming_the_file_and_a_retry_r
     assert run.returncode == 0, run.stderr
     first, retry_down, exact, read_whole, repaired = json.loads(run.stdout.splitlines()[-1])
     assert "Connection refused" in first and "in place from " + ck.directory in first, first
+    assert retry_down.startswith("JvmCheckpointIOError: "), retry_down  # a checkpoint error for the shim
     assert "cannot be read to check it whole" in retry_down and "Connection refused" in retry_down, retry_down
     assert exact and read_whole and repaired == 0
 
@@ -146,7 +147,7 @@ def read_while_down(checkpoint_dir: str, local_dir: str, version: int) -> tuple[
         p.get_store(version, now_ms=1_000 + version)
         retry_down = "no error"
     except OSError as e:
-        retry_down = str(e)
+        retry_down = f"{type(e).__name__}: {e}"
     service.failing = None
     served_before = service.bytes
     exact = dict(p.get_store(version, now_ms=1_000 + version).iterator()) == expected(version)

@@ -43,6 +43,7 @@ from ttlstate.checkpoint.location import CheckpointLocation, LocalCheckpointLoca
 from ttlstate.checkpoint.sst_manifest import SstFile, file_crc32
 from ttlstate.config.store_config import StoreConfig
 from ttlstate.engine.select import native_module
+from ttlstate.errors import JvmCheckpointIOError
 from ttlstate.faults import crash_point
 
 log = logging.getLogger(__name__)
@@ -133,7 +134,8 @@ class MappedCheck:
 
     def run(self) -> dict[str, str]:
         """Checkpoint file name -> what is wrong with it. A file that cannot be read is no
-        finding (the DFS may be down for a while): the OSError naming it fails the load."""
+        finding (the DFS may be down for a while): the JvmCheckpointIOError naming it fails
+        the load (a checkpoint error for the shim, not an internal one)."""
         native = native_module()
         assert native is not None  # placeholders exist only with it
         damaged: dict[str, str] = {}
@@ -142,9 +144,9 @@ class MappedCheck:
             try:
                 whole = native.mapped_file_crc32(mapped.socket, mapped.uri, f.size)
             except RuntimeError as e:
-                raise OSError(f"ttlstate store {self._store_id}: SST file {mapped.uri}, read in place "
-                              f"since the restore of version {self.version}, cannot be read to check "
-                              f"it whole: {e}") from None
+                raise JvmCheckpointIOError(
+                    f"ttlstate store {self._store_id}: SST file {mapped.uri}, read in place since the "
+                    f"restore of version {self.version}, cannot be read to check it whole: {e}") from None
             if isinstance(whole, str):
                 problem: str | None = whole
             else:  # bytes appended after the recorded size are read past, not damage
