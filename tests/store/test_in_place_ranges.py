@@ -69,9 +69,10 @@ def test_a_restore_reads_ranges_of_the_checkpoints_files_and_never_changes_them(
         assert os.stat(os.path.join(fresh.db_dir, n)).st_blocks == 0
     metrics = fresh.drain_metrics()
     assert metrics[M.SST_FILES_READ_IN_PLACE.name] == len(mapped)
-    assert service.requests > 0 and _native.mapped_reads()["requests"] - reads_before == service.requests
-    assert metrics[M.IN_PLACE_RANGE_READS.name] == service.requests  # this store's reads, per batch
-    assert metrics[M.IN_PLACE_RANGE_READ_BYTES.name] == service.bytes
+    # This store's reads so far (RocksDB's background jobs may read on meanwhile: not equal).
+    reads, read_bytes = metrics[M.IN_PLACE_RANGE_READS.name], metrics[M.IN_PLACE_RANGE_READ_BYTES.name]
+    assert 0 < reads <= service.requests and 0 < read_bytes <= service.bytes
+    assert _native.mapped_reads()["requests"] - reads_before >= reads
 
     commit_on_top_changing_nothing(ck, fresh, before)
     fresh.close()
