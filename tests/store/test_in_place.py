@@ -207,8 +207,12 @@ def test_no_snapshot_names_a_file_found_damaged(make_in_place_provider: Callable
     s = fresh.get_store(VERSIONS, now_ms=1_000 + VERSIONS)
     s.put(b"k", b"v")
     s.commit()
-    # Found damaged since (as the background check records it; said directly here).
-    fresh.sst.damaged[victim] = "has other bytes (a test says so)"
+    # Found damaged since (as the background check records it; said directly here). Every file
+    # the restore linked: a background compaction may have made any one of them obsolete.
+    newest = os.path.join(ck.directory, ck.name(ck.newest_snapshot(), "snapshot"))
+    assert victim in read_manifest(newest, verify_record_file(newest, b"S")).names
+    for name in read_manifest(newest, verify_record_file(newest, b"S")).names:
+        fresh.sst.damaged[name] = "has other bytes (a test says so)"
     with pytest.raises(CheckpointError, match="is not written: the local DB reads SST file"):
         fresh.write_snapshot()
     assert ck.name(VERSIONS + 1, "snapshot") not in os.listdir(ck.directory)
