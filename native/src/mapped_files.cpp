@@ -55,6 +55,10 @@ std::map<std::string, std::shared_ptr<DirReads>>& ReadsByDir() {
   return reads;
 }
 
+std::string WithoutTrailingSlash(const std::string& dir) {
+  return !dir.empty() && dir.back() == '/' ? dir.substr(0, dir.size() - 1) : dir;
+}
+
 std::string ParentOf(const std::string& path) {
   const auto slash = path.find_last_of('/');
   return slash == std::string::npos ? std::string() : path.substr(0, slash);
@@ -166,7 +170,7 @@ std::optional<MappedSource> MappedSourceOf(const std::string& local) {
 }
 
 void ForgetMappedFiles(const std::string& dir) {
-  const std::string trimmed = !dir.empty() && dir.back() == '/' ? dir.substr(0, dir.size() - 1) : dir;
+  const std::string trimmed = WithoutTrailingSlash(dir);
   const std::string prefix = trimmed + "/";
   std::lock_guard<std::mutex> lock(g_registry_mu);
   for (auto it = Registry().begin(); it != Registry().end();) {
@@ -180,7 +184,7 @@ void ForgetMappedFiles(const std::string& dir) {
 
 MappedReadCounters TakeMappedReads(const std::string& dir) {
   std::lock_guard<std::mutex> lock(g_registry_mu);
-  const auto it = ReadsByDir().find(!dir.empty() && dir.back() == '/' ? dir.substr(0, dir.size() - 1) : dir);
+  const auto it = ReadsByDir().find(WithoutTrailingSlash(dir));
   if (it == ReadsByDir().end()) return {};
   return {it->second->requests.exchange(0), it->second->bytes.exchange(0), 0};
 }

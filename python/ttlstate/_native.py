@@ -134,8 +134,8 @@ def mapped_file_crc32(socket: str, uri: str, size: int) -> tuple[int, int] | str
     outcome, read_bytes, crc, out = c_int(), c_uint64(), c_uint32(), Out()
     lib.ttl_mapped_file_crc32(text(socket), text(uri), size, byref(outcome), byref(read_bytes), byref(crc),
                               *out.refs())
-    if outcome.value == 1:
+    if outcome.value == PROTOCOL_CONSTANTS["RANGE_MISSING"]:
         return "is missing"
-    if outcome.value == 2:
+    if outcome.value == PROTOCOL_CONSTANTS["RANGE_CORRUPT"]:
         return f"has bytes its file system's checksums reject ({out.bytes().decode(errors='replace')})"
     return read_bytes.value, crc.value

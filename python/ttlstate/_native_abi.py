@@ -136,8 +136,9 @@ FUNCTIONS: tuple[Function, ...] = (
        comment="The checkpoint file a placeholder reads (-1: not one)."),
     fn("ttl_status ttl_mapped_file_crc32(const char* socket, const char* uri, uint64_t size, int* outcome, "
        "uint64_t* read_bytes, uint32_t* crc, const char** data, size_t* size_out)",
-       comment="Reads the whole file: its bytes and the CRC-32 of its first `size` (outcome 0), or "
-               "that it is missing (1) or its file system's checksums reject it (2, why: data)."),
+       comment="Reads the whole file: its bytes and the CRC-32 of its first `size` (outcome RANGE_DATA), "
+               "or that it is missing (RANGE_MISSING) or its file system's checksums reject it "
+               "(RANGE_CORRUPT, why: data)."),
     fn("void ttl_mapped_files_forget(const char* dir)", keep_gil=True),
     fn("void ttl_mapped_reads(uint64_t* requests, uint64_t* bytes, uint64_t* connections)", keep_gil=True),
     fn("void ttl_mapped_reads_take(const char* dir, uint64_t* requests, uint64_t* bytes)", keep_gil=True,

@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 
+#include "ttlstate/protocol.h"
+
 namespace rocksdb {
 class Env;
 }
@@ -41,7 +43,9 @@ void ForgetMappedFiles(const std::string& dir);
 // a restore makes: store/in_place.py): its size and the zlib CRC-32 of its first source.size
 // bytes, or that it is missing, or that its file system's checksums reject it (and why).
 struct WholeFile {
-  enum Outcome { kRead = 0, kMissing = 1, kCorrupt = 2 } outcome;
+  // The outcomes of a range read (protocol.h's RANGE_*), which the C ABI passes on as they are.
+  enum Outcome { kRead = protocol::kRangeData, kMissing = protocol::kRangeMissing, kCorrupt = protocol::kRangeCorrupt };
+  Outcome outcome;
   uint64_t size;
   uint32_t crc;
   std::string problem;
