@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ttlstate/big_endian.h"
+#include "ttlstate/connection.h"
 #include "ttlstate/posix_fd.h"
 #include "ttlstate/protocol.h"
 
@@ -53,21 +54,17 @@ class RangeConnection {
   }
 
   // The answer's payload to a request; a RESP_ERROR is thrown as RangeRefused (the stream stays
-  // in step), a broken connection as std::runtime_error.
+  // in step), a broken connection as std::runtime_error. Frames as the server's own
+  // connections read and write them (connection.h).
   std::string Call(uint8_t code, const std::string& payload) {
-    std::string frame;
-    frame.reserve(5 + payload.size());
-    big_endian::Append<uint32_t>(&frame, static_cast<uint32_t>(payload.size() + 1));
-    frame.push_back(static_cast<char>(code));
-    frame += payload;
-    WriteAll(frame.data(), frame.size());
-    char header[5];
-    ReadAll(header, sizeof(header));
-    const auto length = big_endian::Load<uint32_t>(header);
-    if (length < 1 || length > p::kMaxFrame) throw std::runtime_error("the range service sent a malformed frame");
-    std::string body(length - 1, '\0');
-    ReadAll(body.data(), body.size());
-    const auto answer = static_cast<uint8_t>(header[4]);
+    uint8_t answer = 0;
+    std::string body;
+    try {
+      frames_.Send(code, payload);
+      if (!frames_.ReadFrame(&answer, &body)) throw PeerGone{};
+    } catch (const PeerGone&) {
+      throw std::runtime_error("the range service closed the connection");
+    }
     if (answer == p::kRespOk) return body;
     if (answer == p::kRespError && body.size() >= 6) {
       const auto n = big_endian::Load<uint32_t>(body.data() + 2);
@@ -81,25 +78,8 @@ class RangeConnection {
   };
 
  private:
-  void WriteAll(const char* data, size_t n) {
-    for (size_t done = 0; done < n;) {
-      const ssize_t w = ::send(fd_.get(), data + done, n - done, MSG_NOSIGNAL);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) throw std::runtime_error(ErrnoMessage("writing to the range service"));
-      done += static_cast<size_t>(w);
-    }
-  }
-  void ReadAll(char* data, size_t n) {
-    for (size_t done = 0; done < n;) {
-      const ssize_t r = ::recv(fd_.get(), data + done, n - done, 0);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) throw std::runtime_error(r == 0 ? "the range service closed the connection"
-                                                  : ErrnoMessage("reading from the range service"));
-      done += static_cast<size_t>(r);
-    }
-  }
-
   UniqueFd fd_;
+  Connection frames_{fd_.get()};  // declared after fd_: made once the socket is
 };
 
 }  // namespace

@@ -110,12 +110,15 @@ def test_the_next_snapshot_names_the_files_read_in_place_without_uploading_them(
     assert new == names - restored_from and len(new) == 1, new  # only the version's own flush
 
 
+@pytest.mark.parametrize("maker", ["make_in_place_provider", "make_ranges_provider"],
+                         ids=["linked", "ranges"])
 @pytest.mark.parametrize("how", BREAKING)
 def test_a_damaged_file_found_at_the_restore_is_repaired_at_once(  # noqa: ANN001
-        make_in_place_provider, how: str, caplog: pytest.LogCaptureFixture) -> None:
-    """Missing or truncated: its size tells at once. Other bytes in its index, filter or meta
-    blocks (these small files' middle): RocksDB checks them when it opens the file."""
-    ck = Checkpoint(make_in_place_provider, ids=False)
+        request, maker: str, how: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Missing or truncated: its size tells at once (through a range service, the load's
+    listing and the read of its footer). Other bytes in its index, filter or meta blocks (these
+    small files' middle): RocksDB checks them when it opens the file."""
+    ck = Checkpoint(request.getfixturevalue(maker), ids=False)
     check_repair(ck, only_in(ck, ck.name(ck.newest_snapshot(), "snapshot")), how, caplog)
 
 

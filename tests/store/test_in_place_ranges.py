@@ -13,9 +13,8 @@ import subprocess
 import sys
 
 import pytest
-from tests.damage import BREAKING
 from tests.range_service import RangeService, Served, served_provider, short_socket_path
-from tests.store.test_checkpoint_damage import VERSIONS, Checkpoint, check_repair, expected, only_in
+from tests.store.test_checkpoint_damage import VERSIONS, Checkpoint, expected
 from tests.store.test_in_place import commit_on_top_changing_nothing, sst_files
 
 from ttlstate import _native
@@ -161,15 +160,6 @@ def read_while_down(checkpoint_dir: str, local_dir: str, version: int) -> tuple[
     return first, retry_down, exact, read_whole, repaired
 
 
-
-
-@pytest.mark.parametrize("how", BREAKING)
-def test_a_damaged_file_found_at_the_restore_is_repaired_at_once(  # noqa: ANN001
-        make_ranges_provider, how: str, caplog: pytest.LogCaptureFixture) -> None:
-    """Missing: the load's listing tells. Truncated or other bytes in its index, filter or meta
-    blocks (these small files' middle): RocksDB checks them when it opens the file."""
-    ck = Checkpoint(make_ranges_provider, ids=False)
-    check_repair(ck, only_in(ck, ck.name(ck.newest_snapshot(), "snapshot")), how, caplog)
 
 
 def test_a_provider_restores_in_place_the_snapshot_it_wrote_itself(make_ranges_provider) -> None:  # noqa: ANN001
