@@ -79,8 +79,8 @@ def spark() -> Iterator[SparkSession]:
 
 @dataclass
 class Base:
-    """A stopped query's checkpoint, every store snapshotted at least once (ttlstate's: but for
-    `unsnapshot_newest_versions`), and the output of the batch after a restart on it undamaged."""
+    """A stopped query's checkpoint, every store snapshotted at least once (ttlstate's copies: but
+    for `unsnapshot_newest_versions`), and the output of the batch after a restart on it undamaged."""
 
     variant: str
     run: Run
@@ -100,6 +100,8 @@ class Base:
         shutil.copytree(self.run.checkpoint, run.checkpoint, ignore=shutil.ignore_patterns(".*.tmp"))
         free = [os.path.join(run.checkpoint, os.path.relpath(s, self.run.checkpoint)) for s in self.stores()]
         ours, victims = provider == TTLSTATE, []
+        if ours:
+            unsnapshot_newest_versions(free)
         for kind, how in cases:
             store = next(s for s in free if victim(s, kind, ours) is not None)  # an empty one: no SST
             free.remove(store)
@@ -190,19 +192,19 @@ def make_base(spark: SparkSession, variant: str) -> Base:
         assert poll_until(snapshotted, 60)
     finally:
         run.stop()
-    if provider == TTLSTATE:
-        unsnapshot_newest_versions(base)
     base.expected = base.restart([]).outputs[len(STEPS)]
     return base
 
 
-def unsnapshot_newest_versions(base: Base) -> None:
+def unsnapshot_newest_versions(stores: list[str]) -> None:
     """Maintenance snapshots a store's newest version or not, as its timing falls: in every other
     store the newest version's snapshot is taken away (as if maintenance had not reached it; a
     store whose only snapshot it was, when maintenance lagged behind every batch, is left with
     none and replays its changelogs), so the checkpoint always holds stores whose newest
-    changelog a load must read, and (the others) stores with a snapshot."""
-    for store in base.stores()[::2]:
+    changelog a load must read, and (the others) stores with a snapshot. Done to each copy, not
+    to the base: the stopped query's stores stay loaded on the executor until maintenance
+    unloads them, and its maintenance may snapshot their newest versions again meanwhile."""
+    for store in stores[::2]:
         snapshots = [n for n in os.listdir(store) if n.endswith(".snapshot") and not n.startswith(".")]
         changelog = newest(store, ".changelog")
         top = max(snapshots, key=version_of)

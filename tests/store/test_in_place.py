@@ -97,16 +97,28 @@ def commit_on_top_changing_nothing(ck: Checkpoint, fresh: StoreProvider,
 def test_the_next_snapshot_names_the_files_read_in_place_without_uploading_them(
         make_in_place_provider: Callable[..., StoreProvider]) -> None:
     ck = Checkpoint(make_in_place_provider, ids=False)
-    newest = os.path.join(ck.directory, ck.name(ck.newest_snapshot(), "snapshot"))
+    # A snapshot of two files (one fully compacted, one flush) to restore from: with the next
+    # version's flush that is three level-0 files at most, below RocksDB's trigger (four) of a
+    # background compaction, which would otherwise race the snapshot and make the restored files
+    # obsolete before it names them.
+    compacted = ck.make(snapshot_interval=1)
+    assert ck.state(compacted, VERSIONS) == expected(VERSIONS)
+    compacted.engine.compact()
+    ck.commit(compacted, VERSIONS)
+    compacted.close()
+    newest = os.path.join(ck.directory, ck.name(VERSIONS + 1, "snapshot"))
     restored_from = read_manifest(newest, verify_record_file(newest, b"S")).names
-    fresh = ck.make(snapshot_interval=2)
-    assert ck.state(fresh, VERSIONS) == expected(VERSIONS)
+    assert len(restored_from) <= 2, restored_from
+    fresh = ck.make(snapshot_interval=1)
+    assert ck.state(fresh, VERSIONS + 1) == expected(VERSIONS + 1)
     before = sst_files(ck.directory)
-    ck.commit(fresh, VERSIONS)  # version 8: a snapshot
-    snapshot = os.path.join(ck.directory, ck.name(VERSIONS + 1, "snapshot"))
+    ck.commit(fresh, VERSIONS + 1)  # version VERSIONS + 2: a snapshot
+    snapshot = os.path.join(ck.directory, ck.name(VERSIONS + 2, "snapshot"))
     names = read_manifest(snapshot, verify_record_file(snapshot, b"S")).names
     assert restored_from <= names  # still read by the local DB: named again, as they are
-    new = set(sst_files(ck.directory)) - set(before)
+    after = sst_files(ck.directory)
+    assert all(after[n] == before[n] for n in restored_from)  # not uploaded again
+    new = set(after) - set(before)
     assert new == names - restored_from and len(new) == 1, new  # only the version's own flush
 
 
