@@ -153,6 +153,21 @@ SNAPSHOT_READ_IN_PLACE = ConfKey("snapshot.readInPlace", "false",
                                   "`repair.maxChangelogReplay` says. An unreachable file system "
                                   "fails the task naming the file; its retry reads again.",
                                   Kind.BOOL, option="snapshot_read_in_place")
+SNAPSHOT_AFTER_COMMIT = ConfKey("snapshot.afterCommit", "false",
+                                 "Start a snapshot that is due (`snapshotInterval`) as soon as the "
+                                 "commit that makes it due returns, on a background thread of the "
+                                 "state server, instead of at Spark's next maintenance "
+                                 "(`spark.sql.streaming.stateStore.maintenanceInterval`, 60 s by "
+                                 "default), so a restore replays only the changelogs committed "
+                                 "since. With `snapshotInterval=1` and SST snapshots every version "
+                                 "is snapshotted, as Spark's RocksDB provider uploads one with every "
+                                 "commit, but off the commit's path: each costs the memtable's "
+                                 "flush (the store held) and the upload of the SST files written "
+                                 "since the last. A snapshot still running when the next one is due "
+                                 "is followed by one of the then newest version. A failed one is "
+                                 "logged (WARN) and tried again at the next due commit or "
+                                 "maintenance.",
+                                 Kind.BOOL, option="snapshot_after_commit")
 # Spark's own bound on the same repair (autoSnapshotRepair.maxChangeFileReplay) is 500 since 4.2.
 REPAIR_MAX_REPLAY = ConfKey("repair.maxChangelogReplay", "500",
                             "A snapshot that is damaged or missing (its file, an SST manifest or an "
@@ -301,7 +316,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, SNAPSHOT_LAYOUT,
-    SNAPSHOT_READ_IN_PLACE,
+    SNAPSHOT_READ_IN_PLACE, SNAPSHOT_AFTER_COMMIT,
     REPAIR_MAX_REPLAY,
     CHECKPOINT_LOCAL_FILES, PYTHON,
     LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES,

@@ -75,6 +75,8 @@ class StoreConfig:
     checkpoint_local_files: bool = K.CHECKPOINT_LOCAL_FILES.default_value
     # SST snapshots restored by reading their files in the checkpoint (store/in_place.py)
     snapshot_read_in_place: bool = K.SNAPSHOT_READ_IN_PLACE.default_value
+    # a due snapshot starts when the commit returns, not at the next maintenance
+    snapshot_after_commit: bool = K.SNAPSHOT_AFTER_COMMIT.default_value
     # the most changelogs a repair of a damaged snapshot replays (0: no repair)
     repair_max_replay: int = K.REPAIR_MAX_REPLAY.default_value
     # the shim keeps no key filter of a larger store: a restore keeps no key hashes for one
@@ -122,6 +124,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
         reader_include_expired=v[K.READER_INCLUDE_EXPIRED],
         checkpoint_local_files=v[K.CHECKPOINT_LOCAL_FILES],
         snapshot_read_in_place=v[K.SNAPSHOT_READ_IN_PLACE],
+        snapshot_after_commit=v[K.SNAPSHOT_AFTER_COMMIT],
         repair_max_replay=v[K.REPAIR_MAX_REPLAY],
         key_filter_max_keys=v[K.KEY_FILTER_MAX_KEYS],
     )

@@ -119,3 +119,4 @@ class Committer:
         if db.empty_at is not None and db.empty_at == store.version and store.version > 0:
             self._snapshots.write()
         db.empty_at = None
+        self._snapshots.committed(new_version)

@@ -239,8 +239,10 @@ class StoreProvider:
     # -- maintenance --------------------------------------------------------------------------
     def do_snapshot_maintenance(self) -> str | None:
         """Snapshot the loaded version when `snapshot_interval` versions passed since the last (or
-        a repair passed one over); returns the file name of the snapshot published, if any."""
-        return self._snapshots.write_if_due()
+        a repair passed one over); returns the file name of the newest snapshot published since
+        the last call, if any (this one, or one a commit started: `snapshot.afterCommit`)."""
+        self._snapshots.write_if_due()
+        return self._snapshots.take_published()
 
     def write_snapshot(self) -> str | None:
         """Write and publish the snapshot of the loaded version; returns its file name (None:

@@ -1,5 +1,7 @@
-"""Maintenance's snapshots: the loaded version written to the checkpoint every
-`snapshotInterval` versions, in one of two layouts, without holding up the store's batches.
+"""Snapshots: the loaded version written to the checkpoint every `snapshotInterval` versions,
+by maintenance or (`snapshot.afterCommit`) by a background thread as soon as the commit that
+makes one due returns (background_snapshots.py), in one of two layouts, without holding up the
+store's batches.
 
 SST layout (the native engine's default): a RocksDB checkpoint of the version, taken with the
 store held (hard links: the memtable's flush is its only cost), then, without holding it, the
@@ -26,6 +28,7 @@ from ttlstate.engine.base import Engine
 from ttlstate.errors import StoreStateError
 from ttlstate.faults import crash_point
 from ttlstate.store import metric_names as M
+from ttlstate.store.background_snapshots import BACKGROUND
 from ttlstate.store.batch_times import BatchTimes
 from ttlstate.store.context import StoreContext
 from ttlstate.store.local_db import LocalDb
@@ -43,6 +46,11 @@ class SnapshotWriter:
         self._db = db
         self._timeline = timeline
         self._times = times
+        self._published: str | None = None  # the newest snapshot published, until taken
+
+    @property
+    def store_id(self) -> str:
+        return self._ctx.store_id
 
     def write_if_due(self) -> str | None:
         """Snapshot the loaded version when `snapshot_interval` versions passed since the last (or
@@ -52,9 +60,25 @@ class SnapshotWriter:
             db.settle()
             if db.closed or not db.is_open or db.version is None:
                 return None
-            since = db.version - self._timeline.newest_trusted(db.version)
-            due = self._ctx.snapshot_due or since >= self._ctx.config.snapshot_interval
+            due = self._due(db.version)
         return self.write() if due else None
+
+    def committed(self, version: int) -> None:
+        """After the commit of `version` (the store held): its snapshot starts in the background
+        now when one is due and `snapshot.afterCommit` says so (background_snapshots.py)."""
+        if self._ctx.config.snapshot_after_commit and not self._ctx.reader and self._due(version):
+            BACKGROUND.schedule(self)
+
+    def take_published(self) -> str | None:
+        """The newest snapshot published since the last call (by maintenance, a commit or the
+        background thread): what maintenance reports to Spark's coordinator."""
+        with self._ctx.lock:
+            name, self._published = self._published, None
+            return name
+
+    def _due(self, version: int) -> bool:
+        since = version - self._timeline.newest_trusted(version)
+        return self._ctx.snapshot_due or since >= self._ctx.config.snapshot_interval
 
     def write(self) -> str | None:
         """Write and publish the snapshot of the loaded version; returns its file name (None: it
@@ -183,6 +207,7 @@ class SnapshotWriter:
     def _publish(self, local: str, name: str, dropped: int, started: float) -> None:
         self._ctx.files.publish(local, name)
         self._ctx.snapshot_due = False
+        self._published = name
         parsed = names.parse(name)
         if parsed is not None:
             self._timeline.trusted.add(parsed.version)
