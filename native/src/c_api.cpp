@@ -330,10 +330,18 @@ ttl_status ttl_mapped_file_crc32(const char* socket, const char* uri, uint64_t s
 
 void ttl_mapped_files_forget(const char* dir) { ttlstate::ForgetMappedFiles(dir); }
 
-void ttl_mapped_reads_take(const char* dir, uint64_t* requests, uint64_t* bytes) {
+void ttl_mapped_reads_take(const char* dir, uint64_t* requests, uint64_t* bytes, uint64_t* local_requests,
+                           uint64_t* local_bytes) {
   const auto counters = ttlstate::TakeMappedReads(dir);
   *requests = counters.requests;
   *bytes = counters.bytes;
+  *local_requests = counters.local_requests;
+  *local_bytes = counters.local_bytes;
+}
+
+ttl_status ttl_mapped_file_evict(const char* local, const char* socket, const char* uri, uint64_t size,
+                                 uint64_t* freed) {
+  return Guard([&] { *freed = ttlstate::EvictToSource(local, ttlstate::MappedSource{socket, uri, size}); });
 }
 
 void ttl_mapped_reads(uint64_t* requests, uint64_t* bytes, uint64_t* connections) {

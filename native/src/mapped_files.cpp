@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <thread>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -26,16 +27,21 @@ namespace {
 
 // --- the registry ----------------------------------------------------------------------------
 
-// Range reads of the placeholders of one DB directory, since last taken (TakeMappedReads).
+// Reads of the SST files of one DB directory, since last taken (TakeMappedReads): of the
+// checkpoint's files in place, and of the local disk's.
 struct DirReads {
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> local_requests{0};
+  std::atomic<uint64_t> local_bytes{0};
 };
 
 struct Registered {
   MappedSource source;
   std::string path;  // where it was registered (ForgetMappedFiles)
   std::shared_ptr<DirReads> reads;
+  // An evicted file whose blocks are being freed (EvictToSource): mapped though it still has them.
+  bool evicting = false;
 };
 
 using InodeKey = std::pair<uint64_t, uint64_t>;  // (st_dev, st_ino)
@@ -72,8 +78,15 @@ const Registered* Lookup(const std::string& local) {
   if (it == Registry().end()) return nullptr;
   // Still the placeholder: the size it was given and nothing written (a file that reuses a
   // forgotten placeholder's inode has its own blocks, or another size).
-  if (static_cast<uint64_t>(st.st_size) != it->second.source.size || st.st_blocks != 0) return nullptr;
+  if (static_cast<uint64_t>(st.st_size) != it->second.source.size) return nullptr;
+  if (st.st_blocks != 0 && !it->second.evicting) return nullptr;
   return &it->second;
+}
+
+std::shared_ptr<DirReads> ReadsOf(const std::string& local) {  // under g_registry_mu
+  auto& reads = ReadsByDir()[ParentOf(local)];
+  if (!reads) reads = std::make_shared<DirReads>();
+  return reads;
 }
 
 // --- RocksDB's view ----------------------------------------------------------------------------
@@ -117,6 +130,141 @@ class MappedRandomAccessFile : public rocksdb::FSRandomAccessFile {
   const std::shared_ptr<RangePool> pool_;
 };
 
+// A checkpoint file the state server reads itself (a `file:` checkpoint: an empty socket).
+class LocalSourceFile : public rocksdb::FSRandomAccessFile {
+ public:
+  LocalSourceFile(const MappedSource& source, std::shared_ptr<DirReads> reads)
+      : uri_(source.uri), size_(source.size), reads_(std::move(reads)),
+        fd_(::open(source.uri.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd_.get() < 0) throw std::runtime_error(ErrnoMessage("opening checkpoint file " + uri_));
+  }
+
+  rocksdb::IOStatus Read(uint64_t offset, size_t n, const rocksdb::IOOptions& /*options*/,
+                         rocksdb::Slice* result, char* scratch, rocksdb::IODebugContext* /*dbg*/) const override {
+    n = offset >= size_ ? 0 : static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
+    size_t got = 0;
+    while (got < n) {
+      const ssize_t r = ::pread(fd_.get(), scratch + got, n - got, static_cast<off_t>(offset + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return rocksdb::IOStatus::IOError(ErrnoMessage("reading checkpoint file " + uri_));
+      if (r == 0) break;
+      got += static_cast<size_t>(r);
+    }
+    reads_->requests.fetch_add(1, std::memory_order_relaxed);
+    reads_->bytes.fetch_add(got, std::memory_order_relaxed);
+    *result = rocksdb::Slice(scratch, got);
+    return rocksdb::IOStatus::OK();
+  }
+
+ private:
+  const std::string uri_;
+  const uint64_t size_;
+  const std::shared_ptr<DirReads> reads_;
+  const UniqueFd fd_;
+};
+
+// The reader of a placeholder's (or an evicted file's) checkpoint file.
+std::unique_ptr<rocksdb::FSRandomAccessFile> OpenSource(const Registered& r, const std::string& local) {
+  if (r.source.socket.empty()) return std::make_unique<LocalSourceFile>(r.source, r.reads);
+  return std::make_unique<MappedRandomAccessFile>(r.source, r.reads, local);
+}
+
+// What the readers of one local SST file share: whether its reads go to the local disk or (once
+// it is evicted) to the checkpoint's copy, and how many local reads are under way (the blocks
+// are freed only once none is).
+struct SwitchState {
+  std::atomic<int> inflight{0};
+  std::atomic<bool> switched{false};
+  std::unique_ptr<rocksdb::FSRandomAccessFile> source;  // set before `switched`
+};
+
+// By inode, while a reader lives (under g_registry_mu).
+std::map<InodeKey, std::weak_ptr<SwitchState>>& Switches() {
+  static std::map<InodeKey, std::weak_ptr<SwitchState>> switches;
+  return switches;
+}
+
+void SweepSwitches() {  // under g_registry_mu
+  for (auto it = Switches().begin(); it != Switches().end();) {
+    it = it->second.expired() ? Switches().erase(it) : std::next(it);
+  }
+}
+
+// A local SST file of a DB that reads in place: read from the local disk until it is evicted,
+// then from the checkpoint's copy, so RocksDB's open readers (its table cache) never see the
+// freed blocks.
+class SwitchableFile : public rocksdb::FSRandomAccessFile {
+ public:
+  // `linked`: the local name is a link to the checkpoint's file (a `file:` restore in place), whose
+  // reads are counted as in place and which is never evicted.
+  SwitchableFile(std::unique_ptr<rocksdb::FSRandomAccessFile> local, std::shared_ptr<SwitchState> state,
+                 std::shared_ptr<DirReads> reads, bool linked)
+      : local_(std::move(local)), state_(std::move(state)), reads_(std::move(reads)),
+        requests_(linked ? reads_->requests : reads_->local_requests),
+        bytes_(linked ? reads_->bytes : reads_->local_bytes) {}
+
+  rocksdb::IOStatus Read(uint64_t offset, size_t n, const rocksdb::IOOptions& options, rocksdb::Slice* result,
+                         char* scratch, rocksdb::IODebugContext* dbg) const override {
+    return Either([&](rocksdb::FSRandomAccessFile& f) { return f.Read(offset, n, options, result, scratch, dbg); },
+                  [&] { return result->size(); });
+  }
+
+  rocksdb::IOStatus MultiRead(rocksdb::FSReadRequest* reqs, size_t num_reqs, const rocksdb::IOOptions& options,
+                              rocksdb::IODebugContext* dbg) override {
+    return Either([&](rocksdb::FSRandomAccessFile& f) { return f.MultiRead(reqs, num_reqs, options, dbg); }, [&] {
+      size_t got = 0;
+      for (size_t i = 0; i < num_reqs; ++i) got += reqs[i].result.size();
+      return got;
+    });
+  }
+
+  // Hints to the local file while it is read: a copy read in place takes none.
+  rocksdb::IOStatus Prefetch(uint64_t offset, size_t n, const rocksdb::IOOptions& options,
+                             rocksdb::IODebugContext* dbg) override {
+    if (state_->switched.load()) return rocksdb::IOStatus::NotSupported("read in place");
+    return local_->Prefetch(offset, n, options, dbg);
+  }
+  void Hint(AccessPattern pattern) override {
+    if (!state_->switched.load()) local_->Hint(pattern);
+  }
+  rocksdb::IOStatus InvalidateCache(size_t offset, size_t length) override {
+    if (state_->switched.load()) return rocksdb::IOStatus::OK();
+    return local_->InvalidateCache(offset, length);
+  }
+  size_t GetUniqueId(char* id, size_t max_size) const override { return local_->GetUniqueId(id, max_size); }
+  size_t GetRequiredBufferAlignment() const override { return local_->GetRequiredBufferAlignment(); }
+  bool use_direct_io() const override { return local_->use_direct_io(); }
+
+ private:
+  // `read` on the local file, counted (`got`: the bytes it returned), unless the file is evicted:
+  // then on the copy.
+  template <typename Read, typename Got>
+  rocksdb::IOStatus Either(const Read& read, const Got& got) const {
+    state_->inflight.fetch_add(1);  // before looking at `switched`: EvictToSource waits for it
+    if (!state_->switched.load()) {
+      const rocksdb::IOStatus s = read(*local_);
+      state_->inflight.fetch_sub(1);
+      if (s.ok()) {
+        requests_.fetch_add(1, std::memory_order_relaxed);
+        bytes_.fetch_add(got(), std::memory_order_relaxed);
+      }
+      return s;
+    }
+    state_->inflight.fetch_sub(1);
+    return read(*state_->source);
+  }
+
+  const std::unique_ptr<rocksdb::FSRandomAccessFile> local_;
+  const std::shared_ptr<SwitchState> state_;
+  const std::shared_ptr<DirReads> reads_;  // owns the two counters below
+  std::atomic<uint64_t>& requests_;
+  std::atomic<uint64_t>& bytes_;
+};
+
+bool IsSstName(const std::string& f) {
+  return f.size() > 4 && f.compare(f.size() - 4, 4, ".sst") == 0;
+}
+
 class MappedFileSystem : public rocksdb::FileSystemWrapper {
  public:
   MappedFileSystem() : rocksdb::FileSystemWrapper(rocksdb::FileSystem::Default()) {}
@@ -128,11 +276,35 @@ class MappedFileSystem : public rocksdb::FileSystemWrapper {
                                         rocksdb::IODebugContext* dbg) override {
     std::unique_lock<std::mutex> lock(g_registry_mu);
     if (const Registered* placeholder = Lookup(f)) {
-      *r = std::make_unique<MappedRandomAccessFile>(placeholder->source, placeholder->reads, f);
+      try {
+        *r = OpenSource(*placeholder, f);
+      } catch (const std::exception& e) {
+        return rocksdb::IOStatus::IOError("opening " + f + " in place", e.what());
+      }
       return rocksdb::IOStatus::OK();
     }
-    lock.unlock();
-    return target()->NewRandomAccessFile(f, opts, r, dbg);
+    if (!IsSstName(f)) {
+      lock.unlock();
+      return target()->NewRandomAccessFile(f, opts, r, dbg);
+    }
+    // A local SST file: switchable, should it be evicted while this reader lives.
+    std::unique_ptr<rocksdb::FSRandomAccessFile> local;
+    rocksdb::IOStatus s = target()->NewRandomAccessFile(f, opts, &local, dbg);
+    if (!s.ok()) return s;
+    struct stat st {};
+    if (::lstat(f.c_str(), &st) != 0) return rocksdb::IOStatus::IOError(ErrnoMessage("stat " + f));
+    if (S_ISLNK(st.st_mode)) {  // never switched: its own state
+      *r = std::make_unique<SwitchableFile>(std::move(local), std::make_shared<SwitchState>(), ReadsOf(f), true);
+      return rocksdb::IOStatus::OK();
+    }
+    auto& slot = Switches()[KeyOf(st)];
+    std::shared_ptr<SwitchState> state = slot.lock();
+    if (!state) {
+      state = std::make_shared<SwitchState>();
+      slot = state;
+    }
+    *r = std::make_unique<SwitchableFile>(std::move(local), std::move(state), ReadsOf(f), false);
+    return rocksdb::IOStatus::OK();
   }
 
   rocksdb::IOStatus NewSequentialFile(const std::string& f, const rocksdb::FileOptions& opts,
@@ -157,9 +329,50 @@ void AddMappedFile(const std::string& local, const MappedSource& source) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw std::runtime_error(ErrnoMessage("stat " + local));
   std::lock_guard<std::mutex> lock(g_registry_mu);
-  auto& reads = ReadsByDir()[ParentOf(local)];
-  if (!reads) reads = std::make_shared<DirReads>();
-  Registry()[KeyOf(st)] = Registered{source, local, reads};  // a reused inode's old entry is replaced
+  Registry()[KeyOf(st)] = Registered{source, local, ReadsOf(local)};  // a reused inode's old entry is replaced
+}
+
+uint64_t EvictToSource(const std::string& local, const MappedSource& source) {
+  // Never through a link: that is the checkpoint's own file.
+  UniqueFd fd(::open(local.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() < 0) {
+    if (errno == ENOENT || errno == ELOOP) return 0;  // a compaction removed it meanwhile; a link
+    throw std::runtime_error(ErrnoMessage("opening " + local));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw std::runtime_error(ErrnoMessage("stat " + local));
+  if (static_cast<uint64_t>(st.st_size) != source.size) {
+    throw std::runtime_error(local + " has " + std::to_string(st.st_size) + " bytes, its copy " + source.uri +
+                             " " + std::to_string(source.size));
+  }
+  if (st.st_blocks == 0) return 0;  // read in place already
+  const InodeKey key = KeyOf(st);
+  std::shared_ptr<SwitchState> state;
+  {
+    std::lock_guard<std::mutex> lock(g_registry_mu);
+    Registered entry{source, local, ReadsOf(local), true};
+    auto reader = OpenSource(entry, local);  // throws before anything changed if it cannot be read
+    Registry()[key] = std::move(entry);  // new readers read the copy from now on
+    state = Switches()[key].lock();
+    if (state) {  // and the open ones once their reads in progress end
+      state->source = std::move(reader);
+      state->switched.store(true);
+    }
+    SweepSwitches();
+  }
+  while (state && state->inflight.load() != 0) std::this_thread::yield();
+  // To a whole block past the end: a partial last block would stay allocated, zeroed.
+  const off_t block = st.st_blksize > 0 ? st.st_blksize : 4096;
+  const off_t length = (st.st_size + block - 1) / block * block;
+  if (::fallocate(fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, length) != 0) {
+    const std::string problem = ErrnoMessage("freeing the blocks of " + local);
+    std::lock_guard<std::mutex> lock(g_registry_mu);
+    Registry()[key].evicting = false;  // its blocks stay; the readers read the copy all the same
+    throw std::runtime_error(problem);
+  }
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  Registry()[key].evicting = false;  // a placeholder now: no blocks
+  return static_cast<uint64_t>(st.st_blocks) * 512;
 }
 
 std::optional<MappedSource> MappedSourceOf(const std::string& local) {
@@ -180,13 +393,15 @@ void ForgetMappedFiles(const std::string& dir) {
     const bool under = it->first == trimmed || it->first.compare(0, prefix.size(), prefix) == 0;
     it = under ? ReadsByDir().erase(it) : std::next(it);
   }
+  SweepSwitches();
 }
 
 MappedReadCounters TakeMappedReads(const std::string& dir) {
   std::lock_guard<std::mutex> lock(g_registry_mu);
   const auto it = ReadsByDir().find(WithoutTrailingSlash(dir));
   if (it == ReadsByDir().end()) return {};
-  return {it->second->requests.exchange(0), it->second->bytes.exchange(0), 0};
+  return {it->second->requests.exchange(0), it->second->bytes.exchange(0), 0,
+          it->second->local_requests.exchange(0), it->second->local_bytes.exchange(0)};
 }
 
 WholeFile MappedFileCrc32(const MappedSource& source) {

@@ -114,11 +114,22 @@ def forget_mapped_files(directory: str) -> None:
     lib.ttl_mapped_files_forget(text(directory))
 
 
-def take_mapped_reads(directory: str) -> tuple[int, int]:
-    """(range reads, bytes) of the placeholders in `directory` since the last call."""
-    requests, read_bytes = c_uint64(), c_uint64()
-    lib.ttl_mapped_reads_take(text(directory), byref(requests), byref(read_bytes))
-    return requests.value, read_bytes.value
+def take_mapped_reads(directory: str) -> tuple[int, int, int, int]:
+    """Reads of the SST files in `directory` since the last call: (of checkpoint files in
+    place, their bytes, of the local disk, their bytes)."""
+    requests, read_bytes, local_requests, local_bytes = c_uint64(), c_uint64(), c_uint64(), c_uint64()
+    lib.ttl_mapped_reads_take(text(directory), byref(requests), byref(read_bytes), byref(local_requests),
+                              byref(local_bytes))
+    return requests.value, read_bytes.value, local_requests.value, local_bytes.value
+
+
+def evict_mapped_file(local: str, socket: str, uri: str, size: int) -> int:
+    """The uploaded local SST file `local` is read from its copy `uri` from now on (through the
+    range service at `socket`; empty: `uri` is a local path) and its blocks are freed; returns
+    the bytes freed (0: gone, or read in place already)."""
+    freed = c_uint64()
+    lib.ttl_mapped_file_evict(text(local), text(socket), text(uri), size, byref(freed))
+    return freed.value
 
 
 def mapped_reads() -> dict[str, int]:

@@ -141,8 +141,14 @@ FUNCTIONS: tuple[Function, ...] = (
                "(RANGE_CORRUPT, why: data)."),
     fn("void ttl_mapped_files_forget(const char* dir)", keep_gil=True),
     fn("void ttl_mapped_reads(uint64_t* requests, uint64_t* bytes, uint64_t* connections)", keep_gil=True),
-    fn("void ttl_mapped_reads_take(const char* dir, uint64_t* requests, uint64_t* bytes)", keep_gil=True,
-       comment="The range reads of the placeholders in `dir` since the last call."),
+    fn("void ttl_mapped_reads_take(const char* dir, uint64_t* requests, uint64_t* bytes, "
+       "uint64_t* local_requests, uint64_t* local_bytes)", keep_gil=True,
+       comment="The reads of the SST files in `dir` since the last call: of checkpoint files in "
+               "place, and of the local disk."),
+    fn("ttl_status ttl_mapped_file_evict(const char* local, const char* socket, const char* uri, "
+       "uint64_t size, uint64_t* freed)",
+       comment="The uploaded local SST file read from its copy from now on, its blocks freed "
+               "(EvictToSource; socket empty: uri is a local path)."),
     fn("int ttl_block_cache_shard_bits(uint64_t capacity)", keep_gil=True,
        comment="log2 of the shards a block cache of this capacity gets (each big enough for a "
                "large SST's Bloom filter)."),

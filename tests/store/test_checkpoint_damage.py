@@ -34,9 +34,14 @@ def writes(v: int) -> dict[bytes, bytes | None]:
 
 
 def expected(upto: int) -> dict[bytes, bytes]:
+    return folded(writes, upto)
+
+
+def folded(batch: Callable[[int], dict[bytes, bytes | None]], upto: int) -> dict[bytes, bytes]:
+    """The state after versions 1..upto, version v + 1 writing `batch(v)` (None: a remove)."""
     state: dict[bytes, bytes] = {}
     for v in range(upto):
-        for k, val in writes(v).items():
+        for k, val in batch(v).items():
             if val is None:
                 state.pop(k, None)
             else:

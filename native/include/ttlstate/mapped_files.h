@@ -1,7 +1,8 @@
 // SST files a restore opened in place on a checkpoint only the shim reaches (HDFS, S3A, ...):
 // each is a sparse local placeholder of the file's size (no blocks on disk), registered here by
 // its inode with the checkpoint file's URI, and RocksDB's reads of it are byte ranges the shim's
-// range service reads through Hadoop (range_client.h).
+// range service reads through Hadoop (range_client.h). A local SST file the DB wrote becomes one
+// too once it is uploaded and evicted to bound the local disk (EvictToSource).
 //
 // Why a placeholder per file rather than a file system of names: everything RocksDB and the
 // store do with a file besides reading it (listing the directory, its size, a checkpoint's hard
@@ -35,6 +36,13 @@ struct MappedSource {
 void AddMappedFile(const std::string& local, const MappedSource& source);
 // The checkpoint file `local` reads, if it is a registered placeholder.
 std::optional<MappedSource> MappedSourceOf(const std::string& local);
+// The local SST file `local` (one the DB wrote, whose copy `source` the checkpoint holds) is read
+// from `source` from now on and its local blocks are freed, so it becomes a placeholder: readers
+// RocksDB holds open switch over once their reads in progress end (every local SST file of a DB
+// opened on MappedEnv is read through a switch). An empty `source.socket`: `source.uri` is a
+// local path, read directly. Returns the bytes freed: 0 when the file is gone (a compaction
+// removed it) or a placeholder already.
+uint64_t EvictToSource(const std::string& local, const MappedSource& source);
 // Forgets the placeholders registered under the directory `dir` (a local DB dropped): their
 // inodes may be reused once the files are gone.
 void ForgetMappedFiles(const std::string& dir);
@@ -53,13 +61,15 @@ struct WholeFile {
 WholeFile MappedFileCrc32(const MappedSource& source);
 
 struct MappedReadCounters {
-  uint64_t requests = 0;
+  uint64_t requests = 0;  // of checkpoint files, in place
   uint64_t bytes = 0;
   uint64_t connections = 0;
+  uint64_t local_requests = 0;  // of local SST files (TakeMappedReads only)
+  uint64_t local_bytes = 0;
 };
 // Counted since the process started, over every placeholder.
 MappedReadCounters MappedReads();
-// Counted for the placeholders in the directory `dir` since the last call (a store's metrics).
+// Counted for the SST files in the directory `dir` since the last call (a store's metrics).
 MappedReadCounters TakeMappedReads(const std::string& dir);
 
 // The Env of a DB that may hold placeholders: the default one, except that opening a

@@ -153,6 +153,20 @@ SNAPSHOT_READ_IN_PLACE = ConfKey("snapshot.readInPlace", "false",
                                   "`repair.maxChangelogReplay` says. An unreachable file system "
                                   "fails the task naming the file; its retry reads again.",
                                   Kind.BOOL, option="snapshot_read_in_place")
+SNAPSHOT_LOCAL_MAX_BYTES = ConfKey("snapshot.localMaxBytes", "0",
+                                    "With `snapshot.readInPlace`: the most bytes of SST files one "
+                                    "store keeps on the executor's local disk, so a store may be "
+                                    "larger than the disk. Files a restore opened in place take "
+                                    "none; the files the local DB writes (flushes, compactions) stay "
+                                    "local until a snapshot uploaded them, and after each snapshot, "
+                                    "while the store's local files exceed this, the oldest uploaded "
+                                    "ones (RocksDB's older files lie in its deeper levels, read for "
+                                    "keys the newer ones lack) are read in place from the "
+                                    "checkpoint from then on and their local blocks freed. Progress "
+                                    "shows the local disk's share of the SST reads "
+                                    "(`inPlaceLocalReads` against `inPlaceRangeReads`).",
+                                    Kind.SIZE, option="snapshot_local_max_bytes", minimum=0,
+                                    zero="unbounded: uploaded files stay local", examples=("1g", "512m"))
 SNAPSHOT_AFTER_COMMIT = ConfKey("snapshot.afterCommit", "false",
                                  "Start a snapshot that is due (`snapshotInterval`) as soon as the "
                                  "commit that makes it due returns, on a background thread of the "
@@ -316,7 +330,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, SNAPSHOT_LAYOUT,
-    SNAPSHOT_READ_IN_PLACE, SNAPSHOT_AFTER_COMMIT,
+    SNAPSHOT_READ_IN_PLACE, SNAPSHOT_LOCAL_MAX_BYTES, SNAPSHOT_AFTER_COMMIT,
     REPAIR_MAX_REPLAY,
     CHECKPOINT_LOCAL_FILES, PYTHON,
     LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES,

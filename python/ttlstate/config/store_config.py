@@ -75,6 +75,8 @@ class StoreConfig:
     checkpoint_local_files: bool = K.CHECKPOINT_LOCAL_FILES.default_value
     # SST snapshots restored by reading their files in the checkpoint (store/in_place.py)
     snapshot_read_in_place: bool = K.SNAPSHOT_READ_IN_PLACE.default_value
+    # the most bytes of local SST files a store reading in place keeps (0: unbounded)
+    snapshot_local_max_bytes: int = K.SNAPSHOT_LOCAL_MAX_BYTES.default_value
     # a due snapshot starts when the commit returns, not at the next maintenance
     snapshot_after_commit: bool = K.SNAPSHOT_AFTER_COMMIT.default_value
     # the most changelogs a repair of a damaged snapshot replays (0: no repair)
@@ -114,6 +116,10 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
                                                    v[K.FILTER_PERIODIC_COMPACTION], v[K.FILTER_COMPACT_EVERY])
                            if v[K.FILTER_ENABLED] else None),
     )
+    if v[K.SNAPSHOT_LOCAL_MAX_BYTES] and not v[K.SNAPSHOT_READ_IN_PLACE]:
+        raise ConfError(K.SNAPSHOT_LOCAL_MAX_BYTES.key, confs[K.SNAPSHOT_LOCAL_MAX_BYTES.key],
+                        f"0 while {K.SNAPSHOT_READ_IN_PLACE.key} is off (the local disk is bounded "
+                        "only by reading evicted files in place): set it to true, or unset this key")
     return StoreConfig(
         ttl=ttl,
         engine=v[K.ENGINE],
@@ -124,6 +130,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
         reader_include_expired=v[K.READER_INCLUDE_EXPIRED],
         checkpoint_local_files=v[K.CHECKPOINT_LOCAL_FILES],
         snapshot_read_in_place=v[K.SNAPSHOT_READ_IN_PLACE],
+        snapshot_local_max_bytes=v[K.SNAPSHOT_LOCAL_MAX_BYTES],
         snapshot_after_commit=v[K.SNAPSHOT_AFTER_COMMIT],
         repair_max_replay=v[K.REPAIR_MAX_REPLAY],
         key_filter_max_keys=v[K.KEY_FILTER_MAX_KEYS],

@@ -159,10 +159,20 @@ class MappedCheck:
         return damaged
 
 
-def take_range_reads(directory: str) -> tuple[int, int]:
-    """(reads, bytes) of the placeholders in the local DB directory since the last call."""
+@dataclass(frozen=True)
+class SstReads:
+    """Reads of a local DB's SST files (that RocksDB's block cache missed) since last taken."""
+
+    in_place: int = 0  # of checkpoint files: placeholders (restored or evicted) and links
+    in_place_bytes: int = 0
+    local: int = 0  # of the local disk
+    local_bytes: int = 0
+
+
+def take_sst_reads(directory: str) -> SstReads:
+    """The reads of the SST files in the local DB directory since the last call."""
     native = native_module()
-    return native.take_mapped_reads(directory) if native is not None else (0, 0)
+    return SstReads(*native.take_mapped_reads(directory)) if native is not None else SstReads()
 
 
 def forget_placed(directory: str) -> None:

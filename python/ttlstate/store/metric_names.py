@@ -92,13 +92,26 @@ SST_FILES_READ_IN_PLACE = MetricName("sstFilesReadInPlace", "sum",
                                      "none (Spark's RocksDB provider copies every file)")
 IN_PLACE_RANGE_READS = MetricName("inPlaceRangeReads", "sum",
                                   "reads of SST files opened in place on HDFS, S3 or another file "
-                                  "system the shim reaches (`snapshot.readInPlace`): each a "
+                                  "system the shim reaches (`snapshot.readInPlace`), or evicted "
+                                  "from the local disk (`snapshot.localMaxBytes`): each a "
                                   "positional read of the checkpoint's file, for blocks RocksDB's "
                                   "block cache did not hold",
                                   "none (Spark's RocksDB provider reads local copies)")
 IN_PLACE_RANGE_READ_BYTES = MetricName("inPlaceRangeReadBytes", "size",
                                        "bytes those reads returned (`inPlaceRangeReads`)",
                                        "none")
+IN_PLACE_LOCAL_READS = MetricName("inPlaceLocalReads", "sum",
+                                  "reads of a store's local SST files, where it reads in place "
+                                  "(`snapshot.readInPlace`): against `inPlaceRangeReads`, the local "
+                                  "disk's hit rate of the reads RocksDB's block cache missed",
+                                  "none")
+IN_PLACE_LOCAL_READ_BYTES = MetricName("inPlaceLocalReadBytes", "size",
+                                       "bytes those reads returned (`inPlaceLocalReads`)", "none")
+LOCAL_SST_FILES_EVICTED = MetricName("localSstFilesEvicted", "sum",
+                                     "uploaded SST files read in place from then on and freed on the "
+                                     "local disk, to keep it to `snapshot.localMaxBytes`", "none")
+LOCAL_SST_BYTES_EVICTED = MetricName("localSstBytesEvicted", "size",
+                                     "local disk those files freed (`localSstFilesEvicted`)", "none")
 ENGINE_FALLBACK = MetricName("engineFallback", "sum",
                              "stores running on rocksdict because engine=auto found no native build",
                              "none")
@@ -148,7 +161,8 @@ ALL_METRICS: tuple[MetricName, ...] = (
     CACHE_BYTES, STATE_BYTES, TTL_EXPIRED_TOTAL, NUM_REMOVED_STATE_ROWS, READ_AHEAD_KEYS,
     REPLAYED_CHANGELOGS, SNAPSHOTS_AUTO_REPAIRED, FAMILY_COPY_SCANS, INTERNAL_FAMILY_KEYS,
     EXTERNAL_FAMILIES, INTERNAL_FAMILIES, SST_FILES_READ_IN_PLACE, IN_PLACE_RANGE_READS,
-    IN_PLACE_RANGE_READ_BYTES,
+    IN_PLACE_RANGE_READ_BYTES, IN_PLACE_LOCAL_READS, IN_PLACE_LOCAL_READ_BYTES, LOCAL_SST_FILES_EVICTED,
+    LOCAL_SST_BYTES_EVICTED,
 )
 
 # Former names, for readers of old progress logs and dashboards (docs/metrics.md).

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ttlstate.config.keys import EngineKind
 from ttlstate.store import metric_names as M
 from ttlstate.store.context import StoreContext
-from ttlstate.store.in_place import take_range_reads
+from ttlstate.store.in_place import take_sst_reads
 from ttlstate.store.local_db import LocalDb
 from ttlstate.store.planes.base import StoreMetrics
 
@@ -23,9 +23,11 @@ class MetricsReport:
             out = {m.name: 0 for m in M.ALL_METRICS}
             out.update(self._ctx.counters)
             self._ctx.counters.clear()
-            reads, read_bytes = take_range_reads(self._db.directory)
-            out[M.IN_PLACE_RANGE_READS.name] = reads
-            out[M.IN_PLACE_RANGE_READ_BYTES.name] = read_bytes
+            reads = take_sst_reads(self._db.directory)
+            out[M.IN_PLACE_RANGE_READS.name] = reads.in_place
+            out[M.IN_PLACE_RANGE_READ_BYTES.name] = reads.in_place_bytes
+            out[M.IN_PLACE_LOCAL_READS.name] = reads.local
+            out[M.IN_PLACE_LOCAL_READ_BYTES.name] = reads.local_bytes
             engine = self._db.engine_or_none
             if engine is not None:
                 sst = engine.disk_bytes()

@@ -31,6 +31,8 @@ from ttlstate.store import metric_names as M
 from ttlstate.store.background_snapshots import BACKGROUND
 from ttlstate.store.batch_times import BatchTimes
 from ttlstate.store.context import StoreContext
+from ttlstate.store.in_place import in_place_directory
+from ttlstate.store.local_cache import bound_local_files
 from ttlstate.store.local_db import LocalDb
 from ttlstate.store.planes.base import SnapshotView
 from ttlstate.store.recorded_settings import settings_of
@@ -175,7 +177,22 @@ class SnapshotWriter:
                 return None
             self._publish(local, name, 0, started)
             ctx.sst.published(name, prepared, manifest)
+            self._bound_local_disk()
         return name
+
+    def _bound_local_disk(self) -> None:
+        """`snapshot.localMaxBytes`: the files just uploaded may leave the local disk (the store
+        held: the local DB is the one the snapshot was taken of)."""
+        ctx = self._ctx
+        if not ctx.config.snapshot_local_max_bytes:
+            return
+        place = in_place_directory(ctx.config, ctx.files.location, ctx.store_id)
+        if place is None:  # no range service: said once by in_place_directory
+            return
+        evicted = bound_local_files(ctx.store_id, self._db.directory, ctx.sst.uploaded_files(), place,
+                                    ctx.config.snapshot_local_max_bytes)
+        ctx.counters[M.LOCAL_SST_FILES_EVICTED.name] += evicted.files
+        ctx.counters[M.LOCAL_SST_BYTES_EVICTED.name] += evicted.freed
 
     def _still_loaded(self, loaded: int, local: str, version: int, while_: str) -> bool:
         """Whether the local DB a snapshot was taken of is still the loaded one (the store held);

@@ -131,6 +131,11 @@ class SstSnapshots:
                 small.append((local, f.read()))
         return SstManifest(tuple(files), tuple(small), prepared.keys)
 
+    def uploaded_files(self) -> dict[str, SstFile]:
+        """The local DB's files the checkpoint holds, by local name."""
+        with self._mu:
+            return dict(self._uploaded)
+
     def published(self, snapshot_name: str, prepared: PreparedUpload, manifest: SstManifest) -> None:
         """The snapshot naming `manifest` is in the checkpoint now."""
         with self._mu:
