@@ -58,6 +58,7 @@ from benchmarks.harness.variants import (
     HDFS,
     KEY_FILTER_KEY,
     LOCAL_FILES_KEY,
+    LOCAL_MAX_BYTES_KEY,
     MEMORY_KEY,
     READ_IN_PLACE_KEY,
     ROCKSDB,
@@ -120,6 +121,13 @@ VARIANTS: dict[str, Variant] = {
     "ttlstate-budget-in-place-after-commit": Variant("ttlstate-budget-in-place-after-commit", TTLSTATE, {
         TTL_KEY: "1h", MEMORY_KEY: "128m", SNAPSHOT_INTERVAL_KEY: "1", AFTER_COMMIT_KEY: "true",
         READ_IN_PLACE_KEY: "true"}),
+    # the same with the local disk bounded to about a tenth of the state's SST bytes
+    # (snapshot.localMaxBytes, per store): 3 MB of about 25 MB per store at 5M keys over 4
+    # partitions, 25 MB of about 250 MB at 50M
+    **{name: Variant(name, TTLSTATE, {
+        TTL_KEY: "1h", MEMORY_KEY: "128m", SNAPSHOT_INTERVAL_KEY: "1", AFTER_COMMIT_KEY: "true",
+        READ_IN_PLACE_KEY: "true", LOCAL_MAX_BYTES_KEY: bound})
+       for bound in ("3m", "25m") for name in [f"ttlstate-budget-in-place-local-{bound}"]},
     # the same with TTL churn: keys expire 3 minutes (batch time) after they came, so a long run's
     # early keys are cleaned up (on read, by the compaction filter) while new ones keep coming
     "ttlstate-churn": Variant("ttlstate-churn", TTLSTATE, {TTL_KEY: "3m", MEMORY_KEY: "128m"}),
@@ -328,6 +336,23 @@ def _in_place(restore: dict[str, Any]) -> dict[str, Any]:
     return {k: custom[m] for k, m in names.items() if m in custom}
 
 
+def _local_disk(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A store reading in place (snapshot.readInPlace), over the growing batches: the local
+    disk's share of the SST reads RocksDB's block cache missed (the cache hit rate of
+    snapshot.localMaxBytes), the checkpoint's reads per batch (median) and the bytes evicted;
+    {} for a provider that reports none."""
+    customs = [r.get("custom") or {} for r in rows]
+    if not any("inPlaceLocalReads" in c for c in customs):
+        return {}
+    local = sum(int(c.get("inPlaceLocalReads", 0)) for c in customs)
+    remote = sum(int(c.get("inPlaceRangeReads", 0)) for c in customs)
+    return {"local_disk_hit_rate": round(local / (local + remote), 4) if local + remote else None,
+            "median_checkpoint_reads_per_batch": _median([c.get("inPlaceRangeReads", 0) for c in customs]),
+            "median_checkpoint_read_bytes_per_batch": _median([c.get("inPlaceRangeReadBytes", 0)
+                                                               for c in customs]),
+            "local_sst_bytes_evicted": sum(int(c.get("localSstBytesEvicted", 0)) for c in customs)}
+
+
 def _median(values: list[Any]) -> float | None:
     nums = [float(x) for x in values if isinstance(x, (int, float))]
     return round(statistics.median(nums), 1) if nums else None
@@ -378,7 +403,7 @@ def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:
             "jvm_peak_pss_mb": run.get("jvm_peak_pss_mb"),
             "server_peak_pss_mb": run.get("server_peak_pss_mb"),
             "total_peak_pss_mb": run.get("total_peak_pss_mb"), "checkpoint_bytes": run["checkpoint_bytes"],
-            **_written(rows),
+            **_written(rows), **_local_disk(rows),
             "final_state_rows": rows[-1]["state_rows"], "loadavg_1m_mean": run.get("loadavg_1m_mean"),
             **({"jvm_breakdown_mb": run["jvm_breakdown_mb"]} if "jvm_breakdown_mb" in run else {})}
 
