@@ -17,7 +17,8 @@ ROCKSDB_PREFIXES = ("rocksdbCommit", "rocksdbLoad", "rocksdbSaveZip", "rocksdbRe
                     "rocksdbFilesCopied", "rocksdbBytesCopied", "rocksdbFilesReused")
 TTLSTATE_METRICS = ("storeCommitTimeMs", "storeSnapshotTimeMs", "storeCallCount", "storeCallTimeMs",
                     "bloomFilterSkippedReadCount", "rocksdbSstFileSize", "rocksdbLoadLatencyMs",
-                    "sstFilesReadInPlace", "inPlaceRangeReads", "inPlaceRangeReadBytes")
+                    "sstFilesReadInPlace", "inPlaceRangeReads", "inPlaceRangeReadBytes", "inPlaceLocalReads",
+                    "inPlaceLocalReadBytes", "localSstFilesEvicted", "localSstBytesEvicted")
 
 
 def session(app: str, provider_class: str, confs: Mapping[str, str], ttlstate_jar: bool,

@@ -8,11 +8,11 @@
 
 #include <atomic>
 #include <cerrno>
-#include <thread>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 #include <vector>
 

@@ -91,11 +91,12 @@ SST_FILES_READ_IN_PLACE = MetricName("sstFilesReadInPlace", "sum",
                                      "instead of copying them (`snapshot.readInPlace`)",
                                      "none (Spark's RocksDB provider copies every file)")
 IN_PLACE_RANGE_READS = MetricName("inPlaceRangeReads", "sum",
-                                  "reads of SST files opened in place on HDFS, S3 or another file "
-                                  "system the shim reaches (`snapshot.readInPlace`), or evicted "
-                                  "from the local disk (`snapshot.localMaxBytes`): each a "
-                                  "positional read of the checkpoint's file, for blocks RocksDB's "
-                                  "block cache did not hold",
+                                  "reads of SST files read in place (`snapshot.readInPlace`): "
+                                  "those a restore opened (through the shim on HDFS, S3 or another "
+                                  "file system it reaches; as links on `file:`) and those evicted "
+                                  "from the local disk (`snapshot.localMaxBytes`), each a positional "
+                                  "read of the checkpoint's file for blocks RocksDB's block cache "
+                                  "did not hold",
                                   "none (Spark's RocksDB provider reads local copies)")
 IN_PLACE_RANGE_READ_BYTES = MetricName("inPlaceRangeReadBytes", "size",
                                        "bytes those reads returned (`inPlaceRangeReads`)",
