@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -40,7 +41,10 @@ struct Registered {
   MappedSource source;
   std::string path;  // where it was registered (ForgetMappedFiles)
   std::shared_ptr<DirReads> reads;
-  // An evicted file whose blocks are being freed (EvictToSource): mapped though it still has them.
+  // The file's modification time when it became a placeholder: with its inode and size, what
+  // tells it from a file that reuses a freed inode (RocksDB never writes to a finished file).
+  int64_t mtime_ns = 0;
+  // An evicted file whose blocks are being freed (EvictToSource): its modification time changes.
   bool evicting = false;
 };
 
@@ -48,6 +52,10 @@ using InodeKey = std::pair<uint64_t, uint64_t>;  // (st_dev, st_ino)
 
 InodeKey KeyOf(const struct stat& st) {
   return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
+int64_t MtimeNs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
 std::mutex g_registry_mu;
@@ -76,10 +84,11 @@ const Registered* Lookup(const std::string& local) {
   if (::stat(local.c_str(), &st) != 0) return nullptr;
   const auto it = Registry().find(KeyOf(st));
   if (it == Registry().end()) return nullptr;
-  // Still the placeholder: the size it was given and nothing written (a file that reuses a
-  // forgotten placeholder's inode has its own blocks, or another size).
+  // Still the placeholder: the size and modification time it had (a file that reuses a
+  // forgotten placeholder's inode was written since). Not its blocks: a file system may keep
+  // some of an evicted file's (ext4: its extent tree's).
   if (static_cast<uint64_t>(st.st_size) != it->second.source.size) return nullptr;
-  if (st.st_blocks != 0 && !it->second.evicting) return nullptr;
+  if (MtimeNs(st) != it->second.mtime_ns && !it->second.evicting) return nullptr;
   return &it->second;
 }
 
@@ -329,7 +338,8 @@ void AddMappedFile(const std::string& local, const MappedSource& source) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw std::runtime_error(ErrnoMessage("stat " + local));
   std::lock_guard<std::mutex> lock(g_registry_mu);
-  Registry()[KeyOf(st)] = Registered{source, local, ReadsOf(local)};  // a reused inode's old entry is replaced
+  // a reused inode's old entry is replaced
+  Registry()[KeyOf(st)] = Registered{source, local, ReadsOf(local), MtimeNs(st)};
 }
 
 uint64_t EvictToSource(const std::string& local, const MappedSource& source) {
@@ -345,12 +355,12 @@ uint64_t EvictToSource(const std::string& local, const MappedSource& source) {
     throw std::runtime_error(local + " has " + std::to_string(st.st_size) + " bytes, its copy " + source.uri +
                              " " + std::to_string(source.size));
   }
-  if (st.st_blocks == 0) return 0;  // read in place already
   const InodeKey key = KeyOf(st);
   std::shared_ptr<SwitchState> state;
   {
     std::lock_guard<std::mutex> lock(g_registry_mu);
-    Registered entry{source, local, ReadsOf(local), true};
+    if (Lookup(local) != nullptr) return 0;  // read in place already
+    Registered entry{source, local, ReadsOf(local), MtimeNs(st), true};
     auto reader = OpenSource(entry, local);  // throws before anything changed if it cannot be read
     Registry()[key] = std::move(entry);  // new readers read the copy from now on
     state = Switches()[key].lock();
@@ -364,15 +374,17 @@ uint64_t EvictToSource(const std::string& local, const MappedSource& source) {
   // To a whole block past the end: a partial last block would stay allocated, zeroed.
   const off_t block = st.st_blksize > 0 ? st.st_blksize : 4096;
   const off_t length = (st.st_size + block - 1) / block * block;
-  if (::fallocate(fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, length) != 0) {
-    const std::string problem = ErrnoMessage("freeing the blocks of " + local);
-    std::lock_guard<std::mutex> lock(g_registry_mu);
-    Registry()[key].evicting = false;  // its blocks stay; the readers read the copy all the same
-    throw std::runtime_error(problem);
-  }
+  const bool punched = ::fallocate(fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, length) == 0;
+  const std::string problem = punched ? std::string() : ErrnoMessage("freeing the blocks of " + local);
+  struct stat after {};
+  const bool stated = ::fstat(fd.get(), &after) == 0;
   std::lock_guard<std::mutex> lock(g_registry_mu);
-  Registry()[key].evicting = false;  // a placeholder now: no blocks
-  return static_cast<uint64_t>(st.st_blocks) * 512;
+  Registered& entry = Registry()[key];
+  if (stated) entry.mtime_ns = MtimeNs(after);  // the readers read the copy, punched or not
+  entry.evicting = !stated;  // (without its new time, known by inode and size alone)
+  if (!punched) throw std::runtime_error(problem);
+  if (!stated) throw std::runtime_error(ErrnoMessage("stat " + local));
+  return static_cast<uint64_t>(std::max<int64_t>(0, st.st_blocks - after.st_blocks)) * 512;
 }
 
 std::optional<MappedSource> MappedSourceOf(const std::string& local) {

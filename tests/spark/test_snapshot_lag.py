@@ -81,3 +81,23 @@ def test_every_snapshot_is_reported_and_a_lagging_store_is_snapshotted(spark: Sp
             assert poll_until(reported, 30), (p, _latest_reported(spark, run, p), _snapshots(run, p))
     finally:
         run.stop()
+
+
+def test_snapshots_written_as_commits_return_are_reported(spark: SparkSession) -> None:
+    """`snapshot.afterCommit` with `snapshotInterval=1`: the state server snapshots each version
+    as its commit returns (background_snapshots.py), and maintenance reports the newest one it
+    published to the coordinator, whoever wrote it."""
+    run = Run(spark, TTLSTATE, _dedupe, SCHEMA,
+              confs={K.SNAPSHOT_INTERVAL.key: "1", K.SNAPSHOT_AFTER_COMMIT.key: "true"})
+    run.start()
+    try:
+        for i in range(3):
+            run.step([{"k": f"k{i}-{j}"} for j in range(10)])
+        for p in (0, 1):
+            assert poll_until(lambda p=p: 3 in _snapshots(run, p), 30), (p, _snapshots(run, p))
+
+            def reported(p: int = p) -> bool:
+                return _latest_reported(spark, run, p) == max(_snapshots(run, p))
+            assert poll_until(reported, 30), (p, _latest_reported(spark, run, p), _snapshots(run, p))
+    finally:
+        run.stop()

@@ -9,7 +9,8 @@
 // link, a compaction's unlink, removing the directory) then works as for any local file, and a
 // hard link shares the inode, so a snapshot's link of a placeholder is read in place too. Only
 // opening a file for reading looks at the registry (MappedFileSystem), and it checks the file is
-// still the placeholder it registered (same size, no blocks), so a reused inode never maps.
+// still the placeholder it registered (same size and modification time), so a reused inode never
+// maps.
 #pragma once
 
 #include <cstdint>

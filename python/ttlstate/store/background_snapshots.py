@@ -54,7 +54,7 @@ class BackgroundSnapshots:
         self._queue.put(writer)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Until every queued snapshot was written (tests, and a clean close); False on timeout."""
+        """Until every queued snapshot was written (tests); False on timeout."""
         with self._lock:
             return self._idle.wait_for(lambda: self._running == 0, timeout)
 

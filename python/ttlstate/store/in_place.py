@@ -107,10 +107,15 @@ def place_mapped(socket: str, uri: str, local: str, f: SstFile) -> None:
 
 
 def is_placed(path: str) -> bool:
-    """Whether the local SST file `path` is read in place: a link, or a placeholder (a sparse
-    file without a block; also once the placeholders were forgotten: its bytes are zeros)."""
+    """Whether the local SST file `path` is read in place: a link, or a placeholder (registered
+    with the native side: a restore's, or an evicted file, which may keep a block or two of its
+    file system's own; or a sparse file without a block, also once the placeholders were
+    forgotten: its bytes are zeros)."""
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
+        return True
+    native = native_module()
+    if native is not None and native.mapped_file_source(path) is not None:
         return True
     return st.st_size > 0 and st.st_blocks == 0
 

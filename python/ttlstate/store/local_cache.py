@@ -19,12 +19,11 @@ from __future__ import annotations
 import logging
 import os
 import re
-import stat
 from dataclasses import dataclass
 
 from ttlstate.checkpoint.sst_manifest import SstFile
 from ttlstate.engine.select import native_module
-from ttlstate.store.in_place import InPlace
+from ttlstate.store.in_place import InPlace, is_placed
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +44,13 @@ def local_sst_bytes(db_dir: str) -> dict[str, int]:
     for name in os.listdir(db_dir):
         if _LOCAL_SST.match(name) is None:
             continue
+        path = os.path.join(db_dir, name)
         try:
-            st = os.lstat(os.path.join(db_dir, name))
+            st = os.lstat(path)
+            if st.st_blocks and not is_placed(path):
+                out[name] = st.st_blocks * 512
         except FileNotFoundError:  # a compaction removed it meanwhile
             continue
-        if not stat.S_ISLNK(st.st_mode) and st.st_blocks:
-            out[name] = st.st_blocks * 512
     return out
 
 
@@ -75,7 +75,7 @@ def bound_local_files(store_id: str, db_dir: str, uploaded: dict[str, SstFile], 
         if got:
             files, freed, total = files + 1, freed + got, total - local[name]
     if total > max_bytes:
-        log.info("ttlstate store %s: %d bytes of SST files stay on the local disk, over "
+        log.debug("ttlstate store %s: %d bytes of SST files stay on the local disk, over "
                  "snapshot.localMaxBytes (%d): they are not uploaded yet (the next snapshot "
                  "uploads them)", store_id, total, max_bytes)
     return Evicted(files, freed, total)
