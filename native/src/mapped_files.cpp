@@ -14,6 +14,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -56,6 +57,16 @@ InodeKey KeyOf(const struct stat& st) {
 
 int64_t MtimeNs(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+// One file as it is: its inode, size and modification time. An inode alone is not (a file
+// removed by a compaction frees it for the next one written, while a reader of the old one may
+// still live).
+using FileId = std::tuple<uint64_t, uint64_t, uint64_t, int64_t>;
+
+FileId IdOf(const struct stat& st) {
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+          MtimeNs(st)};
 }
 
 std::mutex g_registry_mu;
@@ -187,9 +198,9 @@ struct SwitchState {
   std::unique_ptr<rocksdb::FSRandomAccessFile> source;  // set before `switched`
 };
 
-// By inode, while a reader lives (under g_registry_mu).
-std::map<InodeKey, std::weak_ptr<SwitchState>>& Switches() {
-  static std::map<InodeKey, std::weak_ptr<SwitchState>> switches;
+// By file, while a reader lives (under g_registry_mu).
+std::map<FileId, std::weak_ptr<SwitchState>>& Switches() {
+  static std::map<FileId, std::weak_ptr<SwitchState>> switches;
   return switches;
 }
 
@@ -306,7 +317,7 @@ class MappedFileSystem : public rocksdb::FileSystemWrapper {
       *r = std::make_unique<SwitchableFile>(std::move(local), std::make_shared<SwitchState>(), ReadsOf(f), true);
       return rocksdb::IOStatus::OK();
     }
-    auto& slot = Switches()[KeyOf(st)];
+    auto& slot = Switches()[IdOf(st)];
     std::shared_ptr<SwitchState> state = slot.lock();
     if (!state) {
       state = std::make_shared<SwitchState>();
@@ -363,8 +374,8 @@ uint64_t EvictToSource(const std::string& local, const MappedSource& source) {
     Registered entry{source, local, ReadsOf(local), MtimeNs(st), true};
     auto reader = OpenSource(entry, local);  // throws before anything changed if it cannot be read
     Registry()[key] = std::move(entry);  // new readers read the copy from now on
-    state = Switches()[key].lock();
-    if (state) {  // and the open ones once their reads in progress end
+    state = Switches()[IdOf(st)].lock();
+    if (state && !state->switched.load()) {  // and the open ones once their reads in progress end
       state->source = std::move(reader);
       state->switched.store(true);
     }
