@@ -8,6 +8,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -45,6 +47,35 @@ def expected(upto: int) -> dict[bytes, bytes]:
             if not (i == 0 and v < upto - 1)}
 
 
+class Held:
+    """The background thread, stopped in the first snapshot it writes until `release`."""
+
+    def __init__(self) -> None:
+        self._entered, self._release = threading.Event(), threading.Event()
+
+    def hold(self) -> None:
+        if not self._entered.is_set():
+            self._entered.set()
+            assert self._release.wait(30)
+
+    def started(self) -> None:
+        assert self._entered.wait(30)
+
+    def release(self) -> None:
+        self._release.set()
+
+
+@contextmanager
+def first_snapshot_held() -> Iterator[Held]:
+    held = Held()
+    faults.on_point("snapshot-before-write", held.hold)
+    try:
+        yield held
+    finally:
+        faults.on_point("snapshot-before-write", None)
+        held.release()
+
+
 def snapshot_versions(tmp_path, ck: str = "ck") -> set[int]:  # noqa: ANN001
     return {int(n.split(".")[0]) for n in os.listdir(tmp_path / ck) if n.endswith(".snapshot")}
 
@@ -80,24 +111,13 @@ def test_commits_while_a_snapshot_is_written_are_followed_by_one_of_the_newest(t
     """The thread is held in the first snapshot while three more versions commit: they queue the
     store once, and the run after writes only the newest version."""
     p = provider(tmp_path, "a")
-    entered, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        if not entered.is_set():
-            entered.set()
-            assert release.wait(30)
-
-    faults.on_point("snapshot-before-write", hold)
-    try:
+    with first_snapshot_held() as held:
         commit(p, 0)
-        assert entered.wait(30)
+        held.started()
         for v in range(1, 4):
             commit(p, v)  # not held up by the snapshot being written
-        release.set()
+        held.release()
         assert BACKGROUND.wait_idle(30)
-    finally:
-        faults.on_point("snapshot-before-write", None)
-        release.set()
     assert snapshot_versions(tmp_path) == {1, 4}
     # maintenance reports the newest published one to the coordinator, once
     assert p.do_snapshot_maintenance() == "4.snapshot"
@@ -136,25 +156,14 @@ def test_a_failed_snapshot_loses_nothing_and_the_next_due_commit_writes_one(
 
 def test_a_store_closed_before_its_snapshot_runs_is_not_snapshotted(tmp_path) -> None:  # noqa: ANN001
     p = provider(tmp_path, "a")
-    entered, release = threading.Event(), threading.Event()
     other = provider(tmp_path, "other", ck="other-ck")
-
-    def hold() -> None:  # the thread is busy with another store's snapshot
-        if not entered.is_set():
-            entered.set()
-            assert release.wait(30)
-
-    faults.on_point("snapshot-before-write", hold)
-    try:
+    with first_snapshot_held() as held:  # the thread is busy with another store's snapshot
         commit(other, 0)
-        assert entered.wait(30)
+        held.started()
         commit(p, 0)  # queued behind it
         p.close()
-        release.set()
+        held.release()
         assert BACKGROUND.wait_idle(30)
-    finally:
-        faults.on_point("snapshot-before-write", None)
-        release.set()
     assert snapshot_versions(tmp_path) == set()
     assert snapshot_versions(tmp_path, "other-ck") == {1}
     other.close()
