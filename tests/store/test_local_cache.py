@@ -140,3 +140,20 @@ def test_the_bound_needs_reading_in_place() -> None:
     assert SNAPSHOT_LOCAL_MAX_BYTES.key in str(e.value) and SNAPSHOT_READ_IN_PLACE.key in str(e.value)
     config = store_config_from_confs({SNAPSHOT_LOCAL_MAX_BYTES.key: "1g", SNAPSHOT_READ_IN_PLACE.key: "true"})
     assert config.snapshot_local_max_bytes == 1 << 30
+
+
+def test_a_failed_eviction_leaves_the_files_local_and_the_snapshot_stands(
+        make_in_place_provider: Callable[..., StoreProvider], monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from ttlstate.store import snapshots
+
+    def unreachable(*args: object) -> None:
+        raise OSError("checkpoint file system unreachable (test)")
+
+    monkeypatch.setattr(snapshots, "bound_local_files", unreachable)
+    p = make_in_place_provider(snapshot_interval=1, local_max_bytes=1)
+    commit(p, 0)
+    assert "1.snapshot" in os.listdir(p.checkpoint.directory)
+    assert local_uploaded(p)  # still local
+    assert "could not leave the local disk" in caplog.text and "unreachable (test)" in caplog.text
+    assert state(p, 1) == expected(1)

@@ -189,8 +189,13 @@ class SnapshotWriter:
         place = in_place_directory(ctx.config, ctx.files.location, ctx.store_id)
         if place is None:  # no range service: said once by in_place_directory
             return
-        evicted = bound_local_files(ctx.store_id, self._db.directory, ctx.sst.uploaded_files(), place,
-                                    ctx.config.snapshot_local_max_bytes)
+        try:
+            evicted = bound_local_files(ctx.store_id, self._db.directory, ctx.sst.uploaded_files(), place,
+                                        ctx.config.snapshot_local_max_bytes)
+        except (OSError, RuntimeError) as e:  # the snapshot stands; the files stay local
+            log.warning("ttlstate store %s: SST files could not leave the local disk for "
+                        "snapshot.localMaxBytes (the next snapshot tries again): %s", ctx.store_id, e)
+            return
         ctx.counters[M.LOCAL_SST_FILES_EVICTED.name] += evicted.files
         ctx.counters[M.LOCAL_SST_BYTES_EVICTED.name] += evicted.freed
 
