@@ -167,3 +167,19 @@ def test_a_store_closed_before_its_snapshot_runs_is_not_snapshotted(tmp_path) ->
     assert snapshot_versions(tmp_path) == set()
     assert snapshot_versions(tmp_path, "other-ck") == {1}
     other.close()
+
+
+def test_a_snapshot_asked_for_while_one_is_written_is_skipped(tmp_path) -> None:  # noqa: ANN001
+    """One snapshot at a time per store: maintenance's while the background thread writes one
+    returns at once, without uploading the same files beside it (the first to publish may evict
+    a file the other still reads: snapshot.localMaxBytes)."""
+    p = provider(tmp_path, "a")
+    with first_snapshot_held() as held:
+        commit(p, 0)
+        held.started()
+        commit(p, 1)
+        assert p.write_snapshot() is None  # skipped, not waiting for the held one
+        held.release()
+        assert BACKGROUND.wait_idle(30)
+    assert snapshot_versions(tmp_path) == {1, 2}  # the held one, then the background's next
+    p.close()

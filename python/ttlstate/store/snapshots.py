@@ -18,6 +18,7 @@ import logging
 import os
 import secrets
 import shutil
+import threading
 import time
 
 from ttlstate.checkpoint import names
@@ -49,6 +50,7 @@ class SnapshotWriter:
         self._timeline = timeline
         self._times = times
         self._published: str | None = None  # the newest snapshot published, until taken
+        self._writing = threading.Lock()  # held while a snapshot is written (see write)
 
     @property
     def store_id(self) -> str:
@@ -84,7 +86,19 @@ class SnapshotWriter:
 
     def write(self) -> str | None:
         """Write and publish the snapshot of the loaded version; returns its file name (None: it
-        was skipped)."""
+        was skipped). One at a time per store: a snapshot asked for while another is written (by
+        maintenance, a commit or the background thread) is skipped, as the other one publishes.
+        Two at once would upload the same new SST files at once, and the first to publish may
+        evict a file (`snapshot.localMaxBytes`) that the other is still reading to upload."""
+        if not self._writing.acquire(blocking=False):
+            log.debug("ttlstate store %s: snapshot skipped: another one is being written", self._ctx.store_id)
+            return None
+        try:
+            return self._write()
+        finally:
+            self._writing.release()
+
+    def _write(self) -> str | None:
         ctx, db = self._ctx, self._db
         with ctx.lock:
             started = time.monotonic()
