@@ -97,7 +97,7 @@ const Registered* Lookup(const std::string& local) {
   if (it == Registry().end()) return nullptr;
   // Still the placeholder: the size and modification time it had (a file that reuses a
   // forgotten placeholder's inode was written since). Not its blocks: a file system may keep
-  // some of an evicted file's (ext4: its extent tree's).
+  // some blocks of a file whose every byte was punched out.
   if (static_cast<uint64_t>(st.st_size) != it->second.source.size) return nullptr;
   if (MtimeNs(st) != it->second.mtime_ns && !it->second.evicting) return nullptr;
   return &it->second;
