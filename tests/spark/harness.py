@@ -101,6 +101,11 @@ def session(master: str = "local[2]", confs: dict[str, str] | None = None,
     os.environ["PYSPARK_PYTHON"] = sys.executable  # Python UDF workers: this venv (pandas)
     spark = ttlstate.configure(builder, **ttl_options).getOrCreate()  # type: ignore[arg-type]
     spark.sparkContext.setLogLevel("ERROR")
+    # A context that launched with these confs has each (lists such as spark.jars, which
+    # configure() extends, contain it); a reused one ignored them all, silently.
+    launched = spark.sparkContext.getConf()
+    ignored = {k: launched.get(k, None) for k, v in (confs or {}).items() if v not in (launched.get(k, None) or "")}
+    assert not ignored, f"an earlier SparkContext of this JVM was reused, its confs kept: {ignored}"
     return spark
 
 

@@ -13,7 +13,7 @@ import scala.util.{Failure, Random, Success, Try}
 import org.apache.hadoop.fs.FileUtil
 import org.apache.spark.{SparkConf, SparkContext, SparkEnv}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerApplicationEnd}
-import org.apache.spark.ttlstate.SparkLocalDirs
+import org.apache.spark.ttlstate.{SparkActiveContext, SparkLocalDirs}
 import ttlstate.client.{ServerConnection, ServerStopped}
 import ttlstate.conf.{ConfKeys, ConfValues}
 
@@ -362,8 +362,8 @@ object StateServer {
    *  it through EOF on its stdin. Called from provider init, i.e. while a context is active. */
   def watchApplication(): Unit = synchronized {
     val env = SparkEnv.get
-    if (env != null && env.executorId == "driver") {
-      val sc = SparkContext.getOrCreate()
+    // No active context: the application is stopping, and its end stops the server anyway.
+    if (env != null && env.executorId == "driver") SparkActiveContext.get.foreach { sc =>
       if (listening ne sc) {
         listening = sc
         sc.addSparkListener(new SparkListener {
