@@ -18,6 +18,7 @@
 
 #include "ttlstate/compaction_filter.h"
 #include "ttlstate/connection.h"
+#include "ttlstate/corruptions.h"
 #include "ttlstate/db.h"
 #include "ttlstate/errors.h"
 #include "ttlstate/key_hash.h"
@@ -342,6 +343,17 @@ void ttl_mapped_reads_take(const char* dir, uint64_t* requests, uint64_t* bytes,
 ttl_status ttl_mapped_file_evict(const char* local, const char* socket, const char* uri, uint64_t size,
                                  uint64_t* freed) {
   return Guard([&] { *freed = ttlstate::EvictToSource(local, ttlstate::MappedSource{socket, uri, size}); });
+}
+
+ttl_status ttl_corruptions_take(const char* dir, const char** data, size_t* size) {
+  return Guard([&] {
+    ListOut out;
+    for (const auto& c : ttlstate::TakeCorruptions(dir)) {
+      out.Add(c.path);
+      out.Add(c.message);
+    }
+    out.Finish(data, size);
+  });
 }
 
 void ttl_mapped_reads(uint64_t* requests, uint64_t* bytes, uint64_t* connections) {

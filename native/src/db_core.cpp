@@ -9,12 +9,16 @@
 #include "rocksdb/options.h"
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/write_batch.h"
+#include "ttlstate/corruptions.h"
 #include "ttlstate/db.h"
 
 namespace ttlstate {
 
 void CheckStatus(const rocksdb::Status& s, const char* what) {
-  if (!s.ok()) throw std::runtime_error(std::string("rocksdb ") + what + ": " + s.ToString());
+  if (s.ok()) return;
+  std::string message = s.ToString();
+  if (s.IsCorruption()) NoteCorruption(message);
+  throw std::runtime_error(std::string("rocksdb ") + what + ": " + message);
 }
 
 namespace {

@@ -22,6 +22,7 @@ from ttlstate._native_lib import (
     Out,
     PeerGone,
     StateError,
+    decode_pairs,
     lib,
     read_value,
     scratch,
@@ -130,6 +131,14 @@ def evict_mapped_file(local: str, socket: str, uri: str, size: int) -> int:
     freed = c_uint64()
     lib.ttl_mapped_file_evict(text(local), text(socket), text(uri), size, byref(freed))
     return freed.value
+
+
+def take_corruptions(directory: str) -> list[tuple[str, str]]:
+    """(file, RocksDB's message) for each file of `directory` that a read or write of this
+    process found corrupt since the last call."""
+    out = Out()
+    lib.ttl_corruptions_take(text(directory), *out.refs())
+    return [(path.decode(), message.decode(errors="replace")) for path, message in decode_pairs(out.bytes())]
 
 
 def mapped_reads() -> dict[str, int]:

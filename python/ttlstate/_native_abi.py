@@ -149,6 +149,9 @@ FUNCTIONS: tuple[Function, ...] = (
        "uint64_t size, uint64_t* freed)",
        comment="The uploaded local SST file read from its copy from now on, its blocks freed "
                "(EvictToSource; socket empty: uri is a local path)."),
+    fn("ttl_status ttl_corruptions_take(const char* dir, const char** data, size_t* size)", keep_gil=True,
+       comment="Pairs (the file, RocksDB's message) of the corruption reads and writes met in files "
+               "of the directory `dir` since the last call (corruptions.h)."),
     fn("int ttl_block_cache_shard_bits(uint64_t capacity)", keep_gil=True,
        comment="log2 of the shards a block cache of this capacity gets (each big enough for a "
                "large SST's Bloom filter)."),

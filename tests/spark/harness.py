@@ -103,8 +103,8 @@ def session(master: str = "local[2]", confs: dict[str, str] | None = None,
     spark.sparkContext.setLogLevel("ERROR")
     # A context that launched with these confs has each (lists such as spark.jars, which
     # configure() extends, contain it); a reused one ignored them all, silently.
-    launched = spark.sparkContext.getConf()
-    ignored = {k: launched.get(k, None) for k, v in (confs or {}).items() if v not in (launched.get(k, None) or "")}
+    launched = {k: spark.sparkContext.getConf().get(k, None) for k in confs or {}}
+    ignored = {k: launched[k] for k, v in (confs or {}).items() if v not in (launched[k] or "")}
     assert not ignored, f"an earlier SparkContext of this JVM was reused, its confs kept: {ignored}"
     return spark
 

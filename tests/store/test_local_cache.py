@@ -13,6 +13,8 @@ import pytest
 from tests.store.test_checkpoint_damage import folded
 from tests.store.test_in_place import named_by_snapshots, sst_files
 
+from ttlstate.checkpoint.record_file import verify_record_file
+from ttlstate.checkpoint.sst_manifest import read_manifest
 from ttlstate.config.keys import (
     EXPERIMENTAL_LOCAL_DISK_BOUND_ENV,
     SNAPSHOT_LOCAL_MAX_BYTES,
@@ -168,3 +170,28 @@ def test_a_failed_eviction_leaves_the_files_local_and_the_snapshot_stands(
     assert local_uploaded(p)  # still local
     assert "could not leave the local disk" in caplog.text and "unreachable (test)" in caplog.text
     assert state(p, 1) == expected(1)
+
+
+def test_a_damaged_copy_of_an_evicted_file_is_passed_over_by_the_retry(
+        make: Callable[..., StoreProvider], caplog: pytest.LogCaptureFixture) -> None:
+    p = make(snapshot_interval=1, local_max_bytes=1)
+    for v in range(3):  # a flush each, all evicted; nothing read, so no data block is cached
+        commit(p, v)
+    uploaded = p.sst.uploaded_files()
+    newest = max(uploaded, key=number)  # version 3's flush: snapshots 1 and 2 do not name it
+    assert newest not in local_sst_bytes(p.db_dir)
+    copy = os.path.join(p.checkpoint.directory, uploaded[newest].name)
+    with open(copy, "r+b") as out:  # its first data blocks, in the copy its reads go to
+        out.seek(1000)
+        out.write(bytes(4000))
+    with pytest.raises(RuntimeError, match="Corruption"):
+        state(p, 3)  # the batch that reads the damage fails
+    # Its retry: the copy is read whole, found damaged, and the load passes over every snapshot
+    # naming it (snapshot 2 and changelog 3 instead).
+    assert state(p, 3) == expected(3)
+    assert "passes over every snapshot naming it" in caplog.text and newest in caplog.text
+    assert uploaded[newest].name in p.sst.damaged
+    commit(p, 3)  # and goes on: the next snapshot never names the damaged copy
+    path = os.path.join(p.checkpoint.directory, "4.snapshot")
+    assert uploaded[newest].name not in read_manifest(path, verify_record_file(path, b"S")).names
+    assert state(p, 4) == expected(4)

@@ -141,27 +141,40 @@ class MappedCheck:
         """Checkpoint file name -> what is wrong with it. A file that cannot be read is no
         finding (the DFS may be down for a while): the JvmCheckpointIOError naming it fails
         the load (a checkpoint error for the shim, not an internal one)."""
-        native = native_module()
-        assert native is not None  # placeholders exist only with it
         damaged: dict[str, str] = {}
         for mapped in self._files:
             f = mapped.file
-            try:
-                whole = native.mapped_file_crc32(mapped.socket, mapped.uri, f.size)
-            except RuntimeError as e:
-                raise JvmCheckpointIOError(
-                    f"ttlstate store {self._store_id}: SST file {mapped.uri}, read in place since the "
-                    f"restore of version {self.version}, cannot be read to check it whole: {e}") from None
-            if isinstance(whole, str):
-                problem: str | None = whole
-            else:  # bytes appended after the recorded size are read past, not damage
-                problem = _compare(min(whole[0], f.size), whole[1], f)
+            problem = _check_mapped(mapped, f"{self._store_id}: SST file {mapped.uri}, read in place "
+                                              f"since the restore of version {self.version},")
             if problem is not None:
                 damaged[f.name] = problem
                 log.warning("ttlstate store %s: SST file %s, read in place since the restore of "
                             "version %d, %s; the next load passes over every snapshot naming it",
                             self._store_id, mapped.uri, self.version, problem)
         return damaged
+
+
+def _check_mapped(mapped: MappedFile, what: str) -> str | None:
+    """What is wrong with the checkpoint file `mapped` names, read whole through the range
+    service; None: nothing. `what` names it in the error when it cannot be read."""
+    native = native_module()
+    assert native is not None  # placeholders exist only with it
+    f = mapped.file
+    try:
+        whole = native.mapped_file_crc32(mapped.socket, mapped.uri, f.size)
+    except RuntimeError as e:
+        raise JvmCheckpointIOError(f"ttlstate store {what} cannot be read to check it whole: {e}") from None
+    if isinstance(whole, str):
+        return whole
+    return _compare(min(whole[0], f.size), whole[1], f)  # bytes appended after it are read past
+
+
+def check_copy(place: InPlace, f: SstFile, store_id: str) -> str | None:
+    """What is wrong with the checkpoint's copy of `f` in `place`, read whole; None: nothing."""
+    source = place.source(f.name)
+    if place.socket is None:
+        return _check(LinkedFile(source, f))
+    return _check_mapped(MappedFile(place.socket, source, f), f"{store_id}: SST file {source}")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ uploaded such a file the checkpoint holds a copy, so the file can become a place
 copy: the native side switches RocksDB's open readers of it over to the copy and frees its
 blocks (mapped_files.h, EvictToSource). Whatever a snapshot names stays in the checkpoint while
 a version needs it, and each later snapshot of this DB names every file the DB still reads, so
-an evicted file's copy outlives its use (the same rule as a restored file's).
+an evicted file's copy outlives its use (the same rule as a restored file's). A copy found
+damaged by a batch's read is read whole by the next load and passed over
+(SstSnapshots.corruption_found).
 
 Which files go: the oldest first (lowest file number). RocksDB's older files have settled into
 its deeper levels, which a lookup reaches only for keys the newer levels lack; the newest

@@ -31,6 +31,7 @@ from ttlstate.store import change_feed, retention
 from ttlstate.store.batch_times import BatchTimes
 from ttlstate.store.committer import Committer
 from ttlstate.store.context import StoreContext
+from ttlstate.store.in_place import in_place_directory
 from ttlstate.store.loader import VersionLoader
 from ttlstate.store.local_db import LocalDb
 from ttlstate.store.metrics import MetricsReport
@@ -162,6 +163,11 @@ class StoreProvider:
                 log.warning("ttlstate store %s: local state directory vanished; restoring "
                             "from the checkpoint", self.store_id)
                 db.drop()
+            if db.is_open and ctx.sst.corruption_found(
+                    db.directory, lambda: in_place_directory(ctx.config, ctx.files.location, ctx.store_id)):
+                log.warning("ttlstate store %s: restoring version %d from the checkpoint: the local "
+                            "state read a corrupt file (above)", self.store_id, version)
+                db.drop()
             if db.is_open and ctx.sst.damage_found(version, db.version):
                 log.warning("ttlstate store %s: the local state reads a checkpoint file found "
                             "damaged (above); restoring version %d without it", self.store_id, version)
@@ -171,6 +177,7 @@ class StoreProvider:
             elif (from_snapshot is not None or not db.is_open or db.version != version
                   or (ctx.checkpoint_ids and version > 0 and ckpt_id != db.state_id)):
                 self._loader.load(version, from_snapshot, ckpt_id, snapshot_ckpt_id)
+                ctx.sst.corruption_handled(db.directory)
             now = self._times.now(ctx.config.ttl, version, now_ms, watermark_ms, previous_batch_ms)
             if ctx.reader:  # as the query saw it: the recorded TTL, at the time of that batch
                 ctx.config = self._written.reader_config(ctx.config)

@@ -31,12 +31,14 @@ from ttlstate.checkpoint.sst_manifest import (
     split_checkpoint,
     sst_file_name,
 )
+from ttlstate.engine.select import native_module
 from ttlstate.store.in_place import (
     InPlace,
     InPlaceCheck,
     LinkedFile,
     MappedCheck,
     MappedFile,
+    check_copy,
     is_placed,
     link_in_place,
     place_mapped,
@@ -257,6 +259,39 @@ class SstSnapshots:
         self._check_mapped(retried)
         with self._mu:
             return any(f.name in self.damaged for f in self._uploaded.values())
+
+    def corruption_found(self, directory: str, place_of: Callable[[], InPlace | None]) -> bool:
+        """Whether RocksDB found a file of the local DB `directory` corrupt since the last load
+        (the read or write of a batch that failed: native, corruptions.h); the caller drops the
+        DB and the load restores from the checkpoint. A file of the checkpoint's read in place
+        (a restored placeholder or link, an evicted file) has its copy read whole first: a
+        damaged one is passed over by that load, as when a restore's check finds it, so a
+        retried task repairs instead of reading the damage again."""
+        native = native_module()
+        found = native.take_corruptions(directory) if native is not None else []
+        place = place_of() if found else None
+        for path, message in found:
+            with self._mu:
+                f = self._uploaded.get(os.path.basename(path))
+            store_id = self._files.store_id
+            problem = check_copy(place, f, store_id) if f is not None and place is not None else None
+            if problem is None:
+                log.warning("ttlstate store %s: RocksDB found %s corrupt (%s); the local state is "
+                            "restored from the checkpoint", self._files.store_id, path, message)
+                continue
+            with self._mu:
+                self.damaged[f.name] = f"{problem} (RocksDB found it corrupt reading it: {message})"
+            log.warning("ttlstate store %s: SST file %s, read in place, %s; the next load passes over "
+                        "every snapshot naming it", store_id, self._files.describe(f.name), problem)
+        return bool(found)
+
+    @staticmethod
+    def corruption_handled(directory: str) -> None:
+        """A load of the local DB in `directory` succeeded: what corruption it met, it repaired
+        (or it would have failed), so that is no news to the next load."""
+        native = native_module()
+        if native is not None:
+            native.take_corruptions(directory)
 
     def _collect(self, wait_for: Callable[[InPlaceCheck], bool]) -> None:
         """Takes the findings of the checks that are done, and of those `wait_for` picks once
