@@ -162,17 +162,11 @@ class LocalSourceFile : public rocksdb::FSRandomAccessFile {
   rocksdb::IOStatus Read(uint64_t offset, size_t n, const rocksdb::IOOptions& /*options*/,
                          rocksdb::Slice* result, char* scratch, rocksdb::IODebugContext* /*dbg*/) const override {
     n = offset >= size_ ? 0 : static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
-    size_t got = 0;
-    while (got < n) {
-      const ssize_t r = ::pread(fd_.get(), scratch + got, n - got, static_cast<off_t>(offset + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return rocksdb::IOStatus::IOError(ErrnoMessage("reading checkpoint file " + uri_));
-      if (r == 0) break;
-      got += static_cast<size_t>(r);
-    }
+    const ssize_t got = PreadUpTo(fd_.get(), scratch, n, offset);  // short only past the file's end
+    if (got < 0) return rocksdb::IOStatus::IOError(ErrnoMessage("reading checkpoint file " + uri_));
     reads_->requests.fetch_add(1, std::memory_order_relaxed);
-    reads_->bytes.fetch_add(got, std::memory_order_relaxed);
-    *result = rocksdb::Slice(scratch, got);
+    reads_->bytes.fetch_add(static_cast<uint64_t>(got), std::memory_order_relaxed);
+    *result = rocksdb::Slice(scratch, static_cast<size_t>(got));
     return rocksdb::IOStatus::OK();
   }
 

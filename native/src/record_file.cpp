@@ -1,5 +1,6 @@
 #include "ttlstate/record_file.h"
 #include "ttlstate/big_endian.h"
+#include "ttlstate/posix_fd.h"
 #include "ttlstate/ttl_value.h"
 
 #include <fcntl.h>
@@ -27,13 +28,9 @@ constexpr size_t kChunk = 1 << 20;
 }
 
 void ReadExactly(int fd, char* out, size_t n, uint64_t offset, const std::string& path) {
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t r = ::pread(fd, out + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) Fail(path, r == 0 ? "is truncated" : std::string("read failed: ") + std::strerror(errno));
-    done += static_cast<size_t>(r);
-  }
+  const ssize_t got = PreadUpTo(fd, out, n, offset);
+  if (got < 0) Fail(path, std::string("read failed: ") + std::strerror(errno));
+  if (static_cast<size_t>(got) < n) Fail(path, "is truncated");
 }
 
 }  // namespace
