@@ -123,8 +123,7 @@ VARIANTS: dict[str, Variant] = {
         READ_IN_PLACE_KEY: "true"}),
     # the same with the local disk bounded to about a tenth of the state's SST bytes
     # (snapshot.localMaxBytes, per store): 3 MB of about 25 MB per store at 5M keys over 4
-    # partitions, 25 MB of about 250 MB at 50M; experimental: run with
-    # TTLSTATE_EXPERIMENTAL_LOCAL_DISK_BOUND=1 in the environment
+    # partitions, 25 MB of about 250 MB at 50M
     **{name: Variant(name, TTLSTATE, {
         TTL_KEY: "1h", MEMORY_KEY: "128m", SNAPSHOT_INTERVAL_KEY: "1", AFTER_COMMIT_KEY: "true",
         READ_IN_PLACE_KEY: "true", LOCAL_MAX_BYTES_KEY: bound})

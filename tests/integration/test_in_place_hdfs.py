@@ -2,14 +2,15 @@
 service reads the byte ranges RocksDB asks for), and HDFS going away in the middle of them.
 
 A dropDuplicates over Kafka, its checkpoint on a MiniDFSCluster (two DataNodes, replication 2),
-snapshotted at every version as its commit returns (`snapshot.afterCommit`). After two steps the
-query stops and the state server is killed (a fresh executor: nothing of the files in its block
-cache); the restarted query restores in place, and the restore's first store stalls right after
-RocksDB opened its files (a crash point of the state server) while both DataNodes are stopped:
-its next read in place (the replay of the newest changelog, or a task's read) fails the task
-naming the file, each retry fails naming the file it could not read, and the query stops. With
-the DataNodes back, the restarted query re-runs the batch, restores in place again and runs on:
-the outputs equal Spark's RocksDB provider's clean run on HDFS, record for record. local[2,3]: a
+snapshotted at every version as its commit returns, no uploaded SST file kept locally
+(`snapshot.afterCommit`, `snapshot.localMaxBytes`). After two steps the query stops and the
+state server is killed (a fresh executor: nothing of the files in its block cache); the
+restarted query restores in place, and the restore's first store stalls right after RocksDB
+opened its files (a crash point of the state server) while both DataNodes are stopped: its next
+read in place (the replay of the newest changelog, or a task's read) fails the task naming the
+file, each retry fails naming the file it could not read, and the query stops. With the
+DataNodes back, the restarted query re-runs the batch, restores in place again and runs on: the
+outputs equal Spark's RocksDB provider's clean run on HDFS, record for record. local[2,3]: a
 failed task is retried, as on a cluster."""
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ from ttlstate.config import keys as K
 
 pytestmark = pytest.mark.integration
 
-# Snapshots as the commits return.
+# Snapshots as the commits return, and no uploaded file kept on the local disk: once snapshotted,
+# every SST file is read from HDFS.
 IN_PLACE = {K.TTL.key: "1h", K.SNAPSHOT_INTERVAL.key: "1", K.SNAPSHOT_READ_IN_PLACE.key: "true",
-            K.SNAPSHOT_AFTER_COMMIT.key: "true"}
+            K.SNAPSHOT_AFTER_COMMIT.key: "true", K.SNAPSHOT_LOCAL_MAX_BYTES.key: "1"}
 STALL_MS = 8000  # the stalled store waits this long; both DataNodes stop meanwhile
 # A read of a block whose DataNodes are gone fails after the HDFS client's few tries, quickly.
 FAST_FAILING_READS = {"spark.hadoop.dfs.client.retry.window.base": "100",

@@ -54,14 +54,16 @@ SPARK_SNAPSHOTS = {"spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
 # lie in the checkpoint), format 1 copies them, and `ranges` reads them in place through the
 # shim's range service (checkpoint.localFiles off: the server reaches the checkpoint only through
 # Hadoop, as on HDFS or S3): every way meets every damage. `ranges` also snapshots as its
-# commits return (snapshot.afterCommit).
+# commits return (snapshot.afterCommit) and keeps no uploaded file on the local disk
+# (snapshot.localMaxBytes=1): every file it reads once snapshotted is read through the shim.
 VARIANTS = {
     "ttlstate-sst-format1": (TTLSTATE, {K.SNAPSHOT_INTERVAL.key: "2"}),
     "ttlstate-sst-format2": (TTLSTATE, {K.SNAPSHOT_INTERVAL.key: "2", FORMAT_KEY: "2",
                                         K.SNAPSHOT_READ_IN_PLACE.key: "true"}),
     "ttlstate-sst-ranges": (TTLSTATE, {K.SNAPSHOT_INTERVAL.key: "2", K.SNAPSHOT_READ_IN_PLACE.key: "true",
                                        K.CHECKPOINT_LOCAL_FILES.key: "false",
-                                       K.SNAPSHOT_AFTER_COMMIT.key: "true"}),
+                                       K.SNAPSHOT_AFTER_COMMIT.key: "true",
+                                       K.SNAPSHOT_LOCAL_MAX_BYTES.key: "1"}),
     "ttlstate-records-format1": (TTLSTATE, {K.SNAPSHOT_INTERVAL.key: "2", K.SNAPSHOT_LAYOUT.key: "records"}),
     "rocksdb-format1": (ROCKSDB, SPARK_SNAPSHOTS),
     "rocksdb-format2": (ROCKSDB, {**SPARK_SNAPSHOTS, FORMAT_KEY: "2"}),

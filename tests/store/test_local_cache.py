@@ -15,11 +15,7 @@ from tests.store.test_in_place import named_by_snapshots, sst_files
 
 from ttlstate.checkpoint.record_file import verify_record_file
 from ttlstate.checkpoint.sst_manifest import read_manifest
-from ttlstate.config.keys import (
-    EXPERIMENTAL_LOCAL_DISK_BOUND_ENV,
-    SNAPSHOT_LOCAL_MAX_BYTES,
-    SNAPSHOT_READ_IN_PLACE,
-)
+from ttlstate.config.keys import SNAPSHOT_LOCAL_MAX_BYTES, SNAPSHOT_READ_IN_PLACE
 from ttlstate.config.parse import ConfError
 from ttlstate.config.store_config import store_config_from_confs
 from ttlstate.store import metric_names as M
@@ -140,19 +136,13 @@ def number(name: str) -> int:
     return int(name.split(".")[0])
 
 
-def test_the_bound_is_refused_unless_the_experiment_is_on_and_needs_reading_in_place(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    confs = {SNAPSHOT_LOCAL_MAX_BYTES.key: "1g", SNAPSHOT_READ_IN_PLACE.key: "true"}
-    monkeypatch.delenv(EXPERIMENTAL_LOCAL_DISK_BOUND_ENV, raising=False)
-    with pytest.raises(ConfError) as e:
-        store_config_from_confs(confs)
-    assert SNAPSHOT_LOCAL_MAX_BYTES.key in str(e.value) and EXPERIMENTAL_LOCAL_DISK_BOUND_ENV in str(e.value)
-    assert store_config_from_confs({SNAPSHOT_LOCAL_MAX_BYTES.key: "0"}).snapshot_local_max_bytes == 0
-    monkeypatch.setenv(EXPERIMENTAL_LOCAL_DISK_BOUND_ENV, "1")
+def test_the_bound_needs_reading_in_place() -> None:
     with pytest.raises(ConfError) as e:
         store_config_from_confs({SNAPSHOT_LOCAL_MAX_BYTES.key: "1g"})
     assert SNAPSHOT_LOCAL_MAX_BYTES.key in str(e.value) and SNAPSHOT_READ_IN_PLACE.key in str(e.value)
-    assert store_config_from_confs(confs).snapshot_local_max_bytes == 1 << 30
+    config = store_config_from_confs({SNAPSHOT_LOCAL_MAX_BYTES.key: "1g", SNAPSHOT_READ_IN_PLACE.key: "true"})
+    assert config.snapshot_local_max_bytes == 1 << 30
+    assert store_config_from_confs({SNAPSHOT_LOCAL_MAX_BYTES.key: "0"}).snapshot_local_max_bytes == 0
 
 
 def test_a_failed_eviction_leaves_the_files_local_and_the_snapshot_stands(

@@ -153,14 +153,7 @@ SNAPSHOT_READ_IN_PLACE = ConfKey("snapshot.readInPlace", "false",
                                   "`repair.maxChangelogReplay` says. An unreachable file system "
                                   "fails the task naming the file; its retry reads again.",
                                   Kind.BOOL, option="snapshot_read_in_place")
-# snapshot.localMaxBytes is refused unless this is set in the environment (experimental).
-EXPERIMENTAL_LOCAL_DISK_BOUND_ENV = "TTLSTATE_EXPERIMENTAL_LOCAL_DISK_BOUND"
 SNAPSHOT_LOCAL_MAX_BYTES = ConfKey("snapshot.localMaxBytes", "0",
-                                    "Experimental, refused unless the environment variable "
-                                    f"`{EXPERIMENTAL_LOCAL_DISK_BOUND_ENV}=1` is set: a 50M-key run "
-                                    "read an evicted file as zeros, which fails the task; the cause "
-                                    "found since (two snapshots of one store written at once) is "
-                                    "fixed, not yet confirmed at that scale. "
                                     "With `snapshot.readInPlace`: the most bytes of SST files one "
                                     "store keeps on the executor's local disk, so a store may be "
                                     "larger than the disk. Files a restore opened in place take "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -117,12 +116,6 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
                                                    v[K.FILTER_PERIODIC_COMPACTION], v[K.FILTER_COMPACT_EVERY])
                            if v[K.FILTER_ENABLED] else None),
     )
-    if v[K.SNAPSHOT_LOCAL_MAX_BYTES] and not os.environ.get(K.EXPERIMENTAL_LOCAL_DISK_BOUND_ENV):
-        raise ConfError(K.SNAPSHOT_LOCAL_MAX_BYTES.key, confs[K.SNAPSHOT_LOCAL_MAX_BYTES.key],
-                        "0 in this release: bounding the local disk is experimental (a 50M-key run read "
-                        "an evicted file as zeros, which fails the task); to try it, set "
-                        f"{K.EXPERIMENTAL_LOCAL_DISK_BOUND_ENV}=1 in the driver's and the executors' "
-                        "environment")
     if v[K.SNAPSHOT_LOCAL_MAX_BYTES] and not v[K.SNAPSHOT_READ_IN_PLACE]:
         raise ConfError(K.SNAPSHOT_LOCAL_MAX_BYTES.key, confs[K.SNAPSHOT_LOCAL_MAX_BYTES.key],
                         f"0 while {K.SNAPSHOT_READ_IN_PLACE.key} is off (the local disk is bounded "
