@@ -21,6 +21,7 @@ import bisect
 import contextlib
 import datetime as dt
 import os
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -133,3 +134,44 @@ def bytes_per_batch_by_kind(seen: dict[str, tuple[int, int]], starts_ms: list[in
         per = out[_batch(starts_ms, mtime)]
         per[kind] = per.get(kind, 0) + size
     return out
+
+
+# ---- a batch taken back, so that it runs again (a restore measured more than once) ----
+
+BATCH_LOGS = ("offsets", "commits")
+
+
+def log_entry_names(batch: int) -> tuple[str, str]:
+    """A batch's entry in a log of the checkpoint (offsets, commits, a file source's), and its
+    Hadoop checksum file."""
+    return str(batch), f".{batch}.crc"
+
+
+def committed_version(batch: int) -> re.Pattern[str]:
+    """The names of the state files of the version `batch` committed (version batch + 1), and
+    their checksum files, in any provider's layout."""
+    return re.compile(rf"^\.?{batch + 1}\.")
+
+
+def rewind(spark: Any, ck: str, batch: int) -> int:
+    """Takes batch `batch` out of the checkpoint `ck` (any Hadoop file system: the child's JVM
+    reaches it): its log entries and the state files of the version it committed, so the next
+    run of the query runs it again on the state before it. Returns the files removed."""
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path
+    fs = path(ck).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    doomed = [join(ck, log, name) for log in BATCH_LOGS for name in log_entry_names(batch)]
+    sources = path(join(ck, "sources"))
+    for source in fs.listStatus(sources) if fs.exists(sources) else []:
+        entries = source.getPath().toString()
+        if fs.exists(path(join(entries, f"{batch}.compact"))):
+            raise RuntimeError(f"batch {batch}'s source log entry is a compaction of all earlier ones: "
+                               "it cannot be taken back; grow with another --batches")
+        doomed += [join(entries, name) for name in log_entry_names(batch)]
+    version = committed_version(batch)
+    files = fs.listFiles(path(join(ck, "state")), True)
+    while files.hasNext():
+        f = files.next().getPath()
+        if version.match(f.getName()):
+            doomed.append(f.toString())
+    return sum(1 for d in doomed if fs.delete(path(d), False))

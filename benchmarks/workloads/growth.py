@@ -274,15 +274,24 @@ def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_
     # on local disk with Hadoop's .crc files, as before; elsewhere as the child listed it
     ck_bytes = dir_bytes(os.path.join(ck, "state")) if ck_root == work else grown["checkpoint_state_bytes"]
     _place(restore_file, input_dir)
-    restored, restore_rss = run_child(
-        "benchmarks.workloads.growth_child", _child_params(v, args, "restore", input_dir, ck), v.env(),
-        os.path.join(work, "logs", f"{os.path.basename(here)}-restore.log"), args.timeout)
+    restores = []
+    for repeat in range(args.restore_repeats):  # each after taking the one before back out
+        params = _child_params(v, args, "restore", input_dir, ck)
+        if restores:
+            params["rewind_batch"] = restores[-1]["batch_id"]
+        restored, restore_rss = run_child(
+            "benchmarks.workloads.growth_child", params, v.env(),
+            os.path.join(work, "logs", f"{os.path.basename(here)}-restore{repeat or ''}.log"), args.timeout)
+        restores.append({**_normalized([restored["batch"]], v)[0], "query_wall_s": restored["query_wall_s"],
+                         "ttlstate_file": restored["ttlstate_file"], "shim_jars": _shim_jars(restored),
+                         **restore_rss.as_dict()})
+    # the repeat of the median restore batch (the upper one of an even count) stands for them
+    median = sorted(restores, key=lambda r: r["batch_ms"])[len(restores) // 2]
     run = {"variant": v.name, "round": round_no, "checkpoint": ck, "ttlstate_file": grown["ttlstate_file"],
-           "shim_jars": _shim_jars(grown) + _shim_jars(restored),
+           "shim_jars": _shim_jars(grown) + [j for r in restores for j in r.pop("shim_jars")],
            "grow_wall_s": grown["grow_wall_s"], "batches": _normalized(grown["batches"], v),
-           "checkpoint_bytes": ck_bytes, **grow_rss.as_dict(),
-           "restore": {**_normalized([restored["batch"]], v)[0], "query_wall_s": restored["query_wall_s"],
-                       "ttlstate_file": restored["ttlstate_file"], **restore_rss.as_dict()}}
+           "checkpoint_bytes": ck_bytes, **grow_rss.as_dict(), "restore": median,
+           **({"restore_repeats": restores} if len(restores) > 1 else {})}
     if not args.keep:
         shutil.rmtree(here, ignore_errors=True)
     _print_run(run)
@@ -311,6 +320,8 @@ def _print_run(run: dict[str, Any]) -> None:
               f"snapshot {r['snapshot_ms']} ms, state rows {r['state_rows']}, wrote "
               f"{r['checkpoint_bytes_written'] / 1e6:.1f} MB to the checkpoint", flush=True)
     rs = run["restore"]
+    if "restore_repeats" in run:
+        print(f"  restores: {', '.join(str(r['batch_ms']) for r in run['restore_repeats'])} ms", flush=True)
     print(f"  restore: {rs['batch_ms']} ms (state rows {rs['state_rows']}, changelogs replayed "
           f"{_replayed(rs)}); peak RSS JVM "
           f"{run['jvm_peak_rss_mb']} MB, server {run['server_peak_rss_mb']} MB (PSS "
@@ -390,6 +401,7 @@ def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:
     if "failed" in run:
         return summarize_failed_run(run)
     rows, rs = run["batches"], run["restore"]
+    restores = run.get("restore_repeats", [rs])
     return {"median_batch_ms": _median([r["batch_ms"] for r in rows]),
             "first_batch_ms": rows[0]["batch_ms"], "max_batch_ms": max(r["batch_ms"] for r in rows),
             "median_commit_ms": _median([r["commit_ms"] for r in rows]),
@@ -397,7 +409,8 @@ def summarize_run(run: dict[str, Any], expected_rows: int) -> dict[str, Any]:
             "restore_ms": rs["batch_ms"], "restore_load_ms": rs["load_ms"],
             "restore_commit_ms": rs["commit_ms"], "restore_replayed_changelogs": _replayed(rs),
             **_in_place(rs),
-            "restore_state_rows_ok": rs["state_rows"] == expected_rows,
+            "restore_state_rows_ok": all(r["state_rows"] == expected_rows for r in restores),
+            **({"restore_ms_repeats": [r["batch_ms"] for r in restores]} if len(restores) > 1 else {}),
             "jvm_peak_rss_mb": run["jvm_peak_rss_mb"], "server_peak_rss_mb": run["server_peak_rss_mb"],
             "total_peak_rss_mb": run["total_peak_rss_mb"],
             "jvm_peak_pss_mb": run.get("jvm_peak_pss_mb"),
@@ -415,7 +428,7 @@ def _combine_rounds(per_round: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, first in per_round[0].items():
         values = [s.get(key) for s in per_round]
-        if isinstance(first, dict):  # a breakdown: no median of its own, every round's
+        if isinstance(first, dict | list):  # a breakdown or repeats: no median of its own, every round's
             out[f"{key}_per_round"] = values
         else:
             out[key] = all(values) if isinstance(first, bool) else _median(values)
@@ -467,6 +480,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--baseline-variants", default="ttlstate",
                     help="which ttlstate variants get a baseline twin")
     ap.add_argument("--restore-keys", type=int, default=100, help="new keys in the restore batch")
+    ap.add_argument("--restore-repeats", type=int, default=1,
+                    help="restores per grown checkpoint, each in a fresh JVM after the one before was "
+                         "taken back out of the checkpoint (checkpoint_fs.rewind; on HDFS too); the "
+                         "median one is the round's restore, every one is listed")
     ap.add_argument("--settle", type=float, default=6.0,
                     help="seconds the query keeps running after its last batch (maintenance)")
     ap.add_argument("--maintenance-interval", default="5s")
@@ -507,6 +524,7 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
             "master": "local[2]", "driver_memory": args.driver_memory, "fixed_heap": args.fixed_heap,
             "maintenance_interval": args.maintenance_interval,
             "settle_s": args.settle, "restore_keys": args.restore_keys, "rounds": args.rounds,
+            "restore_repeats": args.restore_repeats,
             "quick": args.quick, "checkpoint_fs": args.checkpoint_fs,
             "workload": "dropDuplicates(key), Parquet file source, maxFilesPerTrigger=1, noop sink"}
 

@@ -7,7 +7,9 @@ checkpoint's state folder after every batch it sees complete (`benchmarks.harnes
 reports the bytes each batch wrote there.
 `restore`: the same query on the same checkpoint, in a new JVM whose local state directories
 are empty, processes ONE small file (added by the parent) with `availableNow`: that batch
-loads the whole state from the checkpoint before it can commit.
+loads the whole state from the checkpoint before it can commit. With `rewind_batch` it first
+takes that batch of an earlier restore back out of the checkpoint (`checkpoint_fs.rewind`), so
+the same restore is measured again.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ import sys
 import time
 from typing import Any
 
-from benchmarks.harness.checkpoint_fs import CheckpointFiles, bytes_per_batch_by_kind, join, progress_start_ms
+from benchmarks.harness.checkpoint_fs import (
+    CheckpointFiles,
+    bytes_per_batch_by_kind,
+    join,
+    progress_start_ms,
+    rewind,
+)
 from benchmarks.harness.sparkjob import child_main, imported_ttlstate, progresses, session, state_metrics
 
 
@@ -98,6 +106,8 @@ def grow(spark: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def restore(spark: Any, params: dict[str, Any]) -> dict[str, Any]:
+    if params.get("rewind_batch") is not None:  # a repeat: the last restore's batch runs again
+        rewind(spark, params["checkpoint"], int(params["rewind_batch"]))
     started = time.monotonic()
     query = _start(spark, params, available_now=True)
     query.awaitTermination(float(params["timeout_s"]))

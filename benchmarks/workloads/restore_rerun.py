@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import tempfile
@@ -36,6 +35,7 @@ import time
 from typing import Any
 
 from benchmarks.harness.baseline import prepare
+from benchmarks.harness.checkpoint_fs import BATCH_LOGS, committed_version, log_entry_names
 from benchmarks.harness.subproc import run_child
 from benchmarks.harness.variants import Variant, ratio
 from benchmarks.workloads.growth import LOAD_METRIC, VARIANTS, _child_params, _in_place, _kind, _replayed
@@ -49,9 +49,10 @@ def _last_batch(ck: str) -> int:
 
 
 def _remove_batch(ck: str, batch: int) -> None:
-    """The checkpoint as before `batch`: its log entries and the state version it committed."""
-    for log in ("offsets", "commits"):
-        for name in (str(batch), f".{batch}.crc"):
+    """The checkpoint as before `batch`: its log entries and the state version it committed
+    (checkpoint_fs.rewind, for a local folder without a JVM)."""
+    for log in BATCH_LOGS:
+        for name in log_entry_names(batch):
             path = os.path.join(ck, log, name)
             if os.path.exists(path):
                 os.unlink(path)
@@ -60,10 +61,10 @@ def _remove_batch(ck: str, batch: int) -> None:
         if os.path.exists(os.path.join(entries, f"{batch}.compact")):
             raise SystemExit(f"restore_rerun: batch {batch}'s source log entry is a compaction of "
                              "all earlier ones; grow with another --batches")
-        for name in (str(batch), f".{batch}.crc"):
+        for name in log_entry_names(batch):
             if os.path.exists(os.path.join(entries, name)):
                 os.unlink(os.path.join(entries, name))
-    version = re.compile(rf"^\.?{batch + 1}\.")  # the version the batch committed, and its .crc
+    version = committed_version(batch)
     for root, _dirs, files in os.walk(os.path.join(ck, "state")):
         for name in files:
             if version.match(name):

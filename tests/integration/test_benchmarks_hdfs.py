@@ -24,9 +24,12 @@ def test_growth_on_hdfs_counts_checkpoint_bytes_per_batch(hdfs: MiniHdfs) -> Non
     # ttlstate alone (half this test's time): the per-batch byte accounting checked here is the
     # harness's, the same for every provider, and Spark's RocksDB provider on HDFS runs in
     # tests/integration/test_kafka_hdfs.py.
-    result = growth.main(["--quick", "--checkpoint-fs", hdfs.url, "--providers", "ttlstate"])
+    # Two restores each: the second takes the first's batch back out of the checkpoint on HDFS.
+    result = growth.main(["--quick", "--checkpoint-fs", hdfs.url, "--providers", "ttlstate",
+                          "--restore-repeats", "2"])
     assert result["params"]["checkpoint_fs"] == hdfs.url
     for run in result["runs"]:
+        assert [r["batch_id"] for r in run["restore_repeats"]] == [3, 3], run["restore_repeats"]
         assert run["checkpoint"].startswith(hdfs.url + "/benchmarks/"), run["checkpoint"]
         assert len(run["batches"]) == 3
         assert all(b["checkpoint_bytes_written"] > 0 for b in run["batches"]), run["batches"]

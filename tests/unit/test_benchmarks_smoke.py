@@ -97,6 +97,18 @@ def test_rounds_are_combined_by_median_and_listed() -> None:
     assert s["median_batch_ms_per_round"] == [200, 600, 100]
 
 
+def test_restore_repeats_are_listed_and_each_must_restore_every_row() -> None:
+    v = [variants.Variant("rocksdb", variants.ROCKSDB)]
+    repeats = [{"batch_ms": ms, "commit_ms": 5, "state_rows": 310, "load_ms": 7} for ms in (900, 700, 800)]
+    runs = [{**_run("rocksdb", [100, 200, 300], 800), "restore_repeats": repeats},
+            {**_run("rocksdb", [100, 200, 300], 600), "round": 1, "restore_repeats": repeats[:2]}]
+    s = growth.summarize(v, runs, expected_rows=310)[0]
+    assert s["restore_ms_repeats_per_round"] == [[900, 700, 800], [900, 700]]
+    assert s["restore_ms"] == 700 and s["restore_state_rows_ok"]
+    runs[1]["restore_repeats"] = [repeats[0], {**repeats[1], "state_rows": 300}]
+    assert not growth.summarize(v, runs, expected_rows=310)[0]["restore_state_rows_ok"]
+
+
 def test_jvm_breakdowns_are_kept_per_round_not_combined() -> None:
     v = [variants.Variant("rocksdb", variants.ROCKSDB)]
     runs = [{**_run("rocksdb", [100, 200, 300], 1000), "jvm_breakdown_mb": {"Java Heap": 300.0}},
