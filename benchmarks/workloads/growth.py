@@ -35,6 +35,7 @@ the baseline.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -480,6 +481,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--baseline-variants", default="ttlstate",
                     help="which ttlstate variants get a baseline twin")
     ap.add_argument("--restore-keys", type=int, default=100, help="new keys in the restore batch")
+    ap.add_argument("--ttl", help="the TTL of the ttlstate variants whose 1h is there only so that "
+                                  "nothing expires (not churn's): longer for a run over an hour, e.g. 6h")
     ap.add_argument("--restore-repeats", type=int, default=1,
                     help="restores per grown checkpoint, each in a fresh JVM after the one before was "
                          "taken back out of the checkpoint (checkpoint_fs.rewind; on HDFS too); the "
@@ -524,9 +527,16 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
             "master": "local[2]", "driver_memory": args.driver_memory, "fixed_heap": args.fixed_heap,
             "maintenance_interval": args.maintenance_interval,
             "settle_s": args.settle, "restore_keys": args.restore_keys, "rounds": args.rounds,
-            "restore_repeats": args.restore_repeats,
+            "restore_repeats": args.restore_repeats, "ttl": args.ttl,
             "quick": args.quick, "checkpoint_fs": args.checkpoint_fs,
             "workload": "dropDuplicates(key), Parquet file source, maxFilesPerTrigger=1, noop sink"}
+
+
+def _longer_ttl(v: Variant, ttl: str | None) -> Variant:
+    """`--ttl`: the variant's TTL, where its 1h is there only so that nothing expires."""
+    if ttl is None or v.confs.get(TTL_KEY) != "1h":
+        return v
+    return dataclasses.replace(v, confs={**v.confs, TTL_KEY: ttl})
 
 
 def _check_baseline_runs(variants: list[Variant], runs: list[dict[str, Any]]) -> None:
@@ -552,7 +562,8 @@ def run_all(args: argparse.Namespace, variants: list[Variant], work: str) -> lis
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     baseline = prepare(args.baseline) if args.baseline else None
-    variants = with_baseline(pick(VARIANTS, args.providers), baseline, args.baseline_variants)
+    variants = [_longer_ttl(v, args.ttl) for v in
+                with_baseline(pick(VARIANTS, args.providers), baseline, args.baseline_variants)]
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     work = tempfile.mkdtemp(prefix="ttlstate-growth-")
     try:

@@ -109,6 +109,14 @@ def test_restore_repeats_are_listed_and_each_must_restore_every_row() -> None:
     assert not growth.summarize(v, runs, expected_rows=310)[0]["restore_state_rows_ok"]
 
 
+def test_a_longer_ttl_replaces_only_the_ttl_that_keeps_everything() -> None:
+    args = growth.parse_args(["--ttl", "6h", "--providers", "rocksdb,ttlstate,ttlstate-churn"])
+    picked = {v.name: growth._longer_ttl(v, args.ttl) for v in growth.pick(growth.VARIANTS, args.providers)}
+    assert picked["ttlstate"].confs[variants.TTL_KEY] == "6h"
+    assert picked["ttlstate-churn"].confs == growth.VARIANTS["ttlstate-churn"].confs
+    assert picked["rocksdb"] == growth.VARIANTS["rocksdb"]
+
+
 def test_jvm_breakdowns_are_kept_per_round_not_combined() -> None:
     v = [variants.Variant("rocksdb", variants.ROCKSDB)]
     runs = [{**_run("rocksdb", [100, 200, 300], 1000), "jvm_breakdown_mb": {"Java Heap": 300.0}},
