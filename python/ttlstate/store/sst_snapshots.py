@@ -275,9 +275,9 @@ class SstSnapshots:
                 f = self._uploaded.get(os.path.basename(path))
             store_id = self._files.store_id
             problem = check_copy(place, f, store_id) if f is not None and place is not None else None
-            if problem is None:
+            if f is None or problem is None:
                 log.warning("ttlstate store %s: RocksDB found %s corrupt (%s); the local state is "
-                            "restored from the checkpoint", self._files.store_id, path, message)
+                            "restored from the checkpoint", store_id, path, message)
                 continue
             with self._mu:
                 self.damaged[f.name] = f"{problem} (RocksDB found it corrupt reading it: {message})"
