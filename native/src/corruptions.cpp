@@ -31,7 +31,6 @@ std::string NamedPath(const std::string& message) {
 }  // namespace
 
 void NoteCorruption(const std::string& message) {
-  if (message.find("Corruption") == std::string::npos) return;
   std::string path = NamedPath(message);
   if (path.empty()) return;
   std::lock_guard<std::mutex> lock(g_mu);

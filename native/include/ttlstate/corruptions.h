@@ -10,7 +10,7 @@
 
 namespace ttlstate {
 
-// Records `message` (a rocksdb::Status's text) if it reports corruption naming a file.
+// Records `message` (a Corruption status's text: CheckStatus) if it names a file.
 void NoteCorruption(const std::string& message);
 
 struct Corruption {

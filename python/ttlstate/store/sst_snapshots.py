@@ -270,10 +270,10 @@ class SstSnapshots:
         native = native_module()
         found = native.take_corruptions(directory) if native is not None else []
         place = place_of() if found else None
+        store_id = self._files.store_id
         for path, message in found:
             with self._mu:
                 f = self._uploaded.get(os.path.basename(path))
-            store_id = self._files.store_id
             problem = check_copy(place, f, store_id) if f is not None and place is not None else None
             if f is None or problem is None:
                 log.warning("ttlstate store %s: RocksDB found %s corrupt (%s); the local state is "
