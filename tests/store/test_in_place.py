@@ -94,19 +94,23 @@ def commit_on_top_changing_nothing(ck: Checkpoint, fresh: StoreProvider,
     assert named_by_snapshots(ck.directory) <= set(after)
 
 
-def test_the_next_snapshot_names_the_files_read_in_place_without_uploading_them(
-        make_in_place_provider: Callable[..., StoreProvider]) -> None:
-    ck = Checkpoint(make_in_place_provider, ids=False)
-    # A snapshot of two files (one fully compacted, one flush) to restore from: with the next
-    # version's flush that is three level-0 files at most, below RocksDB's trigger (four) of a
-    # background compaction, which would otherwise race the snapshot and make the restored files
-    # obsolete before it names them.
+def two_file_snapshot(ck: Checkpoint) -> int:
+    """Writes a snapshot of two files (one fully compacted, one flush) to restore from; returns
+    its version. With the next version's flush that is three level-0 files at most, below
+    RocksDB's trigger (four) of a background compaction, which would otherwise race the next
+    snapshot and make the restored files obsolete before it reads them."""
     compacted = ck.make(snapshot_interval=1)
     assert ck.state(compacted, VERSIONS) == expected(VERSIONS)
     compacted.engine.compact()
     ck.commit(compacted, VERSIONS)
     compacted.close()
-    newest = os.path.join(ck.directory, ck.name(VERSIONS + 1, "snapshot"))
+    return VERSIONS + 1
+
+
+def test_the_next_snapshot_names_the_files_read_in_place_without_uploading_them(
+        make_in_place_provider: Callable[..., StoreProvider]) -> None:
+    ck = Checkpoint(make_in_place_provider, ids=False)
+    newest = os.path.join(ck.directory, ck.name(two_file_snapshot(ck), "snapshot"))
     restored_from = read_manifest(newest, verify_record_file(newest, b"S")).names
     assert len(restored_from) <= 2, restored_from
     fresh = ck.make(snapshot_interval=1)
@@ -215,22 +219,23 @@ def test_a_damaged_block_read_later_is_repaired(make_in_place_provider: Callable
 
 def test_no_snapshot_names_a_file_found_damaged(make_in_place_provider: Callable[..., StoreProvider]) -> None:
     ck = Checkpoint(make_in_place_provider, ids=False)
-    victim = only_in(ck, ck.name(ck.newest_snapshot(), "snapshot"))
+    version = two_file_snapshot(ck)  # no background compaction to rewrite the restored files
+    victim = only_in(ck, ck.name(version, "snapshot"))
     fresh = ck.make(snapshot_interval=2)
-    ck.state(fresh, VERSIONS)
+    ck.state(fresh, version)
     wait_for_checks(fresh)
-    s = fresh.get_store(VERSIONS, now_ms=1_000 + VERSIONS)
+    s = fresh.get_store(version, now_ms=1_000 + version)
     s.put(b"k", b"v")
     s.commit()
-    # Found damaged since (as the background check records it; said directly here). Every file
-    # the restore linked: a background compaction may have made any one of them obsolete.
+    # Found damaged since (as the background check records it; said directly here): every file
+    # the restore linked.
     newest = os.path.join(ck.directory, ck.name(ck.newest_snapshot(), "snapshot"))
     assert victim in read_manifest(newest, verify_record_file(newest, b"S")).names
     for name in read_manifest(newest, verify_record_file(newest, b"S")).names:
         fresh.sst.damaged[name] = "has other bytes (a test says so)"
     with pytest.raises(CheckpointError, match="is not written: the local DB reads SST file"):
         fresh.write_snapshot()
-    assert ck.name(VERSIONS + 1, "snapshot") not in os.listdir(ck.directory)
+    assert ck.name(version + 1, "snapshot") not in os.listdir(ck.directory)
 
 
 class ThroughHadoop:
