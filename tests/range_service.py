@@ -1,10 +1,13 @@
 """The shim's range service (jvm-shim RangeService.scala) in Python, for tests without a JVM:
 serves byte ranges of the files under one folder over a Unix socket, with the frames of
-server/protocol.py (OP_HELLO, RANGE_READ). `failing` makes it answer reads as the shim does
-when the file system is unreachable; `stop()` takes the socket away."""
+server/protocol.py (OP_HELLO, RANGE_READ), and the server's checkpoint callbacks on that folder
+(CHECKPOINT_CALL). `failing` makes it answer reads as the shim does when the file system is
+unreachable; `stop()` takes the socket away. `FolderChannel` answers callbacks as a request's
+connection to the shim does (CheckpointFiles.scala)."""
 
 from __future__ import annotations
 
+import io
 import os
 import socketserver
 import tempfile
@@ -14,6 +17,7 @@ from ttlstate.checkpoint.location import LocalCheckpointLocation
 from ttlstate.config.keys import EngineKind
 from ttlstate.config.store_config import StoreConfig, TtlConfig
 from ttlstate.server import protocol as P
+from ttlstate.server.remote_checkpoint import callback_result
 from ttlstate.store.provider import StoreProvider
 from ttlstate.ttl.clock import ManualClock
 
@@ -25,6 +29,7 @@ class RangeService:
         self.failing: str | None = None
         self.requests = 0
         self.bytes = 0
+        self.checkpoint_calls = 0
         self._lock = threading.Lock()
         service = self
 
@@ -52,6 +57,8 @@ class RangeService:
                 reply = P.frame(P.RESP_OK, P.Writer().u32(P.PROTOCOL_VERSION).payload())
             elif code == P.RANGE_READ:
                 reply = self._read(r.str(), r.i64(), r.u32())
+            elif code == P.CHECKPOINT_CALL:
+                reply = self._checkpoint_call(r)
             else:
                 return
             wfile.write(reply)
@@ -72,6 +79,53 @@ class RangeService:
             self.requests += 1
             self.bytes += len(data)
         return P.frame(P.RESP_OK, P.Writer().u8(P.RANGE_DATA).bytes(data).payload())
+
+
+    def _checkpoint_call(self, r: P.Reader) -> bytes:
+        folder, kind = r.str(), r.u8()
+        if os.path.abspath(folder) != self.root:
+            return _error(P.ERR_BAD_REQUEST, f"{folder} is not a checkpoint folder of a store opened here")
+        with self._lock:
+            self.checkpoint_calls += 1
+        return serve_callback(self.root, kind, r)
+
+
+def serve_callback(folder: str, kind: int, r: P.Reader) -> bytes:
+    """One checkpoint callback on a local folder, answered as the shim answers it."""
+    files = LocalCheckpointLocation(folder)
+    w = P.Writer()
+    try:
+        if kind == P.CB_LIST:
+            names = files.list_files()
+            w.u32(len(names))
+            for n in names:
+                w.str(n)
+        elif kind == P.CB_FETCH:
+            name, local = r.str(), r.str()
+            files.fetch(name, local)
+        elif kind == P.CB_PUBLISH:
+            local, name = r.str(), r.str()
+            files.publish(local, name)
+        elif kind == P.CB_DELETE:
+            files.delete([r.str() for _ in range(r.u32())])
+        else:
+            raise OSError(f"unknown callback {kind}")
+    except FileNotFoundError as e:
+        return P.frame(P.CB_RESULT_ERROR, P.Writer().u8(P.CB_ERR_NOT_FOUND).str(str(e)).payload())
+    except OSError as e:
+        return P.frame(P.CB_RESULT_ERROR, P.Writer().u8(P.CB_ERR_IO).str(str(e)).payload())
+    return P.frame(P.CB_RESULT_OK, w.payload())
+
+
+class FolderChannel:
+    """A request's connection to the shim, as the worker records it (set_current_channel), whose
+    callbacks the shim answers on a local folder."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def callback(self, kind: int, payload: bytes) -> P.Reader:
+        return callback_result(P.read_frame(io.BytesIO(serve_callback(self.folder, kind, P.Reader(payload)))))
 
 
 def _error(code: int, message: str) -> bytes:

@@ -12,11 +12,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from tests.range_service import FolderChannel, RangeService, short_socket_path
 
 from ttlstate import faults
 from ttlstate.checkpoint.location import LocalCheckpointLocation
 from ttlstate.config.keys import EngineKind, SnapshotLayout
 from ttlstate.config.store_config import StoreConfig, TtlConfig
+from ttlstate.server.remote_checkpoint import RemoteCheckpointLocation, set_current_channel
 from ttlstate.store import metric_names as M
 from ttlstate.store.background_snapshots import BACKGROUND
 from ttlstate.store.provider import StoreProvider
@@ -95,6 +97,38 @@ def test_each_due_version_is_snapshotted_without_maintenance_and_a_restore_repla
     assert dict(fresh.get_store(6, now_ms=2000).iterator()) == expected(6)
     assert fresh.drain_metrics()[M.REPLAYED_CHANGELOGS.name] == 0  # 6.snapshot alone
     fresh.close()
+
+
+def test_on_a_checkpoint_only_the_shim_reaches_the_snapshots_go_through_its_range_service(tmp_path) -> None:  # noqa: ANN001
+    # HDFS, S3A: the task's requests reach the checkpoint through their connection, the
+    # background thread has none. Before, each of its snapshots failed ("checkpoint access
+    # outside of a shim request") and only maintenance wrote any.
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    service = RangeService(str(ck), short_socket_path(str(tmp_path), "r.sock"))
+    config = StoreConfig(TtlConfig(), EngineKind.NATIVE, 1, SnapshotLayout.SST, snapshot_after_commit=True)
+    p = StoreProvider("op0/p0", str(tmp_path / "a"), RemoteCheckpointLocation(str(ck), service.socket_path),
+                      config, ManualClock(1000))
+    set_current_channel(FolderChannel(str(ck)))  # this thread is a task's request
+    try:
+        for v in range(4):
+            commit(p, v)
+            assert BACKGROUND.wait_idle(30)
+        assert snapshot_versions(tmp_path) == {1, 2, 3, 4}
+        assert service.checkpoint_calls > 0
+        p.close()
+    finally:
+        set_current_channel(None)
+        service.stop()
+    fresh = provider(tmp_path, "b")
+    assert dict(fresh.get_store(4, now_ms=2000).iterator()) == expected(4)
+    assert fresh.drain_metrics()[M.REPLAYED_CHANGELOGS.name] == 0
+    fresh.close()
+
+
+def test_without_a_request_or_a_range_service_a_remote_checkpoint_says_which_it_lacks() -> None:
+    with pytest.raises(RuntimeError, match="hdfs://nn/ck/.*outside of a shim request, and the shim offered"):
+        RemoteCheckpointLocation("hdfs://nn/ck").list_files()
 
 
 def test_off_by_default_snapshots_wait_for_maintenance(tmp_path) -> None:  # noqa: ANN001

@@ -177,7 +177,10 @@ SNAPSHOT_AFTER_COMMIT = ConfKey("snapshot.afterCommit", "false",
                                  "is snapshotted, as Spark's RocksDB provider uploads one with every "
                                  "commit, but off the commit's path: each costs the memtable's "
                                  "flush (the store held) and the upload of the SST files written "
-                                 "since the last. A snapshot still running when the next one is due "
+                                 "since the last. On a checkpoint the state server does not write "
+                                 "itself (HDFS, S3A, ...), the background thread reaches it through "
+                                 "the shim's range service, as reads in place do. A snapshot still "
+                                 "running when the next one is due "
                                  "is followed by one of the then newest version. A failed one is "
                                  "logged (WARN) and tried again at the next due commit or "
                                  "maintenance.",

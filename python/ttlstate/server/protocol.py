@@ -31,7 +31,7 @@ from ttlstate.errors import (  # noqa: F401  (re-exported: part of the wire prot
     ProtocolError,
 )
 
-PROTOCOL_VERSION = 17
+PROTOCOL_VERSION = 18
 MAGIC = 0x54544C53  # "TTLS"
 MAX_FRAME = 1 << 30
 
@@ -133,6 +133,11 @@ RANGE_READ = 100      # str file URI, i64 offset, u32 length             -> OK u
 #   RANGE_CORRUPT: the file system's own checksums reject the file's bytes (HDFS, Hadoop's local
 #   file system), the bytes its message. ERROR: the file system failed (unreachable, ...): the
 #   message names the file
+# The same service answers the server's checkpoint callbacks for work it does outside any
+# request (a snapshot written after its commit returned): the callback as a request would carry
+# it (CB_* kind, its arguments) for the files of one checkpoint folder of a store opened so.
+CHECKPOINT_CALL = 101  # str folder URI, u8 CB_* kind, its arguments      -> CB_RESULT_OK | CB_RESULT_ERROR
+#                                                                          | ERROR ERR_BAD_REQUEST
 RANGE_DATA = 0
 RANGE_MISSING = 1
 RANGE_CORRUPT = 2

@@ -18,11 +18,11 @@ import weakref
 from collections.abc import Callable, Iterator
 
 from ttlstate.engine.select import native_module
-from ttlstate.errors import ERR_INTERNAL, JvmCheckpointIOError, RequestError, error_code
+from ttlstate.errors import ERR_INTERNAL, RequestError, error_code
 from ttlstate.server import operations
 from ttlstate.server import protocol as P
 from ttlstate.server.registry import Registry
-from ttlstate.server.remote_checkpoint import set_current_channel
+from ttlstate.server.remote_checkpoint import callback_result, set_current_channel
 from ttlstate.store.planes import free_memory
 from ttlstate.store.planes.base import StoreVersion
 
@@ -80,19 +80,7 @@ class Connection(socketserver.StreamRequestHandler):
 
     def callback(self, kind: int, payload: bytes) -> P.Reader:
         self.send(P.RESP_CALLBACK, bytes((kind,)) + payload)
-        got = self._read_frame()
-        if got is None:
-            raise P.ProtocolError("shim closed the connection during a callback")
-        code, body = got
-        if code == P.CB_RESULT_OK:
-            return P.Reader(body)
-        if code == P.CB_RESULT_ERROR:
-            r = P.Reader(body)
-            err_kind, message = r.u8(), r.str()
-            if err_kind == P.CB_ERR_NOT_FOUND:
-                raise FileNotFoundError(message)
-            raise JvmCheckpointIOError(f"checkpoint I/O failed in the JVM: {message}")
-        raise P.ProtocolError(f"expected a callback result, got frame code {code}")
+        return callback_result(self._read_frame())
 
     def handle(self) -> None:
         set_current_channel(self)

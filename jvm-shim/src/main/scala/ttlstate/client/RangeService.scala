@@ -19,9 +19,11 @@ import ttlstate.server.UnixSocketPaths
 
 /** Byte ranges of checkpoint files, read through Hadoop for the state server's RocksDB, which
  *  opens a snapshot's SST files in place on a checkpoint only this JVM reaches (HDFS, S3A, ...):
- *  RANGE_READ in python/ttlstate/server/protocol.py. One Unix socket per JVM, started by the
- *  first store that reads in place; a connection is served by a thread of its own, one request
- *  at a time. Only files under a folder registered by `socketFor` are served. */
+ *  RANGE_READ in python/ttlstate/server/protocol.py. It also answers the server's checkpoint
+ *  callbacks for work outside any request (CHECKPOINT_CALL: a snapshot written after its commit
+ *  returned), as a request's connection answers them. One Unix socket per JVM, started by the
+ *  first store that needs it; a connection is served by a thread of its own, one request at a
+ *  time. Only files under a folder registered by `socketFor` are served. */
 object RangeService {
   private val log = LoggerFactory.getLogger("ttlstate.spark.RangeService")
   private val SocketName = "range.sock"
@@ -33,6 +35,9 @@ object RangeService {
 
   // Folder URI (ending in "/") -> the Hadoop conf its store reads it with.
   private val dirs = new ConcurrentHashMap[String, Configuration]()
+
+  // Registered folder (as registered) -> its files, for CHECKPOINT_CALL.
+  private val folders = new ConcurrentHashMap[String, CheckpointFiles]()
 
   // Lazy: bound on first use; a failed bind is tried again by the next store.
   private lazy val socket: String = listen()
@@ -133,6 +138,7 @@ object RangeService {
         open = code match {
           case Protocol.OP_HELLO => hello(r)
           case Protocol.RANGE_READ => read(r); true
+          case Protocol.CHECKPOINT_CALL => checkpointCall(r); true
           case other => error(Protocol.ERR_BAD_REQUEST, s"ttlstate range service: unknown request $other"); false
         }
         out.flush()
@@ -147,6 +153,20 @@ object RangeService {
         s"the state server sent version $version (magic 0x${Integer.toHexString(magic)}). Use the jar that " +
         "ships with the installed ttlstate package.")
       ok
+    }
+
+    /** A callback of the server's on the files of a registered folder, answered as on a request's
+     *  connection (CheckpointFiles.serve). */
+    private def checkpointCall(r: PayloadReader): Unit = {
+      val folder = r.str()
+      val kind = r.u8()
+      Option(dirs.get(folder.stripSuffix("/") + "/")) match {
+        case Some(conf) =>
+          val files = folders.computeIfAbsent(folder, f => new CheckpointFiles(new Path(f), conf))
+          out.write(files.serve(kind, r))
+        case None => error(Protocol.ERR_BAD_REQUEST, s"ttlstate range service: $folder is not a checkpoint " +
+          "folder of a store opened in this JVM")
+      }
     }
 
     private def read(r: PayloadReader): Unit = {

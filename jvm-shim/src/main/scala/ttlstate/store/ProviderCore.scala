@@ -105,11 +105,14 @@ final class ProviderCore(val spec: StoreSpec) {
       QueryIdentity.forStateRoot(id.checkpointRootLocation, spec.hadoopConf).map(q => "queryId" -> Json.str(q))
 
   /** The range service's socket, where the server reads this store's checkpoint through Hadoop
-   *  (not itself: server/registry.py) and restores read SST files in place. */
-  private def rangeSocket: Option[String] =
-    if (!ConfValues.flag(ConfKeys.SNAPSHOT_READ_IN_PLACE, confs) ||
-        (files.localDirectory.isDefined && ConfValues.flag(ConfKeys.CHECKPOINT_LOCAL_FILES, confs))) None
+   *  (not itself: server/registry.py): restores read SST files in place, and snapshots written
+   *  after their commit returned (outside any request) reach the checkpoint. */
+  private def rangeSocket: Option[String] = {
+    val wanted = ConfValues.flag(ConfKeys.SNAPSHOT_READ_IN_PLACE, confs) ||
+      ConfValues.flag(ConfKeys.SNAPSHOT_AFTER_COMMIT, confs)
+    if (!wanted || (files.localDirectory.isDefined && ConfValues.flag(ConfKeys.CHECKPOINT_LOCAL_FILES, confs))) None
     else Some(RangeService.socketFor(id.storeCheckpointLocation(), spec.hadoopConf))
+  }
 
   private def workerOf(server: RunningServer): Int = Math.floorMod(providerKey.hashCode, server.sockets.size)
 

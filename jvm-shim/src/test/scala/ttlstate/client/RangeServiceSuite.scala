@@ -171,6 +171,38 @@ class RangeServiceSuite extends AnyFunSuite with BeforeAndAfterAll {
       assert(d.closedByService)
     } finally d.close()
   }
+
+  test("checkpoint calls (work outside requests): a registered folder's files written, listed, read " +
+      "and deleted as a request's callbacks would; another folder refused") {
+    val c = greeted()
+    val local = Files.createTempFile("ttlstate-publish", ".bin")
+    try {
+      def callback(folder: String, kind: Int, args: PayloadWriter => PayloadWriter = w => w) =
+        c.call(Protocol.CHECKPOINT_CALL, args(new PayloadWriter().str(folder).u8(kind)))
+      val folder = s"file:$dir"
+      Files.write(local, data.take(100))
+      assert(callback(folder, Protocol.CB_PUBLISH, _.str(local.toString).str("2-b.sst"))._1 == Protocol.CB_RESULT_OK)
+      assert(Files.readAllBytes(new File(dir, "2-b.sst").toPath).toSeq == data.take(100).toSeq)
+      val (listed, names) = callback(folder, Protocol.CB_LIST)
+      assert(listed == Protocol.CB_RESULT_OK)
+      val listedNames = (0 until names.u32()).map(_ => names.str()).filterNot(_.startsWith("."))
+      assert(Set("1-a.sst", "2-b.sst").subsetOf(listedNames.toSet), listedNames)
+      Files.delete(local)
+      assert(callback(folder, Protocol.CB_FETCH, _.str("2-b.sst").str(local.toString))._1 == Protocol.CB_RESULT_OK)
+      assert(Files.readAllBytes(local).toSeq == data.take(100).toSeq)
+      assert(callback(folder, Protocol.CB_DELETE, _.u32(1).str("2-b.sst"))._1 == Protocol.CB_RESULT_OK)
+      assert(!new File(dir, "2-b.sst").exists)
+      val (missing, why) = callback(folder, Protocol.CB_FETCH, _.str("2-b.sst").str(local.toString))
+      assert(missing == Protocol.CB_RESULT_ERROR && why.u8() == Protocol.CB_ERR_NOT_FOUND)
+      val (refused, r) = callback(s"file:$outside", Protocol.CB_LIST)
+      assert(refused == Protocol.RESP_ERROR && r.u16() == Protocol.ERR_BAD_REQUEST)
+      assert(r.str().contains(outside.toString))
+      assert(c.bytes(uri, 0, 10) == data.take(10).toSeq, "the connection serves on")
+    } finally {
+      c.close()
+      Files.deleteIfExists(local)
+    }
+  }
 }
 
 /** Hadoop's local file system under the scheme `failing:`, whose reads at FailFrom or later fail. */
