@@ -16,20 +16,20 @@ def test_spark_sizes_are_mib_unless_a_unit_says_otherwise() -> None:
 
 def test_the_overhead_is_sparks_default_plus_the_servers_share() -> None:
     confs: dict[str, str] = {}
-    # 1g executor, one core: max(10% of 1024, 384) + 1 worker x (256 + 64) + 16
-    assert M.required_overhead_mib(lambda k: None, confs) == 384 + 320 + 16
+    # 1g executor, one core: max(10% of 1024, 384) + 1 worker x (256 + 72) + 16
+    assert M.required_overhead_mib(lambda k: None, confs) == 384 + 328 + 16
     big = {"spark.executor.memory": "8g", "spark.executor.cores": "4"}
-    assert M.required_overhead_mib(big.get, confs) == 819 + 4 * 320 + 16
+    assert M.required_overhead_mib(big.get, confs) == 819 + 4 * 328 + 16
     assert M.required_overhead_mib(big.get, {K.WORKERS.key: "2", K.MEMORY_MAX_BYTES.key: "64m"}) == \
-        819 + 2 * 128 + 16
+        819 + 2 * 136 + 16
 
 
 def test_unset_it_is_set_too_low_it_is_warned_enough_it_is_kept() -> None:
-    assert M.overhead_setting(lambda k: None, {}) == ("720m", None)
+    assert M.overhead_setting(lambda k: None, {}) == ("728m", None)
     value, warning = M.overhead_setting({M.OVERHEAD_KEY: "384m"}.get, {})
     assert value is None and warning is not None
     assert "spark.executor.memoryOverhead=384m leaves the state server no room" in warning
-    assert "at least 720m" in warning
+    assert "at least 728m" in warning
     assert M.overhead_setting({M.OVERHEAD_KEY: "1g"}.get, {}) == (None, None)
 
 
@@ -51,7 +51,7 @@ def fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_configure_reserves_it_on_the_builder() -> None:
     opts = C.configure(FakeBuilder(**{"spark.executor.memory": "2g"}), ttl="1h",
                        memory_max_bytes="128m")._options
-    assert opts[M.OVERHEAD_KEY] == f"{384 + 128 + 64 + 16}m"
+    assert opts[M.OVERHEAD_KEY] == f"{384 + 128 + 72 + 16}m"
     with pytest.warns(UserWarning, match="leaves the state server no room"):
         kept = C.configure(FakeBuilder(**{M.OVERHEAD_KEY: "400"}), ttl="1h")._options
     assert kept[M.OVERHEAD_KEY] == "400"

@@ -28,9 +28,12 @@ OVERHEAD_KEY = "spark.executor.memoryOverhead"
 MIB = 1 << 20
 # Measured here: an idle worker's RSS is 18 MiB, the supervisor's 9 MiB; a serving worker adds
 # Python objects and the batch's buffers (pending writes, the changelog being encoded) to what
-# RocksDB keeps within memory.maxBytes. 64 MiB per worker covers batches of a few hundred
-# thousand keys; larger batches want more overhead.
-WORKER_EXTRA_MIB = 64
+# RocksDB keeps within memory.maxBytes, and glibc keeps freed memory in the worker's arena. At
+# 50M keys (batches of 500k keys, memory.maxBytes=128m, 2 workers) the server peaked at 384-387
+# MB of PSS with snapshots at maintenance and at 413-429 MB with a snapshot started as each
+# commit returns (snapshot.afterCommit, beside the next batch): 72 MiB per worker covers both
+# (436 MB for those 2 workers); larger batches want more overhead.
+WORKER_EXTRA_MIB = 72
 SUPERVISOR_MIB = 16
 _SPARK_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 _SPARK_UNITS = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024 * 1024}
