@@ -88,13 +88,14 @@ class _ServiceConnection:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(self._path)
-            self._file = sock.makefile("rb")
+            answers = sock.makefile("rb")
             sock.sendall(P.frame(P.OP_HELLO, P.Writer().u32(P.MAGIC).u32(P.PROTOCOL_VERSION).payload()))
-            got = P.read_frame(self._file)
+            got = P.read_frame(answers)
         except OSError as e:
             sock.close()
             raise JvmCheckpointIOError(f"the shim's range service at {self._path} is unreachable: {e}") from e
         if got is None or got[0] != P.RESP_OK:
+            answers.close()
             sock.close()
             why = "no answer"
             if got is not None and got[0] == P.RESP_ERROR:
@@ -102,12 +103,13 @@ class _ServiceConnection:
                 r.u16()
                 why = r.str()
             raise JvmCheckpointIOError(f"the shim's range service at {self._path} refused this server: {why}")
-        self._sock = sock
+        self._sock, self._file = sock, answers
 
     def close(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = self._file = None
+        for open_ in (self._file, self._sock):
+            if open_ is not None:
+                open_.close()
+        self._sock = self._file = None
 
 
 def _service_connection(path: str) -> _ServiceConnection:
