@@ -93,16 +93,8 @@ class StandaloneCluster:
         raise AssertionError(f"process {pid} runs under no worker of this cluster")
 
     def executors(self, worker: int) -> list[psutil.Process]:
-        """The executor JVMs a worker runs now (one that exited and awaits its worker's wait()
-        does not run)."""
-        running = []
-        for p in psutil.Process(self.workers[worker].pid).children():
-            try:
-                if "CoarseGrainedExecutorBackend" in " ".join(p.cmdline()):
-                    running.append(p)
-            except (psutil.ZombieProcess, psutil.NoSuchProcess):
-                continue
-        return running
+        """The executor JVMs a worker runs now."""
+        return executors_of(self.workers[worker].pid)
 
     def decommission(self, worker: int) -> None:
         """SIGPWR, as a spot-instance notice: the worker decommissions itself and its executors
@@ -126,3 +118,16 @@ class StandaloneCluster:
                 proc.kill()
                 proc.wait(30)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def executors_of(worker_pid: int) -> list[psutil.Process]:
+    """The executor JVMs the standalone worker process `worker_pid` runs now (one that exited and
+    awaits its worker's wait() does not run): for whoever knows the worker only by its pid."""
+    running = []
+    for p in psutil.Process(worker_pid).children():
+        try:
+            if "CoarseGrainedExecutorBackend" in " ".join(p.cmdline()):
+                running.append(p)
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            continue
+    return running

@@ -21,26 +21,13 @@ import sys
 import time
 from typing import Any
 
-import psutil
+from integration.standalone import executors_of
 
 from benchmarks.harness.checkpoint_fs import CheckpointFiles, join, progress_start_ms
 from benchmarks.harness.sparkjob import child_main, imported_ttlstate, progresses, session
 from benchmarks.workloads.growth_child import _start, _wait_for_batches, batch_row
 
-EXECUTOR_CLASS = "CoarseGrainedExecutorBackend"
 PHASES = ("steady", "kill", "after")
-
-
-def executors_of(worker_pid: int) -> list[psutil.Process]:
-    """The executor JVMs a standalone worker runs now."""
-    found = []
-    for p in psutil.Process(worker_pid).children():
-        try:
-            if EXECUTOR_CLASS in " ".join(p.cmdline()):
-                found.append(p)
-        except (psutil.ZombieProcess, psutil.NoSuchProcess):
-            continue
-    return found
 
 
 def _stateful_stage_running(spark: Any, partitions: int) -> bool:

@@ -45,10 +45,15 @@ def callback_result(got: tuple[int, bytes] | None) -> P.Reader:
             raise FileNotFoundError(message)
         raise JvmCheckpointIOError(f"checkpoint I/O failed in the JVM: {message}")
     if code == P.RESP_ERROR:  # the service refused the call itself (a folder it does not serve)
-        r = P.Reader(body)
-        r.u16()
-        raise JvmCheckpointIOError(f"checkpoint I/O refused by the JVM: {r.str()}")
+        raise JvmCheckpointIOError(f"checkpoint I/O refused by the JVM: {_error_message(body)}")
     raise P.ProtocolError(f"expected a callback result, got frame code {code}")
+
+
+def _error_message(body: bytes) -> str:
+    """The message of a RESP_ERROR frame's payload (u16 code, str message)."""
+    r = P.Reader(body)
+    r.u16()
+    return r.str()
 
 
 class ServiceChannel:
@@ -97,11 +102,7 @@ class _ServiceConnection:
         if got is None or got[0] != P.RESP_OK:
             answers.close()
             sock.close()
-            why = "no answer"
-            if got is not None and got[0] == P.RESP_ERROR:
-                r = P.Reader(got[1])
-                r.u16()
-                why = r.str()
+            why = _error_message(got[1]) if got is not None and got[0] == P.RESP_ERROR else "no answer"
             raise JvmCheckpointIOError(f"the shim's range service at {self._path} refused this server: {why}")
         self._sock, self._file = sock, answers
 
