@@ -9,10 +9,10 @@ state has grown and maintenance has had `--settle` seconds, three more batches o
 reference), the kill batch, in which the first worker's executor JVM is SIGKILLed
 `--kill-after` seconds after the stateful stage's tasks start (as a lost host: its tasks, the
 shuffle output it held and the stores it had loaded are gone, and the master starts another
-executor), and the batch after. The kill batch's time is what an executor's loss costs the
-query: failing the tasks, re-running the lost map output, and loading the lost stores from the
-checkpoint where the tasks run again, which for Spark's RocksDB provider is a download of every
-SST file of those stores.
+executor), and the batch after. The two batches' time beyond two steady batches is what an
+executor's loss costs the query: failing the tasks, re-running the lost map output, and
+loading the lost stores from the checkpoint where the tasks run again, which for Spark's
+RocksDB provider is a download of every SST file of those stores.
 
 Each variant runs in its own driver process (a fresh driver JVM and fresh executors), in
 alternating order over `--rounds`; the summary has the medians of the three batches, the
