@@ -2,8 +2,8 @@
 two DataNodes, a ResourceManager and two NodeManagers with the physical-memory check on, all on
 127.0.0.1. `conf_dir` holds the core-site.xml and yarn-site.xml a `spark-submit --master yarn`
 reads (HADOOP_CONF_DIR); `fs_url` is the HDFS. Commands go to the JVM on its stdin (which NodeManager
-runs which container, stop a NodeManager, look at HDFS); EOF ends it, and it is killed if the test
-process dies."""
+runs which container, stop a NodeManager, the ResourceManager's application attempts, look at
+HDFS); EOF ends it, and it is killed if the test process dies."""
 
 from __future__ import annotations
 
@@ -11,9 +11,17 @@ import os
 import shutil
 import subprocess
 import tempfile
+from typing import NamedTuple
 
 from integration.cluster_deps import cluster_deps, java_home
 from integration.components import _die_with_parent, _tail
+
+
+class Attempt(NamedTuple):
+    id: str
+    state: str  # the ResourceManager's RMAppAttemptState: FAILED, FINISHING, FINISHED, ...
+    am_container: str  # "-" before one was allocated
+    am_exit_status: int  # set when its AM container failed (137: SIGKILL; -100: ABORTED), else -1000
 
 
 class YarnHadoop:
@@ -59,6 +67,20 @@ class YarnHadoop:
         for part in self.command("containers").split():
             nm, _, listed = part.partition("=")
             out[int(nm[2:])] = {c.split(":")[0]: int(c.split(":")[1]) for c in listed.split(",") if c}
+        return out
+
+    def attempts(self) -> dict[str, list[Attempt]]:
+        """Per application, oldest first, its attempts as the ResourceManager keeps them: what says
+        whether YARN started another attempt, which container names do not. The second attempt's AM
+        need not be container ..._02_000001: a reservation takes a number too (the scheduler may
+        reserve on a node still holding the first attempt's killed executors, then allocate on the
+        other: ..._02_000002), and an AM failure YARN does not count (ABORTED, PREEMPTED,
+        DISKS_FAILED) adds an attempt."""
+        out: dict[str, list[Attempt]] = {}
+        for part in self.command("attempts").split():
+            app, _, listed = part.partition("=")
+            fields = [a.split(":") for a in listed.split(",") if a]
+            out[app] = [Attempt(i, state, container, int(status)) for i, state, container, status in fields]
         return out
 
     def stop_nodemanager(self, i: int) -> None:

@@ -6,6 +6,7 @@ import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.TreeMap;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -13,10 +14,14 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
 import org.apache.hadoop.yarn.server.nodemanager.NodeManager;
 import org.apache.hadoop.yarn.server.nodemanager.containermanager.container.Container;
+import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMApp;
+import org.apache.hadoop.yarn.server.resourcemanager.rmapp.attempt.RMAppAttempt;
+import org.apache.hadoop.yarn.server.resourcemanager.rmapp.attempt.RMAppAttemptImpl;
 
 /**
  * A Hadoop cluster for the cluster tier: Hadoop's MiniDFSCluster (one NameNode, two DataNodes)
@@ -149,6 +154,22 @@ public final class YarnCluster {
             answer("OK");
             break;
           }
+          case "attempts": {  // per application, oldest first, its attempts as the ResourceManager keeps them:
+            // "app1=attempt:STATE:AM_CONTAINER:AM_EXIT_STATUS,... app2=..." (AM_CONTAINER "-" if none yet)
+            StringBuilder out = new StringBuilder("OK");
+            TreeMap<ApplicationId, RMApp> apps = new TreeMap<>(yarn.getResourceManager().getRMContext().getRMApps());
+            for (RMApp app : apps.values()) {
+              List<String> attempts = new ArrayList<>();
+              for (RMAppAttempt a : new TreeMap<>(app.getAppAttempts()).values()) {
+                attempts.add(a.getAppAttemptId() + ":" + a.getAppAttemptState() + ":"
+                    + (a.getMasterContainer() == null ? "-" : a.getMasterContainer().getId()) + ":"
+                    + ((RMAppAttemptImpl) a).getAMContainerExitStatus());
+              }
+              out.append(' ').append(app.getApplicationId()).append('=').append(String.join(",", attempts));
+            }
+            answer(out.toString());
+            break;
+          }
           case "exists":
             answer("OK " + fs.exists(new Path(cmd[1])));
             break;
@@ -161,7 +182,7 @@ public final class YarnCluster {
           }
           default:
             answer("ERROR unknown command '" + line.trim()
-                + "'; allowed: containers, stop-nodemanager I, exists PATH, ls PATH");
+                + "'; allowed: containers, stop-nodemanager I, attempts, exists PATH, ls PATH");
         }
       } catch (Exception e) {
         answer("ERROR " + e.toString().replace('\n', ' '));

@@ -77,8 +77,10 @@ def test_cluster_mode_through_a_killed_application_master(hadoop: YarnHadoop, ka
     assert sub.wait(900) == 0, sub.tail()
     events.reference = checked_reference(kafka.bootstrap, "ref", events)
     assert outputs(kafka.bootstrap, "am") == events.reference
-    second = [f for f in hadoop.container_logs() if "_02_000001" in f]
-    assert second, "YARN did not start a second attempt of the application master"
+    attempts = list(hadoop.attempts().values())[-1]  # this application: the newest
+    assert len(attempts) >= 2 and attempts[0].state == "FAILED", \
+        f"YARN did not start a second attempt of the application master: {attempts}"
+    print("application attempts:", attempts)
     _assert_no_leftovers(hadoop, tmp_path)
 
 
