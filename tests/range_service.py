@@ -141,11 +141,14 @@ def short_socket_path(tmp: str, name: str) -> str:
 
 
 
-def served_provider(checkpoint_dir: str, local_dir: str) -> tuple[RangeService, StoreProvider]:
-    """A fresh executor's provider restoring in place through a range service over the folder."""
+def served_provider(checkpoint_dir: str, local_dir: str,
+                    local_fill: bool = False) -> tuple[RangeService, StoreProvider]:
+    """A fresh executor's provider restoring in place through a range service over the folder
+    (its placeholders stay so unless `local_fill`)."""
     os.makedirs(local_dir + "-s", exist_ok=True)
     service = RangeService(checkpoint_dir, short_socket_path(local_dir + "-s", "r.sock"))
-    cfg = StoreConfig(TtlConfig(), EngineKind.NATIVE, 2, snapshot_read_in_place=True)
+    cfg = StoreConfig(TtlConfig(), EngineKind.NATIVE, 2, snapshot_read_in_place=True,
+                      snapshot_local_fill=local_fill)
     location = Served(LocalCheckpointLocation(checkpoint_dir), service.socket_path)
     return service, StoreProvider("op0/p0", local_dir, location, cfg, ManualClock(1000))  # type: ignore[arg-type]
 

@@ -59,6 +59,7 @@ from benchmarks.harness.variants import (
     HDFS,
     KEY_FILTER_KEY,
     LOCAL_FILES_KEY,
+    LOCAL_FILL_KEY,
     LOCAL_MAX_BYTES_KEY,
     MEMORY_KEY,
     READ_IN_PLACE_KEY,
@@ -122,6 +123,12 @@ VARIANTS: dict[str, Variant] = {
     "ttlstate-budget-in-place-after-commit": Variant("ttlstate-budget-in-place-after-commit", TTLSTATE, {
         TTL_KEY: "1h", MEMORY_KEY: "128m", SNAPSHOT_INTERVAL_KEY: "1", AFTER_COMMIT_KEY: "true",
         READ_IN_PLACE_KEY: "true"}),
+    # the same without copying the files a restore opened in place to the local disk afterwards
+    # (snapshot.localFill off): they stay read in place until compactions rewrite them
+    "ttlstate-budget-in-place-after-commit-no-fill": Variant(
+        "ttlstate-budget-in-place-after-commit-no-fill", TTLSTATE, {
+        TTL_KEY: "1h", MEMORY_KEY: "128m", SNAPSHOT_INTERVAL_KEY: "1", AFTER_COMMIT_KEY: "true",
+        READ_IN_PLACE_KEY: "true", LOCAL_FILL_KEY: "false"}),
     # the same with the local disk bounded to about a tenth of the state's SST bytes
     # (snapshot.localMaxBytes, per store): 3 MB of about 25 MB per store at 5M keys over 4
     # partitions, 25 MB of about 250 MB at 50M

@@ -329,6 +329,21 @@ ttl_status ttl_mapped_file_crc32(const char* socket, const char* uri, uint64_t s
   });
 }
 
+ttl_status ttl_mapped_file_fill(const char* local, const char* uri, uint32_t crc, int* read, int* switched,
+                                int* outcome, uint64_t* read_bytes, uint32_t* read_crc, const char** data,
+                                size_t* data_size) {
+  return Guard([&] {
+    auto filled = ttlstate::FillFromSource(local, uri, crc);
+    *read = filled.whole ? 1 : 0;
+    *switched = filled.switched ? 1 : 0;
+    auto whole = filled.whole.value_or(ttlstate::WholeFile{ttlstate::WholeFile::kRead, 0, 0, ""});
+    *outcome = whole.outcome;
+    *read_bytes = whole.size;
+    *read_crc = whole.crc;
+    Out(std::move(whole.problem), data, data_size);
+  });
+}
+
 void ttl_mapped_files_forget(const char* dir) { ttlstate::ForgetMappedFiles(dir); }
 
 void ttl_mapped_reads_take(const char* dir, uint64_t* requests, uint64_t* bytes, uint64_t* local_requests,

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -38,6 +39,17 @@ struct DirReads {
   std::atomic<uint64_t> local_bytes{0};
 };
 
+// Whether a placeholder's readers read its local copy (FillFromSource): set once, after `local`.
+struct FillState {
+  std::atomic<bool> filled{false};
+  std::unique_ptr<rocksdb::FSRandomAccessFile> local;
+};
+
+uint64_t NextSerial() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
 struct Registered {
   MappedSource source;
   std::string path;  // where it was registered (ForgetMappedFiles)
@@ -47,6 +59,9 @@ struct Registered {
   int64_t mtime_ns = 0;
   // An evicted file whose blocks are being freed (EvictToSource): its modification time changes.
   bool evicting = false;
+  std::shared_ptr<FillState> fill = std::make_shared<FillState>();  // shared with its readers
+  uint64_t serial = NextSerial();  // tells this registration from a later one of the same inode
+  bool filling = false;  // its bytes are being written (FillFromSource): its modification time changes
 };
 
 using InodeKey = std::pair<uint64_t, uint64_t>;  // (st_dev, st_ino)
@@ -99,8 +114,14 @@ const Registered* Lookup(const std::string& local) {
   // forgotten placeholder's inode was written since). Not its blocks: a file system may keep
   // some blocks of a file whose every byte was punched out.
   if (static_cast<uint64_t>(st.st_size) != it->second.source.size) return nullptr;
-  if (MtimeNs(st) != it->second.mtime_ns && !it->second.evicting) return nullptr;
+  if (MtimeNs(st) != it->second.mtime_ns && !it->second.evicting && !it->second.filling) return nullptr;
   return &it->second;
+}
+
+// The registration `serial` of the inode `key`, while it lasts (under g_registry_mu).
+Registered* Find(const InodeKey& key, uint64_t serial) {
+  const auto it = Registry().find(key);
+  return it != Registry().end() && it->second.serial == serial ? &it->second : nullptr;
 }
 
 std::shared_ptr<DirReads> ReadsOf(const std::string& local) {  // under g_registry_mu
@@ -177,10 +198,47 @@ class LocalSourceFile : public rocksdb::FSRandomAccessFile {
   const UniqueFd fd_;
 };
 
+// A placeholder's reader: of its checkpoint file, until FillFromSource made its local copy whole.
+class FillableFile : public rocksdb::FSRandomAccessFile {
+ public:
+  FillableFile(std::unique_ptr<rocksdb::FSRandomAccessFile> source, std::shared_ptr<FillState> fill)
+      : source_(std::move(source)), fill_(std::move(fill)) {}
+
+  rocksdb::IOStatus Read(uint64_t offset, size_t n, const rocksdb::IOOptions& options, rocksdb::Slice* result,
+                         char* scratch, rocksdb::IODebugContext* dbg) const override {
+    return Current().Read(offset, n, options, result, scratch, dbg);
+  }
+  rocksdb::IOStatus MultiRead(rocksdb::FSReadRequest* reqs, size_t num_reqs, const rocksdb::IOOptions& options,
+                              rocksdb::IODebugContext* dbg) override {
+    return Current().MultiRead(reqs, num_reqs, options, dbg);
+  }
+  rocksdb::IOStatus Prefetch(uint64_t offset, size_t n, const rocksdb::IOOptions& options,
+                             rocksdb::IODebugContext* dbg) override {
+    return Current().Prefetch(offset, n, options, dbg);
+  }
+  void Hint(AccessPattern pattern) override { Current().Hint(pattern); }
+  rocksdb::IOStatus InvalidateCache(size_t offset, size_t length) override {
+    return Current().InvalidateCache(offset, length);
+  }
+
+ private:
+  rocksdb::FSRandomAccessFile& Current() const {
+    return fill_->filled.load(std::memory_order_acquire) ? *fill_->local : *source_;
+  }
+
+  const std::unique_ptr<rocksdb::FSRandomAccessFile> source_;
+  const std::shared_ptr<FillState> fill_;
+};
+
 // The reader of a placeholder's (or an evicted file's) checkpoint file.
 std::unique_ptr<rocksdb::FSRandomAccessFile> OpenSource(const Registered& r, const std::string& local) {
-  if (r.source.socket.empty()) return std::make_unique<LocalSourceFile>(r.source, r.reads);
-  return std::make_unique<MappedRandomAccessFile>(r.source, r.reads, local);
+  std::unique_ptr<rocksdb::FSRandomAccessFile> source;
+  if (r.source.socket.empty()) {
+    source = std::make_unique<LocalSourceFile>(r.source, r.reads);
+  } else {
+    source = std::make_unique<MappedRandomAccessFile>(r.source, r.reads, local);
+  }
+  return std::make_unique<FillableFile>(std::move(source), r.fill);
 }
 
 // What the readers of one local SST file share: whether its reads go to the local disk or (once
@@ -274,6 +332,15 @@ class SwitchableFile : public rocksdb::FSRandomAccessFile {
   std::atomic<uint64_t>& requests_;
   std::atomic<uint64_t>& bytes_;
 };
+
+// Frees every block of the file `fd` (`st`: its stat), to a whole block past the end: a partial
+// last block would stay allocated, zeroed. Empty, or why it failed.
+std::string PunchOut(int fd, const struct stat& st, const std::string& path) {
+  const off_t block = st.st_blksize > 0 ? st.st_blksize : 4096;
+  const off_t length = (st.st_size + block - 1) / block * block;
+  if (::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, length) == 0) return std::string();
+  return ErrnoMessage("freeing the blocks of " + path);
+}
 
 bool IsSstName(const std::string& f) {
   return f.size() > 4 && f.compare(f.size() - 4, 4, ".sst") == 0;
@@ -376,11 +443,8 @@ uint64_t EvictToSource(const std::string& local, const MappedSource& source) {
     SweepSwitches();
   }
   while (state && state->inflight.load() != 0) std::this_thread::yield();
-  // To a whole block past the end: a partial last block would stay allocated, zeroed.
-  const off_t block = st.st_blksize > 0 ? st.st_blksize : 4096;
-  const off_t length = (st.st_size + block - 1) / block * block;
-  const bool punched = ::fallocate(fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, length) == 0;
-  const std::string problem = punched ? std::string() : ErrnoMessage("freeing the blocks of " + local);
+  const std::string problem = PunchOut(fd.get(), st, local);
+  const bool punched = problem.empty();
   struct stat after {};
   const bool stated = ::fstat(fd.get(), &after) == 0;
   std::lock_guard<std::mutex> lock(g_registry_mu);
@@ -421,32 +485,156 @@ MappedReadCounters TakeMappedReads(const std::string& dir) {
           it->second->local_requests.exchange(0), it->second->local_bytes.exchange(0)};
 }
 
-WholeFile MappedFileCrc32(const MappedSource& source) {
+namespace {
+
+// Reads the checkpoint file `source` names whole, in chunks, past its recorded size too (bytes
+// appended to it are no damage: a copying restore truncates them, but the size is reported as
+// read), passing each chunk to `chunk` (its offset, bytes, count), which returns false to stop
+// the read: then nothing is returned.
+std::optional<WholeFile> ReadWhole(const MappedSource& source,
+                                   const std::function<bool(uint64_t, const char*, size_t)>& chunk) {
   constexpr size_t kChunk = 4 << 20;
-  const auto pool = RangePoolFor(source.socket);
+  std::function<std::optional<size_t>(uint64_t, char*)> read;  // nothing: missing
+  std::shared_ptr<UniqueFd> fd;
+  if (source.socket.empty()) {
+    fd = std::make_shared<UniqueFd>(::open(source.uri.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd->get() < 0 && errno != ENOENT) throw std::runtime_error(ErrnoMessage("opening " + source.uri));
+    read = [&](uint64_t offset, char* out) -> std::optional<size_t> {
+      if (fd->get() < 0) return std::nullopt;
+      const ssize_t got = PreadUpTo(fd->get(), out, kChunk, offset);
+      if (got < 0) throw std::runtime_error(ErrnoMessage("reading " + source.uri));
+      return static_cast<size_t>(got);
+    };
+  } else {
+    const auto pool = RangePoolFor(source.socket);
+    read = [&, pool](uint64_t offset, char* out) { return ReadRange(*pool, source.uri, offset, kChunk, out); };
+  }
   std::vector<char> buf(kChunk);
   uLong crc = ::crc32(0L, Z_NULL, 0);
   uint64_t offset = 0;
-  // Past the recorded size too: bytes appended to the file are no damage (a copying restore
-  // truncates them), but the size is reported as read.
   for (;;) {
-    std::optional<size_t> read;
+    std::optional<size_t> got;
     try {
-      read = ReadRange(*pool, source.uri, offset, kChunk, buf.data());
+      got = read(offset, buf.data());
     } catch (const RangeCorrupt& e) {
-      return {WholeFile::kCorrupt, offset, 0, e.what()};
+      return WholeFile{WholeFile::kCorrupt, offset, 0, e.what()};
     }
-    if (!read) return {WholeFile::kMissing, 0, 0, ""};
-    const size_t got = *read;
-    if (got == 0) break;
+    if (!got) return WholeFile{WholeFile::kMissing, 0, 0, ""};
+    if (*got == 0) break;
     if (offset < source.size) {
-      const auto part = static_cast<size_t>(std::min<uint64_t>(got, source.size - offset));
+      const auto part = static_cast<size_t>(std::min<uint64_t>(*got, source.size - offset));
       crc = ::crc32(crc, reinterpret_cast<const Bytef*>(buf.data()), static_cast<uInt>(part));
     }
-    offset += got;
-    if (got < kChunk) break;
+    if (!chunk(offset, buf.data(), *got)) return std::nullopt;
+    offset += *got;
+    if (*got < kChunk) break;  // the service answers in full but at the file's end
   }
-  return {WholeFile::kRead, offset, static_cast<uint32_t>(crc), ""};
+  return WholeFile{WholeFile::kRead, offset, static_cast<uint32_t>(crc), ""};
+}
+
+// Writes all of `n` bytes at `offset`.
+bool PwriteAll(int fd, const char* data, size_t n, uint64_t offset) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::pwrite(fd, data + done, n - done, static_cast<off_t>(offset + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    done += static_cast<size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+WholeFile MappedFileCrc32(const MappedSource& source) {
+  return *ReadWhole(source, [](uint64_t, const char*, size_t) { return true; });
+}
+
+Filled FillFromSource(const std::string& local, const std::string& uri, uint32_t crc) {
+  // Never through a link: that is the checkpoint's own file.
+  UniqueFd fd(::open(local.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() < 0) {
+    if (errno == ENOENT || errno == ELOOP) return {};  // a compaction removed it; a link
+    throw std::runtime_error(ErrnoMessage("opening " + local));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw std::runtime_error(ErrnoMessage("stat " + local));
+  const InodeKey key = KeyOf(st);
+  MappedSource source;
+  uint64_t serial = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_registry_mu);
+    const auto it = Registry().find(key);
+    if (it == Registry().end()) return {};
+    Registered& entry = it->second;
+    // Still the placeholder of `uri`, as it was registered, and no one else's fill or eviction.
+    if (entry.source.uri != uri || static_cast<uint64_t>(st.st_size) != entry.source.size || entry.filling ||
+        entry.evicting || MtimeNs(st) != entry.mtime_ns) {
+      return {};
+    }
+    entry.filling = true;
+    source = entry.source;
+    serial = entry.serial;
+  }
+  // Not filled: its blocks are freed again and it is the placeholder it was (its new time).
+  const auto stays_placeholder = [&] {
+    struct stat now {};
+    const bool punched = ::fstat(fd.get(), &now) == 0 && PunchOut(fd.get(), now, local).empty();
+    const bool stated = punched && ::fstat(fd.get(), &now) == 0;
+    std::lock_guard<std::mutex> lock(g_registry_mu);
+    if (Registered* entry = Find(key, serial)) {
+      if (stated) entry->mtime_ns = MtimeNs(now);
+      entry->filling = !stated;  // (else known by inode and size alone, as an eviction's)
+    }
+  };
+  std::optional<WholeFile> whole;
+  try {
+    whole = ReadWhole(source, [&](uint64_t offset, const char* data, size_t n) {
+      {
+        std::lock_guard<std::mutex> lock(g_registry_mu);
+        if (Find(key, serial) == nullptr) return false;  // forgotten: its directory goes
+      }
+      if (offset >= source.size) return true;
+      const auto part = static_cast<size_t>(std::min<uint64_t>(n, source.size - offset));
+      if (!PwriteAll(fd.get(), data, part, offset)) throw std::runtime_error(ErrnoMessage("writing " + local));
+      return true;
+    });
+    if (whole && whole->outcome == WholeFile::kRead && whole->size >= source.size && whole->crc == crc &&
+        ::fdatasync(fd.get()) != 0) {
+      throw std::runtime_error(ErrnoMessage("syncing " + local));
+    }
+  } catch (...) {
+    stays_placeholder();
+    throw;
+  }
+  if (!whole || whole->outcome != WholeFile::kRead || whole->size < source.size || whole->crc != crc) {
+    stays_placeholder();
+    return {false, whole};
+  }
+  struct stat after {};
+  std::unique_ptr<rocksdb::FSRandomAccessFile> reader;
+  const rocksdb::IOStatus opened =
+      rocksdb::FileSystem::Default()->NewRandomAccessFile(local, rocksdb::FileOptions(), &reader, nullptr);
+  struct stat named {};
+  if (!opened.ok() || ::fstat(fd.get(), &after) != 0 || ::stat(local.c_str(), &named) != 0 ||
+      KeyOf(named) != key) {  // removed (by a compaction) meanwhile
+    stays_placeholder();
+    return {};
+  }
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  Registered* entry = Find(key, serial);
+  if (entry == nullptr) return {};  // forgotten: its directory goes
+  auto& slot = Switches()[IdOf(after)];  // as a local file's readers: an eviction switches these too
+  std::shared_ptr<SwitchState> state = slot.lock();
+  if (!state) {
+    state = std::make_shared<SwitchState>();
+    slot = state;
+  }
+  entry->fill->local = std::make_unique<SwitchableFile>(std::move(reader), std::move(state), entry->reads, false);
+  entry->fill->filled.store(true, std::memory_order_release);
+  Registry().erase(key);  // new readers open it as the local file it is
+  SweepSwitches();
+  return {true, whole};
 }
 
 MappedReadCounters MappedReads() {

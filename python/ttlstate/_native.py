@@ -154,8 +154,26 @@ def mapped_file_crc32(socket: str, uri: str, size: int) -> tuple[int, int] | str
     outcome, read_bytes, crc, out = c_int(), c_uint64(), c_uint32(), Out()
     lib.ttl_mapped_file_crc32(text(socket), text(uri), size, byref(outcome), byref(read_bytes), byref(crc),
                               *out.refs())
-    if outcome.value == PROTOCOL_CONSTANTS["RANGE_MISSING"]:
+    return _whole_file(outcome.value, read_bytes.value, crc.value, out)
+
+
+def fill_mapped_file(local: str, uri: str, crc: int) -> tuple[bool, tuple[int, int] | str] | None:
+    """Fills the placeholder `local` with its checkpoint file `uri`, read whole, and reads it
+    locally from then on if the copy has the CRC-32 `crc` (its snapshot's) over its size: (whether
+    it does now, what was read as `mapped_file_crc32` says), or None: `local` is not (any more)
+    the placeholder of `uri`."""
+    read, switched, outcome = c_int(), c_int(), c_int()
+    read_bytes, read_crc, out = c_uint64(), c_uint32(), Out()
+    lib.ttl_mapped_file_fill(text(local), text(uri), crc, byref(read), byref(switched), byref(outcome),
+                             byref(read_bytes), byref(read_crc), *out.refs())
+    if not read.value:
+        return None
+    return bool(switched.value), _whole_file(outcome.value, read_bytes.value, read_crc.value, out)
+
+
+def _whole_file(outcome: int, read_bytes: int, crc: int, out: Out) -> tuple[int, int] | str:
+    if outcome == PROTOCOL_CONSTANTS["RANGE_MISSING"]:
         return "is missing"
-    if outcome.value == PROTOCOL_CONSTANTS["RANGE_CORRUPT"]:
+    if outcome == PROTOCOL_CONSTANTS["RANGE_CORRUPT"]:
         return f"has bytes its file system's checksums reject ({out.bytes().decode(errors='replace')})"
-    return read_bytes.value, crc.value
+    return read_bytes, crc

@@ -139,6 +139,12 @@ FUNCTIONS: tuple[Function, ...] = (
        comment="Reads the whole file: its bytes and the CRC-32 of its first `size` (outcome RANGE_DATA), "
                "or that it is missing (RANGE_MISSING) or its file system's checksums reject it "
                "(RANGE_CORRUPT, why: data)."),
+    fn("ttl_status ttl_mapped_file_fill(const char* local, const char* uri, uint32_t crc, int* read, "
+       "int* switched, int* outcome, uint64_t* read_bytes, uint32_t* read_crc, const char** data, "
+       "size_t* size_out)",
+       comment="Fills a placeholder from its checkpoint file (read 0: not its placeholder any more), "
+               "switching its reads to the local disk when the copy is whole (switched 1); what was "
+               "read as ttl_mapped_file_crc32 says."),
     fn("void ttl_mapped_files_forget(const char* dir)", keep_gil=True),
     fn("void ttl_mapped_reads(uint64_t* requests, uint64_t* bytes, uint64_t* connections)", keep_gil=True),
     fn("void ttl_mapped_reads_take(const char* dir, uint64_t* requests, uint64_t* bytes, "

@@ -39,7 +39,9 @@ POINTS = ("commit-before-upload", "commit-after-upload", "snapshot-before-write"
           # store/in_place.py: the background check of files a restore reads in place, started
           "in-place-check",
           # store/rebuild.py: a restore's local DB opened on placeholders read through the shim
-          "in-place-opened")
+          "in-place-opened",
+          # store/local_fill.py: a placeholder about to be copied to the local disk
+          "local-fill")
 
 
 _ACTION = re.compile(r"^(busy|idle)=(\d+)$")

@@ -36,10 +36,12 @@ def _makers(tmp_path, variant: str) -> Iterator[Callable[..., StoreProvider]]:  
 
     def make(ttl: TtlConfig | None = None, snapshot_interval: int = 2,
              local: str | None = None, checkpoint_ids: bool = False,
-             column_families: bool = False, local_max_bytes: int = 0) -> StoreProvider:
+             column_families: bool = False, local_max_bytes: int = 0,
+             local_fill: bool = False) -> StoreProvider:
         engine, layout, in_place = _VARIANTS[variant]
         cfg = StoreConfig(ttl or TtlConfig(), engine, snapshot_interval, layout,
-                          snapshot_read_in_place=in_place, snapshot_local_max_bytes=local_max_bytes)
+                          snapshot_read_in_place=in_place, snapshot_local_max_bytes=local_max_bytes,
+                          snapshot_local_fill=local_fill)
         location = LocalCheckpointLocation(checkpoint_dir)
         p = StoreProvider("op0/p0", str(tmp_path / (local or f"local{len(made)}")),
                           location if service is None else Served(location, service.socket_path),  # type: ignore[arg-type]

@@ -40,8 +40,11 @@ def placeholders(p: StoreProvider) -> dict[str, str]:
     return out
 
 
-def fresh_reader(ck: Checkpoint, tmp_path, service: RangeService, name: str = "fresh") -> StoreProvider:  # noqa: ANN001
-    cfg = StoreConfig(TtlConfig(), EngineKind.NATIVE, 2, snapshot_read_in_place=True)
+def fresh_reader(ck: Checkpoint, tmp_path, service: RangeService, name: str = "fresh",  # noqa: ANN001
+                 local_fill: bool = False, local_max_bytes: int = 0) -> StoreProvider:
+    """A fresh executor's provider over `ck` (its placeholders stay so unless `local_fill`)."""
+    cfg = StoreConfig(TtlConfig(), EngineKind.NATIVE, 2, snapshot_read_in_place=True,
+                      snapshot_local_fill=local_fill, snapshot_local_max_bytes=local_max_bytes)
     return StoreProvider("op0/p0", str(tmp_path / name),
                          Served(LocalCheckpointLocation(ck.directory), service.socket_path),  # type: ignore[arg-type]
                          cfg, ManualClock(1000))

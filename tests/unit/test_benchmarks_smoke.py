@@ -27,6 +27,7 @@ def test_variant_conf_names_are_the_packages() -> None:
     assert variants.CACHE_KEY == K.CACHE_MAX_BYTES.key
     assert variants.SNAPSHOT_LAYOUT_KEY == K.SNAPSHOT_LAYOUT.key
     assert variants.READ_IN_PLACE_KEY == K.SNAPSHOT_READ_IN_PLACE.key
+    assert variants.LOCAL_FILL_KEY == K.SNAPSHOT_LOCAL_FILL.key
     assert variants.MEMORY_KEY == K.MEMORY_MAX_BYTES.key
     assert variants.TRANSFORM_WITH_STATE_KEY == K.TRANSFORM_WITH_STATE.key
 

@@ -48,8 +48,8 @@ uint64_t EvictToSource(const std::string& local, const MappedSource& source);
 // inodes may be reused once the files are gone.
 void ForgetMappedFiles(const std::string& dir);
 
-// The checkpoint file `source` names read whole through its range service (the check a retry of
-// a restore makes: store/in_place.py): its size and the zlib CRC-32 of its first source.size
+// The checkpoint file `source` names read whole, through its range service or (an empty
+// socket) itself: the check a retry of a restore makes (store/in_place.py): its size and the zlib CRC-32 of its first source.size
 // bytes, or that it is missing, or that its file system's checksums reject it (and why).
 struct WholeFile {
   // The outcomes of a range read (protocol.h's RANGE_*), which the C ABI passes on as they are.
@@ -60,6 +60,21 @@ struct WholeFile {
   std::string problem;
 };
 WholeFile MappedFileCrc32(const MappedSource& source);
+
+// The placeholder `local` (a restored file or an evicted one) gets its checkpoint file's bytes,
+// read whole, and is read from the local disk from then on: the reverse of EvictToSource, so a
+// store opened in place comes back to the local disk in the background. RocksDB's open readers
+// of it switch over too (every placeholder is read through one). Nothing changes unless the copy
+// is whole: `uri` and `crc` (the zlib CRC-32 of its recorded size) are what its snapshot named;
+// a copy that differs, is missing or is rejected by its file system's checksums is reported, and
+// the file stays a placeholder with its blocks freed, as when the fill stops because the file is
+// gone (a compaction removed it, its directory was forgotten). A failed read of the file system
+// throws, leaving it a placeholder.
+struct Filled {
+  bool switched = false;           // read from the local disk now
+  std::optional<WholeFile> whole;  // what was read of the checkpoint's file; nothing: not (any more) its placeholder
+};
+Filled FillFromSource(const std::string& local, const std::string& uri, uint32_t crc);
 
 struct MappedReadCounters {
   uint64_t requests = 0;  // of checkpoint files, in place

@@ -167,6 +167,22 @@ SNAPSHOT_LOCAL_MAX_BYTES = ConfKey("snapshot.localMaxBytes", "0",
                                     "(`inPlaceLocalReads` against `inPlaceRangeReads`).",
                                     Kind.SIZE, option="snapshot_local_max_bytes", minimum=0,
                                     zero="unbounded: uploaded files stay local", examples=("1g", "512m"))
+SNAPSHOT_LOCAL_FILL = ConfKey("snapshot.localFill", "true",
+                               "With `snapshot.readInPlace`, where the shim reads the checkpoint "
+                               "(HDFS, S3A, ...): after a restore opened a store in place, a "
+                               "background thread of the state server copies the files it reads "
+                               "in place to the local disk, one file at a time in each worker, the "
+                               "newest first, while the store's local SST files stay within "
+                               "`snapshot.localMaxBytes`. Each copy is checked whole against its "
+                               "snapshot's checksum, and RocksDB reads it (also through the readers "
+                               "it holds open) from then on: the restore stays as quick as reading "
+                               "in place, and the batches after it read the local disk again "
+                               "instead of one range of the checkpoint per block. A copy found "
+                               "damaged stays read in place and the next load passes over every "
+                               "snapshot naming it. Off: the files are read in place until "
+                               "compactions rewrite them. Progress counts the files "
+                               "(`localSstFilesFilled`).",
+                               Kind.BOOL, option="snapshot_local_fill")
 SNAPSHOT_AFTER_COMMIT = ConfKey("snapshot.afterCommit", "false",
                                  "Start a snapshot that is due (`snapshotInterval`) as soon as the "
                                  "commit that makes it due returns, on a background thread of the "
@@ -333,7 +349,7 @@ ALL_KEYS: tuple[ConfKey, ...] = (
     FULL_SNAPSHOT, INCREMENTAL_SIZE,
     INCREMENTAL_PER_RECORD, FILTER_ENABLED, FILTER_QUERY_TIME_AFTER,
     FILTER_PERIODIC_COMPACTION, FILTER_COMPACT_EVERY, ENGINE, SNAPSHOT_INTERVAL, SNAPSHOT_LAYOUT,
-    SNAPSHOT_READ_IN_PLACE, SNAPSHOT_LOCAL_MAX_BYTES, SNAPSHOT_AFTER_COMMIT,
+    SNAPSHOT_READ_IN_PLACE, SNAPSHOT_LOCAL_MAX_BYTES, SNAPSHOT_LOCAL_FILL, SNAPSHOT_AFTER_COMMIT,
     REPAIR_MAX_REPLAY,
     CHECKPOINT_LOCAL_FILES, PYTHON,
     LOCAL_MODE_PYTHON, WORKERS, WRITE_BATCH_SIZE, KEY_FILTER_MAX_KEYS, KEY_FILTER_MAX_BYTES,

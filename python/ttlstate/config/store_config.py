@@ -77,6 +77,8 @@ class StoreConfig:
     snapshot_read_in_place: bool = K.SNAPSHOT_READ_IN_PLACE.default_value
     # the most bytes of local SST files a store reading in place keeps (0: unbounded)
     snapshot_local_max_bytes: int = K.SNAPSHOT_LOCAL_MAX_BYTES.default_value
+    # a restore's placeholders are copied to the local disk in the background (local_fill.py)
+    snapshot_local_fill: bool = K.SNAPSHOT_LOCAL_FILL.default_value
     # a due snapshot starts when the commit returns, not at the next maintenance
     snapshot_after_commit: bool = K.SNAPSHOT_AFTER_COMMIT.default_value
     # the most changelogs a repair of a damaged snapshot replays (0: no repair)
@@ -131,6 +133,7 @@ def store_config_from_confs(confs: Mapping[str, str], operator_id: int | None = 
         checkpoint_local_files=v[K.CHECKPOINT_LOCAL_FILES],
         snapshot_read_in_place=v[K.SNAPSHOT_READ_IN_PLACE],
         snapshot_local_max_bytes=v[K.SNAPSHOT_LOCAL_MAX_BYTES],
+        snapshot_local_fill=v[K.SNAPSHOT_LOCAL_FILL],
         snapshot_after_commit=v[K.SNAPSHOT_AFTER_COMMIT],
         repair_max_replay=v[K.REPAIR_MAX_REPLAY],
         key_filter_max_keys=v[K.KEY_FILTER_MAX_KEYS],

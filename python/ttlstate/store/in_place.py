@@ -134,15 +134,20 @@ class MappedCheck:
     def __init__(self, store_id: str, version: int, files: list[MappedFile]) -> None:
         self.version = version
         self.names = frozenset(mapped.file.name for mapped in files)
+        self.files = tuple(files)
         self._store_id = store_id
-        self._files = files
+
+    def without(self, name: str) -> MappedCheck | None:
+        """This check but of the checkpoint file `name` (read whole since); None: nothing left."""
+        rest = [mapped for mapped in self.files if mapped.file.name != name]
+        return MappedCheck(self._store_id, self.version, rest) if rest else None
 
     def run(self) -> dict[str, str]:
         """Checkpoint file name -> what is wrong with it. A file that cannot be read is no
         finding (the DFS may be down for a while): the JvmCheckpointIOError naming it fails
         the load (a checkpoint error for the shim, not an internal one)."""
         damaged: dict[str, str] = {}
-        for mapped in self._files:
+        for mapped in self.files:
             f = mapped.file
             problem = _check_mapped(mapped, f"{self._store_id}: SST file {mapped.uri}, read in place "
                                               f"since the restore of version {self.version},")
@@ -164,6 +169,12 @@ def _check_mapped(mapped: MappedFile, what: str) -> str | None:
         whole = native.mapped_file_crc32(mapped.socket, mapped.uri, f.size)
     except RuntimeError as e:
         raise JvmCheckpointIOError(f"ttlstate store {what} cannot be read to check it whole: {e}") from None
+    return whole_file_problem(whole, f)
+
+
+def whole_file_problem(whole: tuple[int, int] | str, f: SstFile) -> str | None:
+    """What the read of `f`'s checkpoint file whole found wrong with it (the native side's answer:
+    its size and checksum, or what kept it from being read); None: nothing."""
     if isinstance(whole, str):
         return whole
     return _compare(min(whole[0], f.size), whole[1], f)  # bytes appended after it are read past

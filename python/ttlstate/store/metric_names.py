@@ -113,6 +113,12 @@ LOCAL_SST_FILES_EVICTED = MetricName("localSstFilesEvicted", "sum",
                                      "local disk, to keep it to `snapshot.localMaxBytes`", "none")
 LOCAL_SST_BYTES_EVICTED = MetricName("localSstBytesEvicted", "size",
                                      "local disk those files freed (`localSstFilesEvicted`)", "none")
+LOCAL_SST_FILES_FILLED = MetricName("localSstFilesFilled", "sum",
+                                    "SST files a restore opened in place that were copied to the local "
+                                    "disk in the background and are read there from then on "
+                                    "(`snapshot.localFill`)", "none")
+LOCAL_SST_BYTES_FILLED = MetricName("localSstBytesFilled", "size",
+                                    "bytes of those files (`localSstFilesFilled`)", "none")
 ENGINE_FALLBACK = MetricName("engineFallback", "sum",
                              "stores running on rocksdict because engine=auto found no native build",
                              "none")
@@ -163,7 +169,7 @@ ALL_METRICS: tuple[MetricName, ...] = (
     REPLAYED_CHANGELOGS, SNAPSHOTS_AUTO_REPAIRED, FAMILY_COPY_SCANS, INTERNAL_FAMILY_KEYS,
     EXTERNAL_FAMILIES, INTERNAL_FAMILIES, SST_FILES_READ_IN_PLACE, IN_PLACE_RANGE_READS,
     IN_PLACE_RANGE_READ_BYTES, IN_PLACE_LOCAL_READS, IN_PLACE_LOCAL_READ_BYTES, LOCAL_SST_FILES_EVICTED,
-    LOCAL_SST_BYTES_EVICTED,
+    LOCAL_SST_BYTES_EVICTED, LOCAL_SST_FILES_FILLED, LOCAL_SST_BYTES_FILLED,
 )
 
 # Former names, for readers of old progress logs and dashboards (docs/metrics.md).

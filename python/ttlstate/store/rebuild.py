@@ -19,13 +19,14 @@ from ttlstate.checkpoint.record_file import (
     RecordFileHeader,
 )
 from ttlstate.checkpoint.restore_plan import RestorePlan
-from ttlstate.checkpoint.sst_manifest import SstManifest, read_manifest
+from ttlstate.checkpoint.sst_manifest import SstFile, SstManifest, read_manifest
 from ttlstate.faults import crash_point
 from ttlstate.store import metric_names as M
 from ttlstate.store.batch_times import BatchTimes
 from ttlstate.store.context import StoreContext
 from ttlstate.store.in_place import in_place_directory
 from ttlstate.store.local_db import LocalDb
+from ttlstate.store.local_fill import FILLS, FillJob
 from ttlstate.store.planes.base import Fetched, KeyHashes
 from ttlstate.store.recorded_settings import WrittenWith
 from ttlstate.store.restored_keys import RestoredKeys
@@ -120,9 +121,29 @@ class Rebuilder:
         if in_place is not None and in_place.socket is not None:
             crash_point("in-place-opened")  # tests only: the file system goes away now
         self._ctx.sst.new_lineage(manifest)
+        self._fill_local(version)
         self._db.num_keys = manifest.keys
         self._db.num_internal_keys = header.internal_keys  # None (files from before the count): counted later
         self._times.record(header.version, header.batch_time_ms)
+
+    def _fill_local(self, version: int) -> None:
+        """`snapshot.localFill`: the placeholders just opened go back to the local disk in the
+        background (local_fill.py), while this DB stays open."""
+        ctx, db = self._ctx, self._db
+        files = ctx.sst.restored_in_place()
+        if not files or not ctx.config.snapshot_local_fill:
+            return
+        engine = db.engine
+
+        def filled(f: SstFile) -> None:
+            ctx.sst.found_whole(f.name)
+            with ctx.lock:
+                ctx.counters[M.LOCAL_SST_FILES_FILLED.name] += 1
+                ctx.counters[M.LOCAL_SST_BYTES_FILLED.name] += f.size
+
+        FILLS.submit(FillJob(ctx.store_id, version, db.directory, files, ctx.config.snapshot_local_max_bytes,
+                             lambda: db.engine_or_none is engine and not db.closed, filled,
+                             ctx.sst.record_damage))
 
     def _build(self, fetched: list[Fetched], version: int, collecting: KeyHashes | None) -> list[Fetched]:
         """Builds the empty DB from what the data plane takes in one pass (the snapshot, and

@@ -216,6 +216,24 @@ class SstSnapshots:
                      sum(m.file.size for m in mapped), snapshot_name)
         return len(linked) + len(mapped)
 
+    def restored_in_place(self) -> tuple[MappedFile, ...]:
+        """The placeholders the last restore opened, unless a check read them since."""
+        check = self._mapped
+        return check.files if check is not None else ()
+
+    def found_whole(self, name: str) -> None:
+        """A read of the checkpoint's SST file `name` whole found it intact (local_fill.py): a
+        retry of the restore need not read it again."""
+        with self._mu:
+            if self._mapped is not None:
+                self._mapped = self._mapped.without(name)
+
+    def record_damage(self, name: str, problem: str) -> None:
+        """A read of the checkpoint's SST file `name` whole found `problem` (local_fill.py): the
+        next load passes over every snapshot naming it."""
+        with self._mu:
+            self.damaged[name] = problem
+
     def _present(self, manifest: SstManifest) -> set[str]:
         """The manifest's files the checkpoint holds, from the load's listing (no remote call per
         file), listed afresh when it lacks any (it holds no SST file this provider uploaded)."""
