@@ -15,11 +15,13 @@ loading the lost stores from the checkpoint where the tasks run again, which for
 RocksDB provider is a download of every SST file of those stores.
 
 Each variant runs in its own driver process (a fresh driver JVM and fresh executors), in
-alternating order over `--rounds`; the summary has the medians of the three batches, the
-recovery (what the kill batch and the batch after took beyond two steady batches: a kill that
-came after the victim's stateful tasks had ended costs the batch after) and their ratios to
-Spark's RocksDB provider, and
-checks the state rows after every batch (nothing lost or doubled by the retries).
+alternating order over `--rounds` (with `--baseline REF`, the ttlstate variants of
+`--baseline-variants` also run by an older checkout, `<name>@<sha>`, as growth's: the executors'
+state servers import that tree, which the run checks); the summary has the medians of the three
+batches, the recovery (what the kill batch and the batch after took beyond two steady batches: a
+kill that came after the victim's stateful tasks had ended costs the batch after) and their
+ratios to Spark's RocksDB provider (and to the baseline twin), and checks the state rows after
+every batch (nothing lost or doubled by the retries).
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ import tempfile
 from typing import Any
 
 from benchmarks.harness import checkpoint_fs
+from benchmarks.harness.baseline import prepare
 from benchmarks.harness.checkpoint_fs import checkpoint_root, join
 from benchmarks.harness.machine import describe
-from benchmarks.harness.subproc import run_child
-from benchmarks.harness.variants import Variant, pick, ratio
+from benchmarks.harness.subproc import RssPoller, run_child
+from benchmarks.harness.variants import Variant, pick, ratio, with_baseline
 from benchmarks.workloads.executor_kill_child import PHASES
 from benchmarks.workloads.growth import (
     LOAD_METRIC,
@@ -93,8 +96,15 @@ def run_variant(v: Variant, args: argparse.Namespace, cluster: Any, files: list[
                   victim_worker_pid=cluster.workers[0].pid)
     print(f"executor_kill: {v.name} (round {round_no}): {args.batches} batches, then {', '.join(PHASES)}",
           flush=True)
-    out, _rss = run_child("benchmarks.workloads.executor_kill_child", params, v.env(),
-                          os.path.join(work, "logs", f"{os.path.basename(here)}.log"), args.timeout)
+    servers = [RssPoller(w.pid, interval=1.0) for w in cluster.workers]  # the executors' state servers
+    for poller in servers:
+        poller.start()
+    try:
+        out, _rss = run_child("benchmarks.workloads.executor_kill_child", params, v.env(),
+                              os.path.join(work, "logs", f"{os.path.basename(here)}.log"), args.timeout)
+    finally:
+        server_files = sorted({f for poller in servers for f in poller.stop().server_files})
+    v.check_code([out["ttlstate_file"], *_shim_jars(out)], server_files)
     load = LOAD_METRIC[_kind(v)] or ""
     phases = {p["phase"]: {**p, "load_ms": p["custom"].get(load)} for p in out["phases"]}
     run = {"variant": v.name, "round": round_no, "checkpoint": ck, "ttlstate_file": out["ttlstate_file"],
@@ -127,7 +137,8 @@ COMPARED = ("recovery_ms", "kill_batch_ms", "after_batch_ms", "kill_to_end_ms", 
 
 def summarize(variants: list[Variant], runs: list[dict[str, Any]], grown_rows: int,
               kill_keys: int) -> list[dict[str, Any]]:
-    """Per variant, medians over rounds (and each round's kill batch), ratios to Spark RocksDB's."""
+    """Per variant, medians over rounds (and each round's kill batch), ratios to Spark RocksDB's
+    (and to the variant's baseline twin)."""
     rows = {}
     for v in variants:
         per_round = [summarize_run(r, grown_rows, kill_keys) for r in runs if r["variant"] == v.name]
@@ -148,6 +159,11 @@ def summarize(variants: list[Variant], runs: list[dict[str, Any]], grown_rows: i
                 pairs = list(zip(per_round, ref_rounds, strict=True))
                 row["ratio_to_rocksdb_per_round"] = {k: [ratio(a[k], b[k]) for a, b in pairs]
                                                      for k in COMPARED}
+    for v in variants:  # this tree's variant against its run by the baseline's code
+        twin = next((w for w in variants if w.baseline is not None and w.name.split("@")[0] == v.name), None)
+        if twin is not None and v.baseline is None:
+            mine, theirs = rows[v.name][0], rows[twin.name][0]
+            mine["ratio_to_baseline"] = {k: ratio(mine[k], theirs[k]) for k in COMPARED}
     return [row for row, _ in rows.values()]
 
 
@@ -162,6 +178,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--providers", default="rocksdb,ttlstate-budget-in-place-after-commit",
                     help=f"comma-separated, from {', '.join(VARIANTS)}")
+    ap.add_argument("--baseline", metavar="REF", help="also run ttlstate from this older commit")
+    ap.add_argument("--baseline-variants", default="ttlstate-budget-in-place-after-commit",
+                    help="which ttlstate variants get a baseline twin")
     ap.add_argument("--ttl", help="as growth's --ttl (e.g. 6h for a run over an hour)")
     ap.add_argument("--settle", type=float, default=6.0,
                     help="seconds between the growth's last batch and the steady one (maintenance)")
@@ -186,7 +205,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from integration.standalone import StandaloneCluster
 
     args = parse_args(argv)
-    variants = [_longer_ttl(v, args.ttl) for v in pick(VARIANTS, args.providers)]
+    baseline = prepare(args.baseline) if args.baseline else None
+    variants = [_longer_ttl(v, args.ttl) for v in
+                with_baseline(pick(VARIANTS, args.providers), baseline, args.baseline_variants)]
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     work = tempfile.mkdtemp(prefix="ttlstate-executor-kill-")
     runs: list[dict[str, Any]] = []
