@@ -39,6 +39,12 @@ class Evicted:
     local: int = 0  # bytes of SST files left on the local disk
 
 
+def sst_number(name: str) -> int:
+    """A local SST file's number (`000123.sst`: 123): RocksDB numbers its files as it writes
+    them, so the lower, the older."""
+    return int(name.split(".")[0])
+
+
 def local_sst_bytes(db_dir: str) -> dict[str, int]:
     """The local DB's SST files that take local disk (not links, not placeholders): name ->
     bytes of disk they take."""
@@ -66,7 +72,7 @@ def bound_local_files(store_id: str, db_dir: str, uploaded: dict[str, SstFile], 
     local = local_sst_bytes(db_dir)
     total = sum(local.values())
     files = freed = 0
-    for name in sorted(local, key=lambda n: int(n.split(".")[0])):
+    for name in sorted(local, key=sst_number):
         if total <= max_bytes:
             break
         f = uploaded.get(name)

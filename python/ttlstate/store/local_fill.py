@@ -36,7 +36,7 @@ from ttlstate.engine.select import native_module
 from ttlstate.faults import crash_point
 from ttlstate.store import worker_idle
 from ttlstate.store.in_place import MappedFile, whole_file_problem
-from ttlstate.store.local_cache import local_sst_bytes
+from ttlstate.store.local_cache import local_sst_bytes, sst_number
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def fill(job: FillJob) -> None:
     started = time.monotonic()
     files = count = 0
     waited = 0.0
-    for mapped in sorted(job.files, key=lambda m: -int(m.file.local.split(".")[0])):
+    for mapped in sorted(job.files, key=lambda m: -sst_number(m.file.local)):
         f = mapped.file
         wait_from = time.monotonic()
         worker_idle.wait_until_quiet(QUIET_S, MAX_WAIT_S)
