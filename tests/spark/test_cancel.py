@@ -129,6 +129,18 @@ def stateful_tasks_running(spark: SparkSession, group: str) -> bool:
     return False
 
 
+def later_job_succeeded(spark: SparkSession, group: str, listed: int) -> bool:
+    """True once a job of `group` newer than `listed` (the newest listed just after the group was
+    cancelled) succeeded: it was not cancelled, and B runs its jobs one at a time, so the cancel
+    found no job of B's (a job it found fails the query before B starts another)."""
+    tracker = spark.sparkContext.statusTracker()
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job) if job > listed else None
+        if info is not None and info.status == "SUCCEEDED":
+            return True
+    return False
+
+
 def run_a(run: Run, first: int, errors: list[BaseException], done: threading.Event) -> None:
     """A's steps from `first` on, each processed before the next (one batch per step)."""
     try:
@@ -160,8 +172,12 @@ def cancel_while_running(spark: SparkSession, b: Run, feeder: Feeder, rnd: rando
     time.sleep(rnd.uniform(0.0, 0.15))
     hit = running()
     spark.sparkContext.cancelJobGroup(group)
+    listed = max(spark.sparkContext.statusTracker().getJobIdsForGroup(group), default=-1)
+    # Until the query fails (the cancel found a job), or a later job of B succeeds (it found none,
+    # between two jobs: a fixed 5 s wait for a failure that would not come cost 5 s each time).
+    poll_until(lambda: not query.isActive or later_job_succeeded(spark, group, listed), 5, every_s=0.02)
     try:
-        query.awaitTermination(5)
+        query.awaitTermination(0.01)
     except StreamingQueryException as e:  # the cancelled job fails the query, for no other reason
         assert "cancelled part of cancelled job group" in str(e), f"cancel {attempt}: {e}"
     b.stop()  # `query.stop()` cancels the job group too, if a later batch runs
