@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import pytest
 
 from ttlstate.engine.select import native_import_error, native_module
-from ttlstate.store import worker_idle
 from ttlstate.store.planes import free_memory
 
 
@@ -27,11 +26,11 @@ def trims(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     monkeypatch.setattr(native, "release_free_memory", release)
     monkeypatch.setattr(free_memory, "MIN_GAP_S", 0.3)
     monkeypatch.setattr(free_memory, "QUIET_S", 0.1)
-    worker_idle.set_idle_probe(lambda: True)
+    free_memory.set_idle_probe(lambda: True)
     time.sleep(1.2)  # a trim another test asked for, with the real gap, is over
     calls.clear()
     yield calls
-    worker_idle.set_idle_probe(lambda: True)
+    free_memory.set_idle_probe(lambda: True)
 
 
 def _wait_for(calls: list[str], n: int, timeout: float = 5.0) -> None:
@@ -48,7 +47,7 @@ def test_a_batch_end_trims_on_the_trim_thread(trims: list[str]) -> None:
 
 def test_no_trim_while_a_store_version_is_open(trims: list[str]) -> None:
     busy = {"now": True}
-    worker_idle.set_idle_probe(lambda: not busy["now"])
+    free_memory.set_idle_probe(lambda: not busy["now"])
     free_memory.batch_ended()
     time.sleep(0.6)  # well past QUIET_S: still busy, so nothing
     assert trims == []
@@ -76,7 +75,7 @@ def test_a_failing_idle_probe_counts_as_busy_and_the_trim_thread_lives_on(trims:
             raise RuntimeError("WeakSet changed size during iteration")
         return True
 
-    worker_idle.set_idle_probe(probe)
+    free_memory.set_idle_probe(probe)
     free_memory.batch_ended()
     time.sleep(0.6)
     assert trims == []

@@ -1,8 +1,7 @@
 """`snapshot.localFill` (store/local_fill.py): after a restore in place through the shim, the
 placeholders' files are copied to the local disk in the background, checked whole, and read
 there from then on, by the readers RocksDB holds open too; within `snapshot.localMaxBytes`; a
-damaged copy is found and repaired; an unreachable file system leaves the files read in place;
-each file waits for the worker's batches to end.
+damaged copy is found and repaired; an unreachable file system leaves the files read in place.
 The checkpoint's files are never changed."""
 
 from __future__ import annotations
@@ -20,11 +19,9 @@ from tests.store.test_in_place import sst_files
 from tests.store.test_in_place_ranges import ROOT, fresh_reader, placeholders, served  # noqa: F401
 
 from ttlstate import faults
-from ttlstate.config import keys as K
-from ttlstate.store import local_fill, worker_idle
 from ttlstate.store import metric_names as M
 from ttlstate.store.local_cache import local_sst_bytes
-from ttlstate.store.local_fill import FILLS, MAX_WAIT_S
+from ttlstate.store.local_fill import FILLS
 from ttlstate.store.provider import StoreProvider
 
 
@@ -191,43 +188,3 @@ def test_the_fill_is_off_with_the_key(served, tmp_path) -> None:  # noqa: ANN001
     assert ck.state(fresh, VERSIONS) == expected(VERSIONS)
     assert FILLS.idle(60)
     assert len(placeholders(fresh)) == fresh.drain_metrics()[M.SST_FILES_READ_IN_PLACE.name] > 0
-
-
-@pytest.fixture
-def busy_worker(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
-    """The worker's idle probe, set by the test: busy (a batch's store version open) until
-    `busy["now"]` is False."""
-    busy = {"now": True}
-    worker_idle.set_idle_probe(lambda: not busy["now"])
-    yield busy
-    worker_idle.set_idle_probe(lambda: True)
-
-
-def test_the_fill_waits_for_the_workers_batches(served, tmp_path, busy_worker, monkeypatch) -> None:  # noqa: ANN001, F811
-    ck, service = served
-    monkeypatch.setattr(local_fill, "MAX_WAIT_S", 60.0)
-    fresh = fresh_reader(ck, tmp_path, service, local_fill=True)
-    fresh.get_store(VERSIONS, now_ms=1_000 + VERSIONS)
-    opened = placeholders(fresh)
-    assert not FILLS.idle(1.0)  # a batch is running: nothing copied
-    assert placeholders(fresh) == opened and fresh.drain_metrics()[M.LOCAL_SST_FILES_FILLED.name] == 0
-    busy_worker["now"] = False
-    assert FILLS.idle(60)
-    assert placeholders(fresh) == {}
-    assert fresh.drain_metrics()[M.LOCAL_SST_FILES_FILLED.name] == len(opened)
-    fresh.close()
-
-
-def test_a_worker_never_idle_still_gets_its_files_back(served, tmp_path, busy_worker, monkeypatch) -> None:  # noqa: ANN001, F811
-    ck, service = served
-    monkeypatch.setattr(local_fill, "MAX_WAIT_S", 0.2)
-    fresh = fresh_reader(ck, tmp_path, service, local_fill=True)
-    assert ck.state(fresh, VERSIONS) == expected(VERSIONS)
-    assert FILLS.idle(60)
-    assert placeholders(fresh) == {}
-    assert busy_worker["now"]
-    fresh.close()
-
-
-def test_the_keys_doc_states_the_wait() -> None:
-    assert f"waited {MAX_WAIT_S:g} s for that" in K.SNAPSHOT_LOCAL_FILL.doc

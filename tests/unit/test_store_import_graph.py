@@ -87,11 +87,10 @@ def test_the_store_package_has_no_import_circle() -> None:
 
 def test_the_data_plane_imports_nothing_of_the_control_plane() -> None:
     """Both may read the key layout of column families (constants and pure functions that
-    import nothing), which the data plane counts keys by, and whether the worker is between
-    batches (worker_idle, which imports nothing), which the allocator's trim waits for."""
+    import nothing), which the data plane counts keys by."""
     graph = import_graph(PACKAGE)
-    shared = {PACKAGE, f"{PACKAGE}.column_families", f"{PACKAGE}.worker_idle"}
-    assert not graph[f"{PACKAGE}.column_families"] and not graph[f"{PACKAGE}.worker_idle"]
+    shared = {PACKAGE, f"{PACKAGE}.column_families"}
+    assert not graph[f"{PACKAGE}.column_families"]
     for name, deps in graph.items():
         if name.startswith(f"{PACKAGE}.planes"):
             outside = {d for d in deps if not d.startswith(f"{PACKAGE}.planes") and d not in shared}

@@ -23,7 +23,7 @@ from ttlstate.server import operations
 from ttlstate.server import protocol as P
 from ttlstate.server.registry import Registry
 from ttlstate.server.remote_checkpoint import callback_result, set_current_channel
-from ttlstate.store import worker_idle
+from ttlstate.store.planes import free_memory
 from ttlstate.store.planes.base import StoreVersion
 
 log = logging.getLogger("ttlstate.server")
@@ -263,7 +263,7 @@ def serve(socket_path: str, root: str, ready: Callable[[str], None]) -> None:
     if os.path.exists(socket_path):
         os.unlink(socket_path)
     handler = type("BoundConnection", (Connection,), {"registry": Registry(root)})
-    worker_idle.set_idle_probe(_idle)
+    free_memory.set_idle_probe(_idle)
     server = _Server(socket_path, handler)
     os.chmod(socket_path, 0o600)
     threading.Thread(target=_exit_on_stdin_eof, name="stdin-watch", daemon=True).start()

@@ -8,11 +8,7 @@ process copies each placeholder's file to the local disk, the newest first (leve
 keys the batches just wrote), while the store's local SST files fit in `snapshot.localMaxBytes`,
 and the native side switches RocksDB's reads of it, of the readers it holds open too, to the
 local copy once the copy is whole (mapped_files.h, FillFromSource): the reverse of eviction
-(local_cache.py). One file at a time in each worker process, and each only once the worker has
-been between batches for `QUIET_S` (worker_idle.py), or after `MAX_WAIT_S` of batches (a worker
-that is never idle still gets its files back): the batches keep the cores. Without the wait, at
-50M keys a lost executor's stores filled 32 files beside the batch that restored them, on
-one-core executors, and that batch took 1.53x Spark RocksDB's.
+(local_cache.py). One file at a time in each worker process: the batches keep the cores.
 
 A copy is switched to only when it has its snapshot's size and checksum, so a fill is also the
 whole check of the file (in_place.MappedCheck reads it only on a retry); a copy that differs is
@@ -34,14 +30,10 @@ from dataclasses import dataclass
 from ttlstate.checkpoint.sst_manifest import SstFile
 from ttlstate.engine.select import native_module
 from ttlstate.faults import crash_point
-from ttlstate.store import worker_idle
 from ttlstate.store.in_place import MappedFile, whole_file_problem
 from ttlstate.store.local_cache import local_sst_bytes, sst_number
 
 log = logging.getLogger(__name__)
-
-QUIET_S = 0.2
-MAX_WAIT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -102,12 +94,8 @@ def fill(job: FillJob) -> None:
     assert native is not None  # placeholders exist only with it
     started = time.monotonic()
     files = count = 0
-    waited = 0.0
     for mapped in sorted(job.files, key=lambda m: -sst_number(m.file.local)):
         f = mapped.file
-        wait_from = time.monotonic()
-        worker_idle.wait_until_quiet(QUIET_S, MAX_WAIT_S)
-        waited += time.monotonic() - wait_from
         if not job.current():
             break
         local = os.path.join(job.db_dir, f.local)
@@ -138,6 +126,5 @@ def fill(job: FillJob) -> None:
                     "it", job.store_id, mapped.uri, job.version, problem)
     if files:
         log.info("ttlstate store %s: %d of the %d SST files the restore of version %d opened in place "
-                 "(%d bytes) are read from the local disk again, after %.1f s (%.1f s of it waiting for "
-                 "the worker's batches)", job.store_id, files, len(job.files), job.version, count,
-                 time.monotonic() - started, waited)
+                 "(%d bytes) are read from the local disk again, after %.1f s", job.store_id, files,
+                 len(job.files), job.version, count, time.monotonic() - started)
