@@ -149,6 +149,7 @@ def commit(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> byt
     store = conn.version(handle)
     version = store.commit()
     conn.loaded.pop(handle, None)
+    conn.registry.version_ended(handle)
     if conn.native is not None:  # its batch may still be going into the local DB: no more requests
         conn.native.unbind(handle)
     new_id, base_id = opened.provider.last_commit_ids
@@ -164,6 +165,7 @@ def abort(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> byte
     if opened.store is not None:
         opened.store.abort()
     conn.loaded.pop(handle, None)
+    conn.registry.version_ended(handle)
     return b""
 
 
@@ -171,6 +173,7 @@ def release(conn: Connection, opened: OpenStore, handle: int, r: P.Reader) -> by
     if opened.store is not None:
         opened.store.release()
     conn.loaded.pop(handle, None)
+    conn.registry.version_ended(handle)
     return b""
 
 

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import cast
 
@@ -46,13 +47,23 @@ class OpenStore:
     provider: StoreProvider
     local_dir: str
     store: StoreVersion | None = None
+    closing: bool = False  # closed by the shim while a task had a version open: closed at its end
 
 
 class Registry:
-    """The providers of this worker, by handle; shared by all connections."""
+    """The providers of this worker, by handle; shared by all connections.
 
-    def __init__(self, root: str) -> None:
+    Spark closes a provider from its maintenance thread when the coordinator names another
+    executor as the store's active one: after a lost executor, a retried task there and a task
+    of the stage's earlier attempt still running here use the same partition's store at once.
+    A close while a connection of this worker has a version of the store open (`in_use`) waits
+    for that version to end (commit, abort, or its connection dropping: `version_ended`), as
+    Spark's RocksDB provider's close waits for the task holding its instance; closing at once
+    failed that task ("version N is closed"), and a retry could meet the same race again."""
+
+    def __init__(self, root: str, in_use: Callable[[int], bool] = lambda handle: False) -> None:
         self.root = root
+        self._in_use = in_use
         self._lock = threading.Lock()
         self._by_key: dict[str, int] = {}
         self._open: dict[int, OpenStore] = {}
@@ -63,6 +74,7 @@ class Registry:
         with self._lock:
             handle = self._by_key.get(key)
             if handle is not None:
+                self._open[handle].closing = False  # wanted again: a close still waiting is off
                 return handle
             operator_id = int(cast("int | str", info.get("operatorId", -1)))
             config = store_config_from_confs(confs, operator_id, store_log.operator_names(info))
@@ -106,11 +118,35 @@ class Registry:
         return opened
 
     def close(self, handle: int) -> None:
+        """Closes the store now, or once the version a connection has open ends."""
         with self._lock:
-            opened = self._open.pop(handle, None)
+            opened = self._open.get(handle)
             if opened is None:
                 return
-            self._by_key.pop(opened.key, None)
+            if self._in_use(handle):
+                if not opened.closing:
+                    log.info("ttlstate store %s: closed by Spark while a task has a version of it "
+                             "open; it closes when that version ends", opened.provider.store_id)
+                opened.closing = True
+                return
+            self._forget(handle, opened)
+        self._close(opened)
+
+    def version_ended(self, handle: int) -> None:
+        """A connection's version of the store ended: a close waiting for it happens now."""
+        with self._lock:
+            opened = self._open.get(handle)
+            if opened is None or not opened.closing or self._in_use(handle):
+                return
+            self._forget(handle, opened)
+        self._close(opened)
+
+    def _forget(self, handle: int, opened: OpenStore) -> None:
+        del self._open[handle]
+        self._by_key.pop(opened.key, None)
+
+    @staticmethod
+    def _close(opened: OpenStore) -> None:
         opened.provider.close()
         forget_placed(opened.local_dir)
         shutil.rmtree(opened.local_dir, ignore_errors=True)

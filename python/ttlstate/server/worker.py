@@ -105,7 +105,10 @@ class Connection(socketserver.StreamRequestHandler):
             except Exception:  # the connection is gone either way; the next load supersedes it
                 log.warning("ttlstate server: aborting a dropped connection's open version failed\n%s",
                             traceback.format_exc())
+        handles = list(self.loaded)
         self.loaded.clear()
+        for handle in handles:  # a close waiting for these versions happens now
+            self.registry.version_ended(handle)
 
     def _forward(self, code: int, payload: bytes) -> tuple[int, bytes] | None:
         """What the native loop does not answer itself. None: a pipelined frame, no reply."""
@@ -255,6 +258,15 @@ def _idle() -> bool:
     return not any(c.loaded for c in list(Connection.live))
 
 
+def _in_use(handle: int) -> bool:
+    """Some connection has a version of the store `handle` open (Registry.close waits for it)."""
+    while True:
+        try:
+            return any(handle in c.loaded for c in list(Connection.live))
+        except RuntimeError:  # the set of connections changed while it was copied: look again
+            continue
+
+
 def serve(socket_path: str, root: str, ready: Callable[[str], None]) -> None:
     """Serves the stores under `root` on `socket_path` until stdin reaches EOF; `ready` is told
     `READY <socket>` once connections are accepted."""
@@ -262,7 +274,7 @@ def serve(socket_path: str, root: str, ready: Callable[[str], None]) -> None:
     os.makedirs(root, mode=0o700, exist_ok=True)
     if os.path.exists(socket_path):
         os.unlink(socket_path)
-    handler = type("BoundConnection", (Connection,), {"registry": Registry(root)})
+    handler = type("BoundConnection", (Connection,), {"registry": Registry(root, _in_use)})
     free_memory.set_idle_probe(_idle)
     server = _Server(socket_path, handler)
     os.chmod(socket_path, 0o600)
