@@ -201,6 +201,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _keep_logs(work: str, cluster: Any) -> None:
+    """A failed run's drivers' logs and the executors' (with their state servers'), which go
+    with the work and cluster folders: kept for the post-mortem."""
+    kept = tempfile.mkdtemp(prefix="ttlstate-executor-kill-failed-")
+    shutil.copytree(os.path.join(work, "logs"), os.path.join(kept, "drivers"), dirs_exist_ok=True)
+    for path in cluster.logs():
+        target = os.path.join(kept, "cluster", os.path.relpath(path, cluster.root))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(path, target)
+    print(f"executor_kill: the failed run's logs are kept in {kept}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     from integration.standalone import StandaloneCluster
 
@@ -222,6 +234,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 for round_no in range(args.rounds):
                     order = variants if round_no % 2 == 0 else list(reversed(variants))
                     runs += [run_variant(v, args, cluster, files, work, round_no, ck_root) for v in order]
+        except BaseException:
+            _keep_logs(work, cluster)
+            raise
         finally:
             cluster.stop()
     finally:
