@@ -13,6 +13,7 @@ from tests.server.test_dropped_connection import confs, connect, server  # noqa:
 from tests.server.test_server import INFO
 
 from ttlstate.server import protocol as P
+from ttlstate.server.client import Client
 
 
 def _first_version(socket: str, confs: dict[str, str], ck: str) -> int:  # noqa: F811
@@ -25,17 +26,24 @@ def _first_version(socket: str, confs: dict[str, str], ck: str) -> int:  # noqa:
     return h
 
 
-def test_a_close_waits_for_the_task_that_has_a_version_open(server, confs) -> None:  # noqa: ANN001, F811
-    sockets, tmp = server
-    ck = os.path.join(tmp, "ck")
-    h = _first_version(sockets[0], confs, ck)
-    task = connect(sockets[0])
+def _closed_mid_batch(socket: str, confs: dict[str, str], ck: str) -> tuple[int, Client, Client]:  # noqa: F811
+    """(the store's handle, a task's connection with version 1 open and one write sent, the
+    maintenance connection that closed the store meanwhile)."""
+    h = _first_version(socket, confs, ck)
+    task = connect(socket)
     assert task.open("s", confs, INFO, ck) == h
     task.load(h, 1, 2000)
     task.writes(h, [(b"b", b"2")])
-    maintenance = connect(sockets[0])
+    maintenance = connect(socket)
     assert maintenance.open("s", confs, INFO, ck) == h
     maintenance.simple(P.OP_CLOSE, h)  # the coordinator named another executor
+    return h, task, maintenance
+
+
+def test_a_close_waits_for_the_task_that_has_a_version_open(server, confs) -> None:  # noqa: ANN001, F811
+    sockets, tmp = server
+    ck = os.path.join(tmp, "ck")
+    h, task, maintenance = _closed_mid_batch(sockets[0], confs, ck)
     task.writes(h, [(b"c", b"3")])
     assert task.get(h, b"a") == b"1"
     assert task.commit(h)[:2] == (2, 3)  # was: "version 1 is closed; no further operations are allowed"
@@ -57,14 +65,7 @@ def _store_dirs(root: str, handle: int) -> list[str]:
 def test_a_close_waiting_for_a_dropped_task_happens_when_it_drops(server, confs) -> None:  # noqa: ANN001, F811
     sockets, tmp = server
     ck = os.path.join(tmp, "ck")
-    h = _first_version(sockets[0], confs, ck)
-    task = connect(sockets[0])
-    task.open("s", confs, INFO, ck)
-    task.load(h, 1, 2000)
-    task.writes(h, [(b"b", b"2")])
-    maintenance = connect(sockets[0])
-    maintenance.open("s", confs, INFO, ck)
-    maintenance.simple(P.OP_CLOSE, h)
+    h, task, maintenance = _closed_mid_batch(sockets[0], confs, ck)
     assert _store_dirs(os.path.join(tmp, "srv"), h)  # still open: the task's version is
     task.close()  # the task was killed: its version is aborted, and the store closes
     deadline = time.monotonic() + 10  # the worker notices the drop on the connection's own thread
@@ -83,16 +84,9 @@ def test_a_close_waiting_for_a_dropped_task_happens_when_it_drops(server, confs)
 def test_a_store_opened_again_while_its_close_waits_stays_open(server, confs) -> None:  # noqa: ANN001, F811
     sockets, tmp = server
     ck = os.path.join(tmp, "ck")
-    h = _first_version(sockets[0], confs, ck)
-    task = connect(sockets[0])
-    task.open("s", confs, INFO, ck)
-    task.load(h, 1, 2000)
-    maintenance = connect(sockets[0])
-    maintenance.open("s", confs, INFO, ck)
-    maintenance.simple(P.OP_CLOSE, h)
+    h, task, maintenance = _closed_mid_batch(sockets[0], confs, ck)
     nxt = connect(sockets[0])
     assert nxt.open("s", confs, INFO, ck) == h  # this executor's next task: the close is off
-    task.writes(h, [(b"b", b"2")])
     assert task.commit(h)[:2] == (2, 2)
     task.close()
     assert _store_dirs(os.path.join(tmp, "srv"), h)
