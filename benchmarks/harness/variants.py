@@ -102,6 +102,13 @@ def with_baseline(variants: list[Variant], baseline: Baseline | None, twins: str
     return out
 
 
+def baseline_twin(v: Variant, variants: list[Variant]) -> Variant | None:
+    """The run of this tree's variant `v` by the baseline's code (`with_baseline`), if any."""
+    if v.baseline is not None:
+        return None
+    return next((w for w in variants if w.baseline is not None and w.name.split("@")[0] == v.name), None)
+
+
 def ratio(value: object, reference: object, digits: int = 3) -> float | None:
     """value / reference, or None when either is missing or the reference is 0."""
     if not isinstance(value, (int, float)) or not isinstance(reference, (int, float)) or not reference:

@@ -39,7 +39,7 @@ from benchmarks.harness.baseline import prepare
 from benchmarks.harness.checkpoint_fs import checkpoint_root, join
 from benchmarks.harness.machine import describe
 from benchmarks.harness.subproc import RssPoller, run_child
-from benchmarks.harness.variants import Variant, pick, ratio, with_baseline
+from benchmarks.harness.variants import Variant, baseline_twin, pick, ratio, with_baseline
 from benchmarks.workloads.executor_kill_child import PHASES
 from benchmarks.workloads.growth import (
     LOAD_METRIC,
@@ -160,8 +160,8 @@ def summarize(variants: list[Variant], runs: list[dict[str, Any]], grown_rows: i
                 row["ratio_to_rocksdb_per_round"] = {k: [ratio(a[k], b[k]) for a, b in pairs]
                                                      for k in COMPARED}
     for v in variants:  # this tree's variant against its run by the baseline's code
-        twin = next((w for w in variants if w.baseline is not None and w.name.split("@")[0] == v.name), None)
-        if twin is not None and v.baseline is None:
+        twin = baseline_twin(v, variants)
+        if twin is not None:
             mine, theirs = rows[v.name][0], rows[twin.name][0]
             mine["ratio_to_baseline"] = {k: ratio(mine[k], theirs[k]) for k in COMPARED}
     return [row for row, _ in rows.values()]

@@ -70,6 +70,7 @@ from benchmarks.harness.variants import (
     TTLSTATE,
     WORKERS_KEY,
     Variant,
+    baseline_twin,
     pick,
     ratio,
     with_baseline,
@@ -469,8 +470,8 @@ def summarize(variants: list[Variant], runs: list[dict[str, Any]],
         if v.is_ttlstate and ref is not None:
             s["meets_target"] = {k: s[k] is not None and ref[k] is not None and s[k] <= ref[k]
                                  for k in ("median_batch_ms", "restore_ms")}
-        twin = next((w for w in variants if w.baseline is not None and w.name.split("@")[0] == v.name), None)
-        if twin is not None and v.baseline is None:
+        twin = baseline_twin(v, variants)
+        if twin is not None:
             s["ratio_to_baseline"] = {k: ratio(s[k], rows[twin.name][k]) for k in COMPARED}
     return list(rows.values())
 
