@@ -9,7 +9,8 @@ reports the bytes each batch wrote there.
 are empty, processes ONE small file (added by the parent) with `availableNow`: that batch
 loads the whole state from the checkpoint before it can commit. With `rewind_batch` it first
 takes that batch of an earlier restore back out of the checkpoint (`checkpoint_fs.rewind`), so
-the same restore is measured again.
+the same restore is measured again. With `events_dir` (Spark's event log goes there) the
+restore batch is also split at its stateful stage (`benchmarks.harness.event_log`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from benchmarks.harness.checkpoint_fs import (
     progress_start_ms,
     rewind,
 )
+from benchmarks.harness.event_log import batch_stages, progress_epoch_ms, read_events
 from benchmarks.harness.sparkjob import child_main, imported_ttlstate, progresses, session, state_metrics
 
 
@@ -114,11 +116,12 @@ def restore(spark: Any, params: dict[str, Any]) -> dict[str, Any]:
     wall = time.monotonic() - started
     if query.exception() is not None:
         raise RuntimeError(f"restore query failed: {query.exception()}")
-    rows = [batch_row(p) for p in progresses(query)]
+    done = progresses(query)
     query.stop()
-    if len(rows) != 1:
-        raise RuntimeError(f"restore ran {len(rows)} data batches, expected 1")
-    return {"batch": rows[0], "query_wall_s": round(wall, 3)}
+    if len(done) != 1:
+        raise RuntimeError(f"restore ran {len(done)} data batches, expected 1")
+    return {"batch": batch_row(done[0]), "started_ms": progress_epoch_ms(done[0]["timestamp"]),
+            "query_wall_s": round(wall, 3)}
 
 
 def run(params: dict[str, Any]) -> dict[str, Any]:
@@ -126,10 +129,15 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
                     bool(params["ttlstate"]), params["spark_confs"])
     try:
         step = grow if params["mode"] == "grow" else restore
-        return {"ttlstate_file": imported_ttlstate() if params["ttlstate"] else None,
-                "spark_jars": spark.conf.get("spark.jars", ""), **step(spark, params)}
+        result = {"ttlstate_file": imported_ttlstate() if params["ttlstate"] else None,
+                  "spark_jars": spark.conf.get("spark.jars", ""), **step(spark, params)}
     finally:
         spark.stop()
+    if params.get("events_dir"):  # the event log is whole once the session has stopped
+        b = result["batch"]
+        b["stages"] = batch_stages(read_events(params["events_dir"]), b["batch_id"], result.pop("started_ms"),
+                                   b["batch_ms"])
+    return result
 
 
 if __name__ == "__main__":

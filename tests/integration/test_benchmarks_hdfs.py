@@ -30,6 +30,11 @@ def test_growth_on_hdfs_counts_checkpoint_bytes_per_batch(hdfs: MiniHdfs) -> Non
     assert result["params"]["checkpoint_fs"] == hdfs.url
     for run in result["runs"]:
         assert [r["batch_id"] for r in run["restore_repeats"]] == [3, 3], run["restore_repeats"]
+        for r in run["restore_repeats"]:  # each restore batch split at its stateful stage (the event log)
+            st = r["stages"]
+            parts = (st["before_stateful_ms"], st["stateful_stage_ms"], st["after_stateful_ms"])
+            assert sum(parts) == r["batch_ms"] and parts[0] > 0 and parts[2] >= 0, st
+            assert st["stateful_tasks"] > 0, st
         assert run["checkpoint"].startswith(hdfs.url + "/benchmarks/"), run["checkpoint"]
         assert len(run["batches"]) == 3
         assert all(b["checkpoint_bytes_written"] > 0 for b in run["batches"]), run["batches"]
