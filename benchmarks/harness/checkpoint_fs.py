@@ -70,9 +70,11 @@ def join(root: str, *parts: str) -> str:
 
 
 def progress_start_ms(progress: dict[str, Any]) -> int:
-    """A progress's trigger start (its `timestamp`, e.g. 2026-11-24T18:00:00.123Z) in epoch ms."""
+    """A progress's trigger start (its `timestamp`, e.g. 2026-11-24T18:00:00.123Z) in epoch ms,
+    the clock of Spark's event log too (the driver's wall clock). Rounded: a float's product can
+    fall a hair below the millisecond."""
     when = dt.datetime.strptime(progress["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ")
-    return int(when.replace(tzinfo=dt.UTC).timestamp() * 1000)
+    return round(when.replace(tzinfo=dt.UTC).timestamp() * 1000)
 
 
 class CheckpointFiles:

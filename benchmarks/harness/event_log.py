@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 STATEFUL_RDD = "StateStoreRDD"
@@ -35,13 +34,6 @@ def read_events(directory: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def progress_epoch_ms(timestamp: str) -> int:
-    """A progress's `timestamp` (ISO 8601 in UTC, millisecond precision) as epoch milliseconds,
-    the event log's clock (both are the driver's wall clock)."""
-    parsed = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-    return round(parsed.timestamp() * 1000)
-
-
 def _batch_stage_ids(events: Iterable[dict[str, Any]], batch_id: int) -> set[int]:
     ids: set[int] = set()
     for e in events:
@@ -56,31 +48,48 @@ def _stateful_stage_ids(events: Iterable[dict[str, Any]]) -> set[int]:
             and any(r.get("Name") == STATEFUL_RDD for r in e["Stage Info"].get("RDD Info", []))}
 
 
+def stage_attempts(events: list[dict[str, Any]], batch_id: int) -> list[dict[str, Any]]:
+    """Every stage attempt of the batch, in submission order: whether it is stateful, when it
+    was submitted and completed, whether it failed, and its tasks' summed time."""
+    stage_ids = _batch_stage_ids(events, batch_id)
+    stateful = _stateful_stage_ids(events)
+    attempts: dict[tuple[int, int], dict[str, Any]] = {}
+    for e in events:
+        kind = e["Event"]
+        if kind == "SparkListenerTaskEnd" and e["Stage ID"] in stage_ids:
+            a = attempts.get((e["Stage ID"], e["Stage Attempt ID"]))
+            if a is not None:
+                t = e["Task Info"]
+                a["tasks"] += 1
+                a["task_ms"] += t["Finish Time"] - t["Launch Time"]
+        info = e.get("Stage Info") or {}
+        if info.get("Stage ID") not in stage_ids:
+            continue
+        key = (info["Stage ID"], info["Stage Attempt ID"])
+        if kind == "SparkListenerStageSubmitted":
+            attempts[key] = {"stage": key[0], "attempt": key[1], "stateful": key[0] in stateful,
+                             "submitted": info["Submission Time"], "completed": None, "failed": False,
+                             "tasks": 0, "task_ms": 0}
+        elif kind == "SparkListenerStageCompleted" and key in attempts:
+            attempts[key].update(completed=info.get("Completion Time"), failed="Failure Reason" in info)
+    return sorted(attempts.values(), key=lambda a: a["submitted"])
+
+
 def batch_stages(events: list[dict[str, Any]], batch_id: int, batch_start_ms: int,
                  batch_ms: int) -> dict[str, Any]:
     """The batch split at its stateful stage: before it, the stage itself (every attempt, from
-    the first submission to the last successful completion), after it; and the stateful tasks'
-    summed time. A batch without a completed stateful stage is an error: the split would be
-    meaningless."""
-    stateful = _batch_stage_ids(events, batch_id) & _stateful_stage_ids(events)
-    submitted: list[int] = []
-    completed: list[int] = []
-    tasks: list[dict[str, Any]] = []
-    for e in events:
-        kind = e["Event"]
-        if kind == "SparkListenerTaskEnd" and e["Stage ID"] in stateful:
-            tasks.append(e["Task Info"])
-        info = e.get("Stage Info") or {}
-        if info.get("Stage ID") not in stateful:
-            continue
-        if kind == "SparkListenerStageSubmitted":
-            submitted.append(info["Submission Time"])
-        elif kind == "SparkListenerStageCompleted" and "Failure Reason" not in info:
-            completed.append(info["Completion Time"])
-    if not submitted or not completed:
+    the first submission to the last successful completion), after it; the stateful tasks'
+    summed time; and the last successful attempt (after a lost executor, the one that ran the
+    lost partitions again), from the batch's start. A batch without a completed stateful stage
+    is an error: the split would be meaningless."""
+    stateful = [a for a in stage_attempts(events, batch_id) if a["stateful"]]
+    done = [a for a in stateful if a["completed"] is not None and not a["failed"]]
+    if not done:
         raise ValueError(f"batch {batch_id} has no completed stateful stage in the event log")
-    start, end = min(submitted), max(completed)
-    return {"before_stateful_ms": start - batch_start_ms, "stateful_stage_ms": end - start,
-            "after_stateful_ms": batch_start_ms + batch_ms - end, "stateful_stage_attempts": len(submitted),
-            "stateful_tasks": len(tasks),
-            "stateful_task_ms": sum(t["Finish Time"] - t["Launch Time"] for t in tasks)}
+    start, last = stateful[0]["submitted"], max(done, key=lambda a: a["completed"])
+    return {"before_stateful_ms": start - batch_start_ms, "stateful_stage_ms": last["completed"] - start,
+            "after_stateful_ms": batch_start_ms + batch_ms - last["completed"],
+            "stateful_stage_attempts": len(stateful), "stateful_tasks": sum(a["tasks"] for a in stateful),
+            "stateful_task_ms": sum(a["task_ms"] for a in stateful),
+            "last_stateful_attempt_from_start_ms": last["submitted"] - batch_start_ms,
+            "last_stateful_attempt_ms": last["completed"] - last["submitted"]}

@@ -21,7 +21,9 @@ state servers import that tree, which the run checks); the summary has the media
 batches, the recovery (what the kill batch and the batch after took beyond two steady batches: a
 kill that came after the victim's stateful tasks had ended costs the batch after) and their
 ratios to Spark's RocksDB provider (and to the baseline twin), and checks the state rows after
-every batch (nothing lost or doubled by the retries).
+every batch (nothing lost or doubled by the retries). From Spark's event log, the kill batch is
+also split at the stateful stage's last attempt: the wait for it from the kill is Spark's
+recovery whatever the provider; the attempt is where the lost stores load and are read again.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import shutil
 import tempfile
 from typing import Any
 
-from benchmarks.harness import checkpoint_fs
+from benchmarks.harness import checkpoint_fs, event_log
 from benchmarks.harness.baseline import prepare
 from benchmarks.harness.checkpoint_fs import checkpoint_root, join
 from benchmarks.harness.machine import describe
@@ -92,6 +94,9 @@ def run_variant(v: Variant, args: argparse.Namespace, cluster: Any, files: list[
     ck = join(ck_root, os.path.basename(here), "ck")
     params = _child_params(v, args, "kill", input_dir, ck)
     params["spark_confs"].update(cluster_confs(args, cluster.url, v))
+    params["events_dir"] = os.path.join(work, "events", os.path.basename(here))
+    os.makedirs(params["events_dir"])
+    params["spark_confs"].update(event_log.session_confs(params["events_dir"]))
     params.update(staging_dir=staging, kill_after_s=args.kill_after, partitions=args.partitions,
                   victim_worker_pid=cluster.workers[0].pid)
     print(f"executor_kill: {v.name} (round {round_no}): {args.batches} batches, then {', '.join(PHASES)}",
@@ -115,6 +120,12 @@ def run_variant(v: Variant, args: argparse.Namespace, cluster: Any, files: list[
                            for name, p in phases.items())
           + f"; killed {phases['kill']['kill_into_batch_ms']} ms into its batch, which ended "
           f"{phases['kill']['kill_to_end_ms']} ms later", flush=True)
+    split = _kill_stages(phases["kill"])
+    if split:
+        print(f"  from the kill to the stateful stage's last attempt "
+              f"{split['kill_to_last_stateful_attempt_ms']} ms, that attempt "
+              f"{split['kill_last_stateful_attempt_ms']} ms, after it {split['kill_after_stateful_ms']} ms "
+              f"({split['kill_stateful_attempts']} attempts)", flush=True)
     return run
 
 
@@ -127,12 +138,29 @@ def summarize_run(run: dict[str, Any], grown_rows: int, kill_keys: int) -> dict[
     return {**{f"{name}_batch_ms": p[name]["batch_ms"] for name in PHASES},
             "recovery_ms": p["kill"]["batch_ms"] + p["after"]["batch_ms"] - 2 * p["steady"]["batch_ms"],
             "kill_to_end_ms": p["kill"]["kill_to_end_ms"], "kill_load_ms": p["kill"]["load_ms"],
-            "kill_replayed_changelogs": _replayed(p["kill"]),
+            "kill_replayed_changelogs": _replayed(p["kill"]), **_kill_stages(p["kill"]),
             "median_grow_batch_ms": _median([b["batch_ms"] for b in run["batches"]]),
             "state_rows_ok": [p[name]["state_rows"] for name in PHASES] == expected}
 
 
-COMPARED = ("recovery_ms", "kill_batch_ms", "after_batch_ms", "kill_to_end_ms", "steady_batch_ms")
+def _kill_stages(kill: dict[str, Any]) -> dict[str, Any]:
+    """The kill batch from the kill on: until the stateful stage's last attempt starts (Spark
+    noticing the loss and running the lost shuffle output again, whatever the provider), that
+    attempt (the lost partitions' stores loaded and read where they run now), and what follows
+    it. Negative waits mean the kill came after that attempt had started (runs before
+    2026-12-01, and baseline trees, have no split)."""
+    stages = kill.get("stages")
+    if stages is None:
+        return {}
+    return {"kill_to_last_stateful_attempt_ms": stages["last_stateful_attempt_from_start_ms"]
+            - kill["kill_into_batch_ms"],
+            "kill_last_stateful_attempt_ms": stages["last_stateful_attempt_ms"],
+            "kill_after_stateful_ms": stages["after_stateful_ms"],
+            "kill_stateful_attempts": stages["stateful_stage_attempts"]}
+
+
+COMPARED = ("recovery_ms", "kill_batch_ms", "after_batch_ms", "kill_to_end_ms", "steady_batch_ms",
+            "kill_to_last_stateful_attempt_ms", "kill_last_stateful_attempt_ms")
 
 
 def summarize(variants: list[Variant], runs: list[dict[str, Any]], grown_rows: int,
@@ -154,16 +182,16 @@ def summarize(variants: list[Variant], runs: list[dict[str, Any]], grown_rows: i
         for name, (row, per_round) in rows.items():
             if name == REFERENCE:
                 continue
-            row["ratio_to_rocksdb"] = {k: ratio(row[k], ref[k]) for k in COMPARED}
+            row["ratio_to_rocksdb"] = {k: ratio(row.get(k), ref.get(k)) for k in COMPARED}
             if len(per_round) == len(ref_rounds):
                 pairs = list(zip(per_round, ref_rounds, strict=True))
-                row["ratio_to_rocksdb_per_round"] = {k: [ratio(a[k], b[k]) for a, b in pairs]
+                row["ratio_to_rocksdb_per_round"] = {k: [ratio(a.get(k), b.get(k)) for a, b in pairs]
                                                      for k in COMPARED}
     for v in variants:  # this tree's variant against its run by the baseline's code
         twin = baseline_twin(v, variants)
         if twin is not None:
             mine, theirs = rows[v.name][0], rows[twin.name][0]
-            mine["ratio_to_baseline"] = {k: ratio(mine[k], theirs[k]) for k in COMPARED}
+            mine["ratio_to_baseline"] = {k: ratio(mine.get(k), theirs.get(k)) for k in COMPARED}
     return [row for row, _ in rows.values()]
 
 

@@ -11,6 +11,10 @@ snapshot. Then three more files, one at a time, each a batch of the same query:
   executor, and the stores of the lost partitions load from the checkpoint wherever their
   tasks run again: this batch's time is the recovery;
 - `after`: the batch after that, where the stores settle on the executors they now have.
+
+With `events_dir` (Spark's event log goes there) each of the three batches is also split at its
+stateful stage (`benchmarks.harness.event_log`), the kill batch's last stateful attempt (the one
+that ran the lost partitions again) timed apart.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 from integration.standalone import executors_of
 
 from benchmarks.harness.checkpoint_fs import CheckpointFiles, join, progress_start_ms
+from benchmarks.harness.event_log import batch_stages, read_events
 from benchmarks.harness.sparkjob import child_main, imported_ttlstate, progresses, session
 from benchmarks.workloads.growth_child import _start, _wait_for_batches, batch_row
 
@@ -101,14 +106,19 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
         if query.exception() is not None:
             raise RuntimeError(f"the query failed: {query.exception()}")
         grown, extra = done[:-len(PHASES)], done[-len(PHASES):]
-        return {"ttlstate_file": imported_ttlstate() if params["ttlstate"] else None,
-                "spark_jars": spark.conf.get("spark.jars", ""), "grow_wall_s": grow_wall_s,
-                "batches": [batch_row(p) for p in grown],
-                "phases": [{**phase, **batch_row(p), **_since_kill(phase, p)}
-                           for phase, p in zip(phases, extra, strict=True)],
-                "executors_at_end": executors}
+        result = {"ttlstate_file": imported_ttlstate() if params["ttlstate"] else None,
+                  "spark_jars": spark.conf.get("spark.jars", ""), "grow_wall_s": grow_wall_s,
+                  "batches": [batch_row(p) for p in grown],
+                  "phases": [{**phase, **batch_row(p), **_since_kill(phase, p)}
+                             for phase, p in zip(phases, extra, strict=True)],
+                  "executors_at_end": executors}
     finally:
         spark.stop()
+    if params.get("events_dir"):  # the event log is whole once the session has stopped
+        events = read_events(params["events_dir"])
+        for phase, p in zip(result["phases"], extra, strict=True):
+            phase["stages"] = batch_stages(events, phase["batch_id"], progress_start_ms(p), phase["batch_ms"])
+    return result
 
 
 if __name__ == "__main__":

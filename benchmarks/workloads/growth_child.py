@@ -28,7 +28,7 @@ from benchmarks.harness.checkpoint_fs import (
     progress_start_ms,
     rewind,
 )
-from benchmarks.harness.event_log import batch_stages, progress_epoch_ms, read_events
+from benchmarks.harness.event_log import batch_stages, read_events
 from benchmarks.harness.sparkjob import child_main, imported_ttlstate, progresses, session, state_metrics
 
 
@@ -120,7 +120,7 @@ def restore(spark: Any, params: dict[str, Any]) -> dict[str, Any]:
     query.stop()
     if len(done) != 1:
         raise RuntimeError(f"restore ran {len(done)} data batches, expected 1")
-    return {"batch": batch_row(done[0]), "started_ms": progress_epoch_ms(done[0]["timestamp"]),
+    return {"batch": batch_row(done[0]), "started_ms": progress_start_ms(done[0]),
             "query_wall_s": round(wall, 3)}
 
 

@@ -22,6 +22,13 @@ def test_an_executor_killed_mid_batch_costs_a_slower_batch_and_no_row(hadoop: Ya
     kill = run["phases"]["kill"]
     assert kill["kill_into_batch_ms"] > 0 and kill["kill_to_end_ms"] > 0, kill
     assert kill["load_ms"] is not None, kill  # the lost stores loaded again
+    for phase in run["phases"].values():  # each batch split at its stateful stage (the event log)
+        st = phase["stages"]
+        assert sum(st[k] for k in ("before_stateful_ms", "stateful_stage_ms", "after_stateful_ms")) \
+            == phase["batch_ms"], st
+        assert st["last_stateful_attempt_ms"] <= st["stateful_stage_ms"] and st["stateful_tasks"] >= 4, st
     (summary,) = result["summary"]
     assert summary["state_rows_ok"], run["phases"]
     assert summary["kill_batch_ms"] == kill["batch_ms"]
+    assert summary["kill_to_last_stateful_attempt_ms"] + summary["kill_last_stateful_attempt_ms"] \
+        + summary["kill_after_stateful_ms"] == kill["kill_to_end_ms"], summary

@@ -6,7 +6,13 @@ import json
 import os
 
 import pytest
-from benchmarks.harness.event_log import batch_stages, progress_epoch_ms, read_events, session_confs
+from benchmarks.harness.checkpoint_fs import progress_start_ms
+from benchmarks.harness.event_log import (
+    batch_stages,
+    read_events,
+    session_confs,
+    stage_attempts,
+)
 
 
 def _job(job: int, batch: int, stages: list[int]) -> dict:
@@ -25,8 +31,8 @@ def _stage(kind: str, stage: int, attempt: int, rdds: list[str], submitted: int,
     return {"Event": f"SparkListenerStage{kind}", "Stage Info": info}
 
 
-def _task(stage: int, launched: int, finished: int) -> dict:
-    return {"Event": "SparkListenerTaskEnd", "Stage ID": stage,
+def _task(stage: int, launched: int, finished: int, attempt: int = 0) -> dict:
+    return {"Event": "SparkListenerTaskEnd", "Stage ID": stage, "Stage Attempt ID": attempt,
             "Task Info": {"Launch Time": launched, "Finish Time": finished}}
 
 
@@ -40,7 +46,7 @@ EVENTS = [
     _job(2, 7, [3]), _stage("Submitted", 3, 0, SCAN, 1500), _stage("Completed", 3, 0, SCAN, 1500, 2000),
     _job(3, 7, [3, 4]), _stage("Submitted", 4, 0, STATEFUL, 2100), _task(4, 2100, 2600),
     _stage("Completed", 4, 0, STATEFUL, 2100, 2700, failure="FetchFailed"),
-    _stage("Submitted", 4, 1, STATEFUL, 2900), _task(4, 2900, 3400), _task(4, 2950, 4200),
+    _stage("Submitted", 4, 1, STATEFUL, 2900), _task(4, 2900, 3400, 1), _task(4, 2950, 4200, 1),
     _stage("Completed", 4, 1, STATEFUL, 2900, 4300),
 ]
 
@@ -48,8 +54,16 @@ EVENTS = [
 def test_the_batch_splits_at_its_stateful_stage_every_attempt_counted() -> None:
     split = batch_stages(EVENTS, 7, 1000, 4000)
     assert split == {"before_stateful_ms": 1100, "stateful_stage_ms": 2200, "after_stateful_ms": 700,
-                     "stateful_stage_attempts": 2, "stateful_tasks": 3, "stateful_task_ms": 500 + 500 + 1250}
+                     "stateful_stage_attempts": 2, "stateful_tasks": 3, "stateful_task_ms": 500 + 500 + 1250,
+                     "last_stateful_attempt_from_start_ms": 1900, "last_stateful_attempt_ms": 1400}
     assert split["before_stateful_ms"] + split["stateful_stage_ms"] + split["after_stateful_ms"] == 4000
+
+
+def test_every_stage_attempt_of_the_batch_in_submission_order() -> None:
+    attempts = stage_attempts(EVENTS, 7)
+    assert [(a["stage"], a["attempt"], a["stateful"], a["failed"], a["tasks"]) for a in attempts] == [
+        (3, 0, False, False, 0), (4, 0, True, True, 1), (4, 1, True, False, 2)]
+    assert attempts[2]["task_ms"] == 500 + 1250
 
 
 def test_a_batch_without_a_completed_stateful_stage_is_an_error() -> None:
@@ -61,8 +75,9 @@ def test_a_batch_without_a_completed_stateful_stage_is_an_error() -> None:
 
 
 def test_a_progress_timestamp_is_the_event_logs_epoch_milliseconds() -> None:
-    assert progress_epoch_ms("1970-01-01T00:00:01.250Z") == 1250
-    assert progress_epoch_ms("2026-12-01T05:10:13.955Z") == 1796101813955
+    assert progress_start_ms({"timestamp": "1970-01-01T00:00:01.250Z"}) == 1250
+    # int() of the float product gave 1796101813954
+    assert progress_start_ms({"timestamp": "2026-12-01T05:10:13.955Z"}) == 1796101813955
 
 
 def test_the_one_finished_log_is_read_and_an_unfinished_one_refused(tmp_path) -> None:
