@@ -739,6 +739,9 @@ ttl_status ttl_db_iterator(ttl_db* db, const char* lower, size_t lower_size, con
 
 ttl_status ttl_db_compact(ttl_db* db) { return Guard([&] { db->db->CompactAll(); }); }
 ttl_status ttl_db_flush(ttl_db* db) { return Guard([&] { db->db->Flush(); }); }
+ttl_status ttl_db_warm_metadata(ttl_db* db, int threads) {
+  return Guard([&] { db->db->WarmMetadata(static_cast<size_t>(std::max(threads, 1))); });
+}
 ttl_status ttl_db_checkpoint(ttl_db* db, const char* dir) { return Guard([&] { db->db->Checkpoint(dir); }); }
 ttl_status ttl_db_add_key_hashes(ttl_db* db, ttl_key_hashes* hashes, uint64_t* keys) {
   return Guard([&] { *keys = db->db->AddKeyHashes(&hashes->hashes); });

@@ -3,7 +3,10 @@
 // in db_views.cpp, db_core.cpp, db_changelog.cpp and db_key_hashes.cpp.
 #include "ttlstate/db.h"
 
+#include <algorithm>
+#include <atomic>
 #include <stdexcept>
+#include <thread>
 
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/merge_operator.h"
@@ -208,6 +211,27 @@ void Db::CompactAll() {
 void Db::Flush() {
   std::shared_lock<std::shared_mutex> lock(core_->mu);
   CheckStatus(core_->Handle()->Flush(rocksdb::FlushOptions()), "flush");
+}
+
+void Db::WarmMetadata(size_t threads) {
+  std::shared_lock<std::shared_mutex> lock(core_->mu);
+  rocksdb::DB* db = core_->Handle();
+  std::vector<rocksdb::LiveFileMetaData> files;
+  db->GetLiveFilesMetaData(&files);
+  // A point read of each file's smallest key opens the file and reads its index and filter
+  // blocks into the block cache (and those of the files above it on the key's path); what it
+  // finds does not matter, and a read that fails leaves the batch's own read to fail the same.
+  std::atomic<size_t> next{0};
+  const auto read_next = [&] {
+    std::string value;
+    for (size_t i = next++; i < files.size(); i = next++) {
+      db->Get(rocksdb::ReadOptions(), files[i].smallestkey, &value).PermitUncheckedError();
+    }
+  };
+  std::vector<std::thread> readers;
+  for (size_t t = 1; t < std::min(threads, files.size()); ++t) readers.emplace_back(read_next);
+  read_next();
+  for (auto& r : readers) r.join();
 }
 
 uint64_t Db::IntProperty(const std::string& name) {

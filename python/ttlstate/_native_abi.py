@@ -266,6 +266,7 @@ FUNCTIONS: tuple[Function, ...] = (
        "size_t upper_size, ttl_iterator** out)"),
     fn("ttl_status ttl_db_compact(ttl_db* db)"),
     fn("ttl_status ttl_db_flush(ttl_db* db)"),
+    fn("ttl_status ttl_db_warm_metadata(ttl_db* db, int threads)"),
     fn("ttl_status ttl_db_checkpoint(ttl_db* db, const char* dir)"),
     fn("ttl_status ttl_db_add_key_hashes(ttl_db* db, ttl_key_hashes* hashes, uint64_t* keys)"),
     fn("ttl_status ttl_db_int_property(ttl_db* db, const char* name, uint64_t* out)"),

@@ -151,6 +151,9 @@ class DB(Handle):
     def flush(self) -> None:
         lib.ttl_db_flush(self._h)
 
+    def warm_metadata(self, threads: int) -> None:
+        lib.ttl_db_warm_metadata(self._h, threads)
+
     def checkpoint(self, directory: str) -> None:
         lib.ttl_db_checkpoint(self._h, text(directory))
 

@@ -23,6 +23,7 @@ from ttlstate.checkpoint.record_file import verify_record_file
 from ttlstate.checkpoint.sst_manifest import read_manifest
 from ttlstate.config.keys import EngineKind
 from ttlstate.config.store_config import StoreConfig, TtlConfig
+from ttlstate.engine.native_engine import NativeEngine
 from ttlstate.store import metric_names as M
 from ttlstate.store.provider import StoreProvider
 from ttlstate.ttl.clock import ManualClock
@@ -83,6 +84,62 @@ def test_a_restore_reads_ranges_of_the_checkpoints_files_and_never_changes_them(
     again.close()
 
 
+@pytest.mark.parametrize("warmed", [True, False], ids=["warmed", "not-warmed"])
+def test_a_restore_reads_every_files_index_and_filter_so_the_first_lookups_read_none(
+        make_sst_provider, tmp_path, warmed: bool) -> None:  # noqa: ANN001
+    """The load reads each placeholder's index and filter blocks (several at a time), so the
+    batch's lookups of absent keys, which need nothing else, read nothing remote; without that
+    (`not-warmed`, the engine's warm-up made a no-op) the same lookups read them one by one.
+    The files are compacted, of 40k keys: their filters are larger than what RocksDB reads of a
+    file's end when it opens it (a flush's small file is read whole at once). The restore runs
+    in a process of its own: this one's block cache, shared by its DBs, holds the writer's."""
+    writer = make_sst_provider(snapshot_interval=1)
+    s = writer.get_store(0, now_ms=1_000)
+    for i in range(0, 80_000, 2):
+        s.put(b"key-%06d" % i, b"v")
+    assert s.commit() == 1
+    writer._db.engine.compact()  # noqa: SLF001  (the version's files at the bottom level)
+    s = writer.get_store(1, now_ms=1_001)
+    s.put(b"key-x", b"v")
+    assert s.commit() == 2
+    writer.do_snapshot_maintenance()
+    directory = writer.checkpoint.directory
+    writer.close()
+    run = subprocess.run([sys.executable, "-c", _FIRST_LOOKUPS, directory, str(tmp_path / "fresh"),
+                          str(warmed)], capture_output=True, text=True, timeout=120, check=False, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    files, read = json.loads(run.stdout.splitlines()[-1])
+    assert files > 0
+    assert (read == 0) if warmed else (read >= files), (files, read)
+
+
+_FIRST_LOOKUPS = """
+import json, sys
+from tests.store.test_in_place_ranges import first_lookups_read
+print(json.dumps(first_lookups_read(sys.argv[1], sys.argv[2], sys.argv[3] == "True")))
+"""
+
+
+def first_lookups_read(checkpoint_dir: str, local_dir: str, warmed: bool) -> tuple[int, int]:
+    """A fresh executor's restore of version 2 in place, then lookups of absent keys within the
+    files' key range (odd numbers): (files read in place, ranges those lookups read)."""
+    if not warmed:
+        NativeEngine.warm_metadata = lambda self, threads: None  # type: ignore[method-assign]
+    service, p = served_provider(checkpoint_dir, local_dir)
+    try:
+        store = p.get_store(2, now_ms=1_002)
+        before = service.requests
+        absent = [b"key-%06d" % i for i in range(1, 1_000, 20)]  # fixed: so are the filters' answers
+        assert [store.get(k) for k in absent] == [None] * len(absent)
+        read = service.requests - before
+        files = len(placeholders(p))
+        store.abort()
+        return files, read
+    finally:
+        p.close()
+        service.stop()
+
+
 def test_the_next_snapshot_names_the_placeholders_without_uploading_them(served, tmp_path) -> None:  # noqa: ANN001
     ck, service = served
     newest = os.path.join(ck.directory, ck.name(ck.newest_snapshot(), "snapshot"))
@@ -137,6 +194,9 @@ def read_while_down(checkpoint_dir: str, local_dir: str, version: int) -> tuple[
     """A fresh executor's restore of `version` through a range service, whose file system goes
     down once the files are open: (the task's error, its retry's while still down, whether the
     next retry read the version exactly, whether it read the files whole first, repairs)."""
+    # Not the reads of each file's index and filter after the load (they would read these small
+    # files' one data block each too, leaving nothing to read while the file system is down).
+    NativeEngine.warm_metadata = lambda self, threads: None  # type: ignore[method-assign]
     service, p = served_provider(checkpoint_dir, local_dir)
     store = p.get_store(version, now_ms=1_000 + version)  # opened: footers and indexes read
     service.failing = "java.net.ConnectException: Connection refused (HDFS down)"

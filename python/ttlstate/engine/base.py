@@ -64,6 +64,11 @@ class Engine(ABC):
         returns the number of keys. Only engines whose plane collects key hashes have it."""
         raise NotImplementedError(f"the {self.kind} engine collects no key hashes")
 
+    def warm_metadata(self, threads: int) -> None:
+        """Reads every SST file's index and filter blocks into the block cache, `threads` at once
+        (after a restore whose files are read remotely). No-op where reads are local anyway."""
+        return None
+
     def set_time(self, now_ms: int) -> None:
         """Tell the compaction filter what time it is (the batch time). No-op without filter."""
         return None

@@ -91,6 +91,9 @@ class NativeEngine(Engine):
     def compact(self) -> None:
         self._db.compact()
 
+    def warm_metadata(self, threads: int) -> None:
+        self._db.warm_metadata(threads)
+
     def set_time(self, now_ms: int) -> None:
         self._db.set_time(now_ms)
 
