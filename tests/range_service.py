@@ -141,6 +141,15 @@ def short_socket_path(tmp: str, name: str) -> str:
 
 
 
+def without_metadata_warm_up() -> None:
+    """Restores in place in this process (a test's own) no longer read each file's index and
+    filter at the load: a test's small files have one data block each, which that read caches
+    too, leaving nothing for the later reads a test watches."""
+    from ttlstate.engine.native_engine import NativeEngine
+
+    NativeEngine.warm_metadata = lambda self, threads: None  # type: ignore[method-assign]
+
+
 def served_provider(checkpoint_dir: str, local_dir: str,
                     local_fill: bool = False) -> tuple[RangeService, StoreProvider]:
     """A fresh executor's provider restoring in place through a range service over the folder

@@ -13,7 +13,13 @@ import subprocess
 import sys
 
 import pytest
-from tests.range_service import RangeService, Served, served_provider, short_socket_path
+from tests.range_service import (
+    RangeService,
+    Served,
+    served_provider,
+    short_socket_path,
+    without_metadata_warm_up,
+)
 from tests.store.test_checkpoint_damage import VERSIONS, Checkpoint, expected
 from tests.store.test_in_place import commit_on_top_changing_nothing, sst_files
 
@@ -23,7 +29,6 @@ from ttlstate.checkpoint.record_file import verify_record_file
 from ttlstate.checkpoint.sst_manifest import read_manifest
 from ttlstate.config.keys import EngineKind
 from ttlstate.config.store_config import StoreConfig, TtlConfig
-from ttlstate.engine.native_engine import NativeEngine
 from ttlstate.store import metric_names as M
 from ttlstate.store.provider import StoreProvider
 from ttlstate.ttl.clock import ManualClock
@@ -124,7 +129,7 @@ def first_lookups_read(checkpoint_dir: str, local_dir: str, warmed: bool) -> tup
     """A fresh executor's restore of version 2 in place, then lookups of absent keys within the
     files' key range (odd numbers): (files read in place, ranges those lookups read)."""
     if not warmed:
-        NativeEngine.warm_metadata = lambda self, threads: None  # type: ignore[method-assign]
+        without_metadata_warm_up()
     service, p = served_provider(checkpoint_dir, local_dir)
     try:
         store = p.get_store(2, now_ms=1_002)
@@ -194,9 +199,7 @@ def read_while_down(checkpoint_dir: str, local_dir: str, version: int) -> tuple[
     """A fresh executor's restore of `version` through a range service, whose file system goes
     down once the files are open: (the task's error, its retry's while still down, whether the
     next retry read the version exactly, whether it read the files whole first, repairs)."""
-    # Not the reads of each file's index and filter after the load (they would read these small
-    # files' one data block each too, leaving nothing to read while the file system is down).
-    NativeEngine.warm_metadata = lambda self, threads: None  # type: ignore[method-assign]
+    without_metadata_warm_up()
     service, p = served_provider(checkpoint_dir, local_dir)
     store = p.get_store(version, now_ms=1_000 + version)  # opened: footers and indexes read
     service.failing = "java.net.ConnectException: Connection refused (HDFS down)"

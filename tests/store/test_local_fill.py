@@ -13,7 +13,7 @@ import sys
 import threading
 
 import pytest
-from tests.range_service import served_provider
+from tests.range_service import served_provider, without_metadata_warm_up
 from tests.store.test_checkpoint_damage import VERSIONS, expected, only_in
 from tests.store.test_in_place import sst_files
 from tests.store.test_in_place_ranges import ROOT, fresh_reader, placeholders, served  # noqa: F401
@@ -74,6 +74,7 @@ print(json.dumps(fill_then_down(sys.argv[1], sys.argv[2], int(sys.argv[3]))))
 def fill_then_down(checkpoint_dir: str, local_dir: str, version: int) -> tuple[bool, int, int]:
     """(whether the version read exactly with the file system down after the fill, the reads of
     it in place then, and of the local disk)."""
+    without_metadata_warm_up()
     service, p = served_provider(checkpoint_dir, local_dir, local_fill=True)
     p.get_store(version, now_ms=1_000 + version)  # opened: footers and indexes read
     assert FILLS.idle(60)
