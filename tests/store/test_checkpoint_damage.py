@@ -81,7 +81,12 @@ class Checkpoint:
                    if n.endswith(".snapshot"))
 
     def state(self, p: StoreProvider, version: int) -> dict[bytes, bytes]:
-        return dict(p.get_store(version, now_ms=1_000 + version, ckpt_id=self.ids[version]).iterator())
+        """The version as a task reads it, then ends its use (as a task that fails would)."""
+        store = p.get_store(version, now_ms=1_000 + version, ckpt_id=self.ids[version])
+        try:
+            return dict(store.iterator())
+        finally:
+            store.abort()
 
 
 def only_in(ck: Checkpoint, snapshot: str) -> str:
