@@ -218,20 +218,28 @@ void Db::WarmMetadata(size_t threads) {
   rocksdb::DB* db = core_->Handle();
   std::vector<rocksdb::LiveFileMetaData> files;
   db->GetLiveFilesMetaData(&files);
+  std::stable_sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.level < b.level; });
   // A point read of each file's smallest key opens the file and reads its index and filter
-  // blocks into the block cache (and those of the files above it on the key's path); what it
+  // blocks into the block cache, and those of the files above it on the key's path; what it
   // finds does not matter, and a read that fails leaves the batch's own read to fail the same.
-  std::atomic<size_t> next{0};
-  const auto read_next = [&] {
-    std::string value;
-    for (size_t i = next++; i < files.size(); i = next++) {
-      db->Get(rocksdb::ReadOptions(), files[i].smallestkey, &value).PermitUncheckedError();
-    }
-  };
-  std::vector<std::thread> readers;
-  for (size_t t = 1; t < std::min(threads, files.size()); ++t) readers.emplace_back(read_next);
-  read_next();
-  for (auto& r : readers) r.join();
+  // A level at a time: the levels above are cached by then, so no two reads fetch the same
+  // block at once (the cache does not merge concurrent misses).
+  for (size_t begin = 0; begin < files.size();) {
+    size_t end = begin;
+    while (end < files.size() && files[end].level == files[begin].level) ++end;
+    std::atomic<size_t> next{begin};
+    const auto read_next = [&] {
+      std::string value;
+      for (size_t i = next++; i < end; i = next++) {
+        db->Get(rocksdb::ReadOptions(), files[i].smallestkey, &value).PermitUncheckedError();
+      }
+    };
+    std::vector<std::thread> readers;
+    for (size_t t = 1; t < std::min(threads, end - begin); ++t) readers.emplace_back(read_next);
+    read_next();
+    for (auto& r : readers) r.join();
+    begin = end;
+  }
 }
 
 uint64_t Db::IntProperty(const std::string& name) {

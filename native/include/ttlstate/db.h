@@ -186,9 +186,9 @@ class Db {
   uint64_t AddKeyHashes(KeyHashes* hashes);
   void CompactAll();
   void Flush();
-  // Reads every SST file's index and filter blocks into the block cache with `threads` reads at
-  // once, instead of one at a time as a batch's first lookups would: after a restore in place
-  // each is a round trip to the checkpoint's file system.
+  // Reads every SST file's index and filter blocks into the block cache with up to `threads`
+  // reads at once, a level at a time, instead of one at a time as a batch's first lookups
+  // would: after a restore in place each is a round trip to the checkpoint's file system.
   void WarmMetadata(size_t threads);
   uint64_t IntProperty(const std::string& name);
   KeyCount CountKeys();  // by a scan of every key
