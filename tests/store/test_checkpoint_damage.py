@@ -81,12 +81,7 @@ class Checkpoint:
                    if n.endswith(".snapshot"))
 
     def state(self, p: StoreProvider, version: int) -> dict[bytes, bytes]:
-        """The version as a task reads it, then ends its use (as a task that fails would)."""
-        store = p.get_store(version, now_ms=1_000 + version, ckpt_id=self.ids[version])
-        try:
-            return dict(store.iterator())
-        finally:
-            store.abort()
+        return dict(p.get_store(version, now_ms=1_000 + version, ckpt_id=self.ids[version]).iterator())
 
 
 def only_in(ck: Checkpoint, snapshot: str) -> str:

@@ -52,26 +52,6 @@ def test_the_restored_files_come_to_the_local_disk_and_read_exactly(served, tmp_
     fresh.close()
 
 
-@pytest.mark.parametrize("end", ["commit", "abort"])
-def test_the_fill_starts_once_the_restores_batch_ends(served, tmp_path, end: str) -> None:  # noqa: ANN001, F811
-    """The batch that restored the store reads in place with nothing copying beside it; its
-    commit (or abort: a failed task) starts the fill."""
-    ck, service = served
-    fresh = fresh_reader(ck, tmp_path, service, local_fill=True)
-    store = fresh.get_store(VERSIONS, now_ms=1_000 + VERSIONS)
-    restored = placeholders(fresh)
-    assert restored and FILLS.idle(60)
-    assert placeholders(fresh) == restored  # nothing filled while the batch runs
-    assert dict(store.iterator()) == expected(VERSIONS)
-    if end == "commit":
-        assert store.commit() == VERSIONS + 1
-    else:
-        store.abort()
-    assert FILLS.idle(60)
-    assert placeholders(fresh) == {}
-    fresh.close()
-
-
 def test_the_readers_rocksdb_holds_open_read_the_local_copy(served, tmp_path) -> None:  # noqa: ANN001, F811
     """In a process of its own (this one's block cache may hold the blocks): the restore opens
     every file (RocksDB keeps its readers), the fill copies them, the file system goes down,
@@ -96,7 +76,7 @@ def fill_then_down(checkpoint_dir: str, local_dir: str, version: int) -> tuple[b
     it in place then, and of the local disk)."""
     without_metadata_warm_up()
     service, p = served_provider(checkpoint_dir, local_dir, local_fill=True)
-    p.get_store(version, now_ms=1_000 + version).abort()  # opened; the batch ends: the fill starts
+    p.get_store(version, now_ms=1_000 + version)  # opened: footers and indexes read
     assert FILLS.idle(60)
     p.drain_metrics()
     service.failing = "java.net.ConnectException: Connection refused (HDFS down)"
@@ -137,8 +117,7 @@ def test_a_damaged_file_is_found_by_the_fill_and_the_next_load_repairs(
         out.seek(10)
         out.write(bytes([byte[0] ^ 0xFF]))
     fresh = fresh_reader(ck, tmp_path, service, local_fill=True)
-    # opens in place (the damage is not read yet); the batch ends: the fill starts
-    fresh.get_store(VERSIONS, now_ms=1_000 + VERSIONS).abort()
+    fresh.get_store(VERSIONS, now_ms=1_000 + VERSIONS)  # opens in place: the damage is not read yet
     assert FILLS.idle(60)
     assert victim in fresh.sst.damaged and "checksum mismatch" in fresh.sst.damaged[victim]
     assert os.path.basename(next(iter(placeholders(fresh).values()))) == victim  # it stays read in place
@@ -159,7 +138,7 @@ def test_an_unreachable_file_system_leaves_the_files_read_in_place(
     faults.on_point("local-fill", down)
     try:
         fresh = fresh_reader(ck, tmp_path, service, local_fill=True)
-        fresh.get_store(VERSIONS, now_ms=1_000 + VERSIONS).abort()  # the batch ends: the fill starts
+        fresh.get_store(VERSIONS, now_ms=1_000 + VERSIONS)
         assert FILLS.idle(60)
     finally:
         faults.on_point("local-fill", None)
@@ -192,7 +171,7 @@ def test_a_fill_stops_when_the_store_is_dropped(served, tmp_path) -> None:  # no
 
     faults.on_point("local-fill", drop)
     try:
-        fresh.get_store(VERSIONS, now_ms=1_000 + VERSIONS).abort()  # the batch ends: the fill starts
+        fresh.get_store(VERSIONS, now_ms=1_000 + VERSIONS)
         loaded.set()
         assert FILLS.idle(60)
     finally:

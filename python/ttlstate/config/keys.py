@@ -169,9 +169,7 @@ SNAPSHOT_LOCAL_MAX_BYTES = ConfKey("snapshot.localMaxBytes", "0",
                                     zero="unbounded: uploaded files stay local", examples=("1g", "512m"))
 SNAPSHOT_LOCAL_FILL = ConfKey("snapshot.localFill", "true",
                                "With `snapshot.readInPlace`, where the shim reads the checkpoint "
-                               "(HDFS, S3A, ...): once the batch whose restore opened a store in "
-                               "place has committed (the restore itself reads each file's index "
-                               "and filter blocks, several at a time), a "
+                               "(HDFS, S3A, ...): after a restore opened a store in place, a "
                                "background thread of the state server copies the files it reads "
                                "in place to the local disk, one file at a time in each worker, the "
                                "newest first, while the store's local SST files stay within "

@@ -120,4 +120,3 @@ class Committer:
             self._snapshots.write()
         db.empty_at = None
         self._snapshots.committed(new_version)
-        db.start_fill()

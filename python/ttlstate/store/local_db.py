@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import secrets
 import shutil
-from collections.abc import Callable
 
 from ttlstate.config.store_config import TtlConfig
 from ttlstate.engine.base import Engine, FilterSettings
@@ -73,10 +72,6 @@ class LocalDb:
         # until the shim takes them for its filter, or the DB moves to another lineage.
         self.kept = KeptHashes(ctx.store_id)
         self.upkeep = FilterUpkeep(ctx.counters)
-        # The fill of a restore in place (local_fill.py), started once the restored version's
-        # batch is done with the DB (`start_fill`): until then the batch has the checkpoint's
-        # file system, the JVM and the cores to itself.
-        self.pending_fill: Callable[[], None] | None = None
 
     @property
     def is_open(self) -> bool:
@@ -118,15 +113,8 @@ class LocalDb:
         self.num_keys = 0
         self.num_internal_keys = 0
 
-    def start_fill(self) -> None:
-        """Starts the pending fill of the restore that opened this DB, if any."""
-        start, self.pending_fill = self.pending_fill, None
-        if start is not None:
-            start()
-
     def drop(self) -> None:
         """Discards the DB (only the checkpoint counts), waiting for an apply still writing to it."""
-        self.pending_fill = None
         pending, self.applying = self.applying, None
         if pending is not None:
             pending[0].abandon()  # waits: the apply writes to the DB about to be closed

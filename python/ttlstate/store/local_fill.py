@@ -3,8 +3,7 @@
 A restore in place (in_place.py) makes the restore's time independent of the state's size, but
 leaves every read the block cache misses to the checkpoint's file system: one range request
 per block, for as long as the DB reads those files. After a lost executor, the batch after the
-restore made 14,642 such reads at 50M keys on HDFS. So once the restore's own batch has
-committed (a copy beside that batch slowed it), one thread of the
+restore made 14,642 such reads at 50M keys on HDFS. So after the restore, one thread of the
 process copies each placeholder's file to the local disk, the newest first (level 0 and 1: the
 keys the batches just wrote), while the store's local SST files fit in `snapshot.localMaxBytes`,
 and the native side switches RocksDB's reads of it, of the readers it holds open too, to the

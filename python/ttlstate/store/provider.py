@@ -187,13 +187,8 @@ class StoreProvider:
             db.stamp += 1
             version_ctx = VersionContext(self.store_id, ctx.config.ttl, lambda: db.engine,
                                          lambda: db.stamp, self._committer.commit,
-                                         self._metrics.for_version, ctx.column_families, self._version_ended)
+                                         self._metrics.for_version, ctx.column_families)
             return db.plane.begin(version_ctx, db.engine, version, now, not read_only, db.stamp)
-
-    def _version_ended(self) -> None:
-        """A version was aborted or released: the restore's fill may start (a commit starts it)."""
-        with self._ctx.lock:
-            self._db.start_fill()
 
     def _open_empty(self, version: int) -> None:
         """Spark's loadEmpty: an empty local DB at `version`, whose keys are all known (none)."""

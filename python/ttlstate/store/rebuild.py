@@ -135,9 +135,7 @@ class Rebuilder:
 
     def _fill_local(self, version: int) -> None:
         """`snapshot.localFill`: the placeholders just opened go back to the local disk in the
-        background (local_fill.py), while this DB stays open, from the end of the batch that
-        restored them (LocalDb.start_fill): that batch reads what it needs in place, its files'
-        index and filter blocks already read, and a copy beside it only slowed it."""
+        background (local_fill.py), while this DB stays open."""
         ctx, db = self._ctx, self._db
         files = ctx.sst.restored_in_place()
         if not files or not ctx.config.snapshot_local_fill:
@@ -150,9 +148,9 @@ class Rebuilder:
                 ctx.counters[M.LOCAL_SST_FILES_FILLED.name] += 1
                 ctx.counters[M.LOCAL_SST_BYTES_FILLED.name] += f.size
 
-        job = FillJob(ctx.store_id, version, db.directory, files, ctx.config.snapshot_local_max_bytes,
-                      lambda: db.engine_or_none is engine and not db.closed, filled, ctx.sst.record_damage)
-        db.pending_fill = lambda: FILLS.submit(job)
+        FILLS.submit(FillJob(ctx.store_id, version, db.directory, files, ctx.config.snapshot_local_max_bytes,
+                             lambda: db.engine_or_none is engine and not db.closed, filled,
+                             ctx.sst.record_damage))
 
     def _build(self, fetched: list[Fetched], version: int, collecting: KeyHashes | None) -> list[Fetched]:
         """Builds the empty DB from what the data plane takes in one pass (the snapshot, and

@@ -154,9 +154,6 @@ class VersionContext:
     # The changelog logs every put, delete and append in the order made (a store with column
     # families), not each written key once.
     log_operations: bool = False
-    # Called when the version is aborted or released (a commit tells the committer itself): the
-    # store may start what it kept off the batch's way (LocalDb.start_fill).
-    ended: Callable[[], None] = lambda: None
 
 
 class SnapshotView(Protocol):

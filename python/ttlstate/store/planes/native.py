@@ -225,11 +225,9 @@ class NativeVersion:
     def abort(self) -> None:
         """Drop uncommitted writes. Idempotent; a no-op after commit or on a superseded handle."""
         self._end("aborted")
-        self._ctx.ended()
 
     def release(self) -> None:
         self._end("released")
-        self._ctx.ended()
 
     def supersede(self) -> None:
         self._end("superseded")

@@ -184,14 +184,12 @@ class PortableVersion:
             self._pending.clear()
             self._log = None if self._log is None else []
             self._state = "aborted"
-        self._ctx.ended()
 
     def release(self) -> None:
         """End a read-only use. Idempotent."""
         if self._state == "open":
             self._pending.clear()
             self._state = "released"
-        self._ctx.ended()
 
     @property
     def pending(self) -> dict[bytes, bytes | None]:
