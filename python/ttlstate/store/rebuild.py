@@ -125,7 +125,7 @@ class Rebuilder:
         if in_place is not None and in_place.socket is not None:
             crash_point("in-place-opened")  # tests only: the file system goes away now
             # Each file's index and filter blocks are a round trip to the checkpoint's file
-            # system: all of them at once now, rather than one at a time by the first lookups.
+            # system: several at a time now, rather than one at a time by the first lookups.
             self._db.engine.warm_metadata(METADATA_READS_AT_ONCE)
         self._ctx.sst.new_lineage(manifest)
         self._fill_local(version)
