@@ -22,8 +22,11 @@ batches, the recovery (what the kill batch and the batch after took beyond two s
 kill that came after the victim's stateful tasks had ended costs the batch after) and their
 ratios to Spark's RocksDB provider (and to the baseline twin), and checks the state rows after
 every batch (nothing lost or doubled by the retries). From Spark's event log, the kill batch is
-also split at the stateful stage's last attempt: the wait for it from the kill is Spark's
-recovery whatever the provider; the attempt is where the lost stores load and are read again.
+also split at the stateful stage's last attempt. Where Spark resubmitted the stage (a lost
+map output failed a fetch), the wait for that attempt from the kill holds the first attempt's
+remaining tasks and the map output run again, and the attempt is where the lost partitions'
+stores load and are read again; where the lost tasks ran again inside the attempt already
+running (one attempt), the wait is negative and the attempt is the whole stage.
 """
 
 from __future__ import annotations
@@ -144,11 +147,10 @@ def summarize_run(run: dict[str, Any], grown_rows: int, kill_keys: int) -> dict[
 
 
 def _kill_stages(kill: dict[str, Any]) -> dict[str, Any]:
-    """The kill batch from the kill on: until the stateful stage's last attempt starts (Spark
-    noticing the loss and running the lost shuffle output again, whatever the provider), that
-    attempt (the lost partitions' stores loaded and read where they run now), and what follows
-    it. Negative waits mean the kill came after that attempt had started (runs before
-    2026-12-01, and baseline trees, have no split)."""
+    """The kill batch from the kill on: until the stateful stage's last attempt starts, that
+    attempt, and what follows it (the module's docstring says what each holds). A negative wait:
+    that attempt had started before the kill, the lost tasks ran again inside it. Runs before
+    2026-12-01, and baseline trees, have no split."""
     stages = kill.get("stages")
     if stages is None:
         return {}
