@@ -24,6 +24,14 @@ def session_confs(directory: str) -> dict[str, str]:
             "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"}
 
 
+def log_events(params: dict[str, Any], directory: str) -> None:
+    """A child's `params` (its `spark_confs` and `events_dir`) made to log its events into
+    directory, created here; the child reads them back after its session stops."""
+    os.makedirs(directory)
+    params["events_dir"] = directory
+    params["spark_confs"].update(session_confs(directory))
+
+
 def read_events(directory: str) -> list[dict[str, Any]]:
     """The events of the one application that logged into directory."""
     logs = [n for n in os.listdir(directory) if not n.endswith(".inprogress")]

@@ -97,9 +97,7 @@ def run_variant(v: Variant, args: argparse.Namespace, cluster: Any, files: list[
     ck = join(ck_root, os.path.basename(here), "ck")
     params = _child_params(v, args, "kill", input_dir, ck)
     params["spark_confs"].update(cluster_confs(args, cluster.url, v))
-    params["events_dir"] = os.path.join(work, "events", os.path.basename(here))
-    os.makedirs(params["events_dir"])
-    params["spark_confs"].update(event_log.session_confs(params["events_dir"]))
+    event_log.log_events(params, os.path.join(work, "events", os.path.basename(here)))
     params.update(staging_dir=staging, kill_after_s=args.kill_after, partitions=args.partitions,
                   victim_worker_pid=cluster.workers[0].pid)
     print(f"executor_kill: {v.name} (round {round_no}): {args.batches} batches, then {', '.join(PHASES)}",

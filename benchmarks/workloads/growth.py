@@ -292,9 +292,8 @@ def run_variant(v: Variant, args: argparse.Namespace, files: list[str], restore_
     restores = []
     for repeat in range(args.restore_repeats):  # each after taking the one before back out
         params = _child_params(v, args, "restore", input_dir, ck)
-        params["events_dir"] = os.path.join(work, "events", f"{os.path.basename(here)}-restore{repeat}")
-        os.makedirs(params["events_dir"])
-        params["spark_confs"].update(event_log.session_confs(params["events_dir"]))
+        events = os.path.join(work, "events", f"{os.path.basename(here)}-restore{repeat}")
+        event_log.log_events(params, events)
         if restores:
             params["rewind_batch"] = restores[-1]["batch_id"]
         restored, restore_rss = run_child(
