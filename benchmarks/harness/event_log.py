@@ -101,3 +101,41 @@ def batch_stages(events: list[dict[str, Any]], batch_id: int, batch_start_ms: in
             "stateful_task_ms": sum(a["task_ms"] for a in stateful),
             "last_stateful_attempt_from_start_ms": last["submitted"] - batch_start_ms,
             "last_stateful_attempt_ms": last["completed"] - last["submitted"]}
+
+
+def stateful_tasks(events: list[dict[str, Any]], batch_id: int, batch_start_ms: int) -> list[dict[str, Any]]:
+    """Every task attempt of the batch's stateful stage (all its attempts), in launch order,
+    from the batch's start: its partition, executor, launch, time and how it ended. After a lost
+    executor this shows where the lost partitions ran again and when, which a stage's times
+    cannot where the lost tasks re-ran inside the attempt already running."""
+    stateful = _stateful_stage_ids(events) & _batch_stage_ids(events, batch_id)
+    tasks = []
+    for e in events:
+        if e["Event"] != "SparkListenerTaskEnd" or e["Stage ID"] not in stateful:
+            continue
+        t = e["Task Info"]
+        tasks.append({"stage": e["Stage ID"], "stage_attempt": e["Stage Attempt ID"], "partition": t["Index"],
+                      "executor": t["Executor ID"], "launched_ms": t["Launch Time"] - batch_start_ms,
+                      "task_ms": t["Finish Time"] - t["Launch Time"],
+                      "ended": (e.get("Task End Reason") or {}).get("Reason", "Success")})
+    return sorted(tasks, key=lambda t: t["launched_ms"])
+
+
+def busy_ms(tasks: Iterable[dict[str, Any]]) -> int:
+    """How long at least one of the tasks ran: the union of their spans."""
+    total, reach = 0, None
+    for t in sorted(tasks, key=lambda t: t["launched_ms"]):
+        start, end = t["launched_ms"], t["launched_ms"] + t["task_ms"]
+        if reach is None or start > reach:
+            total, reach = total + end - start, end
+        elif end > reach:
+            total, reach = total + end - reach, end
+    return total
+
+
+def executor_changes(events: Iterable[dict[str, Any]], since_ms: int, until_ms: int) -> list[dict[str, Any]]:
+    """Executors added and removed between two instants, from since_ms: after a kill, when Spark
+    noticed the loss and when the replacement registered."""
+    kinds = {"SparkListenerExecutorAdded": "added", "SparkListenerExecutorRemoved": "removed"}
+    return [{"executor": e["Executor ID"], "change": kinds[e["Event"]], "at_ms": e["Timestamp"] - since_ms}
+            for e in events if e["Event"] in kinds and since_ms <= e["Timestamp"] <= until_ms]

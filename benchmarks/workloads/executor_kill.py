@@ -26,7 +26,10 @@ also split at the stateful stage's last attempt. Where Spark resubmitted the sta
 map output failed a fetch), the wait for that attempt from the kill holds the first attempt's
 remaining tasks and the map output run again, and the attempt is where the lost partitions'
 stores load and are read again; where the lost tasks ran again inside the attempt already
-running (one attempt), the wait is negative and the attempt is the whole stage.
+running (one attempt), the wait is negative and the attempt is the whole stage. So each batch
+is also timed by its stateful tasks (where each partition ran, when, for how long, how it ended):
+the time no stateful task ran is Spark's whatever the provider, and the summary sets the kill
+batch's share of it against Spark RocksDB's whole kill batch, the best any store could do there.
 """
 
 from __future__ import annotations
@@ -127,6 +130,12 @@ def run_variant(v: Variant, args: argparse.Namespace, cluster: Any, files: list[
               f"{split['kill_to_last_stateful_attempt_ms']} ms, that attempt "
               f"{split['kill_last_stateful_attempt_ms']} ms, after it {split['kill_after_stateful_ms']} ms "
               f"({split['kill_stateful_attempts']} attempts)", flush=True)
+        kill = phases["kill"]
+        print(f"  stateful tasks (from the batch's start, killed at {kill['kill_into_batch_ms']} ms): "
+              + "; ".join(f"p{t['partition']} on {t['executor']} at {t['launched_ms']} ms "
+                          f"for {t['task_ms']} ms ({t['ended']})" for t in kill["tasks"])
+              + "; executors " + ", ".join(f"{c['executor']} {c['change']} at {c['at_ms']} ms"
+                                           for c in kill["executors"]), flush=True)
     return run
 
 
@@ -140,6 +149,8 @@ def summarize_run(run: dict[str, Any], grown_rows: int, kill_keys: int) -> dict[
             "recovery_ms": p["kill"]["batch_ms"] + p["after"]["batch_ms"] - 2 * p["steady"]["batch_ms"],
             "kill_to_end_ms": p["kill"]["kill_to_end_ms"], "kill_load_ms": p["kill"]["load_ms"],
             "kill_replayed_changelogs": _replayed(p["kill"]), **_kill_stages(p["kill"]),
+            **{f"{name}_outside_stateful_tasks_ms": p[name]["batch_ms"] - event_log.busy_ms(p[name]["tasks"])
+               for name in PHASES if "tasks" in p[name]},
             "median_grow_batch_ms": _median([b["batch_ms"] for b in run["batches"]]),
             "state_rows_ok": [p[name]["state_rows"] for name in PHASES] == expected}
 
@@ -152,15 +163,38 @@ def _kill_stages(kill: dict[str, Any]) -> dict[str, Any]:
     stages = kill.get("stages")
     if stages is None:
         return {}
-    return {"kill_to_last_stateful_attempt_ms": stages["last_stateful_attempt_from_start_ms"]
-            - kill["kill_into_batch_ms"],
-            "kill_last_stateful_attempt_ms": stages["last_stateful_attempt_ms"],
-            "kill_after_stateful_ms": stages["after_stateful_ms"],
-            "kill_stateful_attempts": stages["stateful_stage_attempts"]}
+    split = {"kill_to_last_stateful_attempt_ms": stages["last_stateful_attempt_from_start_ms"]
+             - kill["kill_into_batch_ms"],
+             "kill_last_stateful_attempt_ms": stages["last_stateful_attempt_ms"],
+             "kill_after_stateful_ms": stages["after_stateful_ms"],
+             "kill_stateful_attempts": stages["stateful_stage_attempts"]}
+    return {**split, **_kill_tasks(kill)}
+
+
+def _kill_tasks(kill: dict[str, Any]) -> dict[str, Any]:
+    """The kill batch by its stateful tasks: how long at least one ran (the stores' work is in
+    there, with the tasks' own), how many attempts failed, and when the replacement executor
+    came. Each batch's time outside its stateful tasks (`summarize_run`: the query's start, the
+    recovery's waits for the loss to be noticed, the map output run again, a slot or the
+    replacement executor, and the end) is Spark's whatever the provider, as far as a faster store
+    cannot have a lost task run again sooner on a slot it frees. Runs before 2026-12-01's task
+    timeline have no tasks."""
+    tasks = kill.get("tasks")
+    if tasks is None:
+        return {}
+    added = [c["at_ms"] for c in kill["executors"] if c["change"] == "added"]
+    return {"kill_stateful_busy_ms": event_log.busy_ms(tasks),
+            "kill_failed_task_attempts": sum(t["ended"] != "Success" for t in tasks),
+            "kill_to_replacement_executor_ms": min(added) - kill["kill_into_batch_ms"] if added else None}
 
 
 COMPARED = ("recovery_ms", "kill_batch_ms", "after_batch_ms", "kill_to_end_ms", "steady_batch_ms",
-            "kill_to_last_stateful_attempt_ms", "kill_last_stateful_attempt_ms")
+            "kill_to_last_stateful_attempt_ms", "kill_last_stateful_attempt_ms", "kill_stateful_busy_ms",
+            "kill_outside_stateful_tasks_ms", "after_outside_stateful_tasks_ms")
+# a variant's figure over another of Spark RocksDB's: the kill batch a store could reach at best
+# if its stateful tasks took no time at all, against Spark RocksDB's kill batch
+CROSS_RATIOS = {"kill_outside_stateful_tasks_to_rocksdb_kill":
+                ("kill_outside_stateful_tasks_ms", "kill_batch_ms")}
 
 
 def summarize(variants: list[Variant], runs: list[dict[str, Any]], grown_rows: int,
@@ -183,10 +217,15 @@ def summarize(variants: list[Variant], runs: list[dict[str, Any]], grown_rows: i
             if name == REFERENCE:
                 continue
             row["ratio_to_rocksdb"] = {k: ratio(row.get(k), ref.get(k)) for k in COMPARED}
+            row["ratio_to_rocksdb"].update({name: ratio(row.get(mine), ref.get(theirs))
+                                            for name, (mine, theirs) in CROSS_RATIOS.items()})
             if len(per_round) == len(ref_rounds):
                 pairs = list(zip(per_round, ref_rounds, strict=True))
                 row["ratio_to_rocksdb_per_round"] = {k: [ratio(a.get(k), b.get(k)) for a, b in pairs]
                                                      for k in COMPARED}
+                row["ratio_to_rocksdb_per_round"].update(
+                    {name: [ratio(a.get(mine), b.get(theirs)) for a, b in pairs]
+                     for name, (mine, theirs) in CROSS_RATIOS.items()})
     for v in variants:  # this tree's variant against its run by the baseline's code
         twin = baseline_twin(v, variants)
         if twin is not None:

@@ -14,7 +14,8 @@ snapshot. Then three more files, one at a time, each a batch of the same query:
 
 With `events_dir` (Spark's event log goes there) each of the three batches is also split at its
 stateful stage (`benchmarks.harness.event_log`), the kill batch's last stateful attempt (the one
-that ran the lost partitions again) timed apart.
+that ran the lost partitions again) timed apart, and each batch's stateful tasks and executor
+changes are kept (where each partition ran, when, and when the lost executor's replacement came).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 from integration.standalone import executors_of
 
 from benchmarks.harness.checkpoint_fs import CheckpointFiles, join, progress_start_ms
-from benchmarks.harness.event_log import batch_stages, read_events
+from benchmarks.harness.event_log import batch_stages, executor_changes, read_events, stateful_tasks
 from benchmarks.harness.sparkjob import child_main, imported_ttlstate, progresses, session
 from benchmarks.workloads.growth_child import _start, _wait_for_batches, batch_row
 
@@ -117,7 +118,10 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     if params.get("events_dir"):  # the event log is whole once the session has stopped
         events = read_events(params["events_dir"])
         for phase, p in zip(result["phases"], extra, strict=True):
-            phase["stages"] = batch_stages(events, phase["batch_id"], progress_start_ms(p), phase["batch_ms"])
+            start = progress_start_ms(p)
+            phase["stages"] = batch_stages(events, phase["batch_id"], start, phase["batch_ms"])
+            phase["tasks"] = stateful_tasks(events, phase["batch_id"], start)
+            phase["executors"] = executor_changes(events, start, start + phase["batch_ms"])
     return result
 
 

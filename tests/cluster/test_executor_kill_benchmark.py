@@ -32,3 +32,9 @@ def test_an_executor_killed_mid_batch_costs_a_slower_batch_and_no_row(hadoop: Ya
     assert summary["kill_batch_ms"] == kill["batch_ms"]
     assert summary["kill_to_last_stateful_attempt_ms"] + summary["kill_last_stateful_attempt_ms"] \
         + summary["kill_after_stateful_ms"] == kill["kill_to_end_ms"], summary
+    # ... and by its stateful tasks: every partition ran, busy and idle add up to the batch
+    assert {t["partition"] for t in kill["tasks"]} == set(range(4)), kill["tasks"]
+    busy, idle = summary["kill_stateful_busy_ms"], summary["kill_outside_stateful_tasks_ms"]
+    assert busy + idle == kill["batch_ms"], summary
+    if summary["kill_failed_task_attempts"]:  # a task lost with the executor: Spark saw it go
+        assert any(c["change"] == "removed" for c in kill["executors"]), kill["executors"]

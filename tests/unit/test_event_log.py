@@ -9,9 +9,12 @@ import pytest
 from benchmarks.harness.checkpoint_fs import progress_start_ms
 from benchmarks.harness.event_log import (
     batch_stages,
+    busy_ms,
+    executor_changes,
     read_events,
     session_confs,
     stage_attempts,
+    stateful_tasks,
 )
 
 
@@ -31,9 +34,12 @@ def _stage(kind: str, stage: int, attempt: int, rdds: list[str], submitted: int,
     return {"Event": f"SparkListenerStage{kind}", "Stage Info": info}
 
 
-def _task(stage: int, launched: int, finished: int, attempt: int = 0) -> dict:
+def _task(stage: int, launched: int, finished: int, attempt: int = 0, partition: int = 0, executor: str = "0",
+          reason: str = "Success") -> dict:
     return {"Event": "SparkListenerTaskEnd", "Stage ID": stage, "Stage Attempt ID": attempt,
-            "Task Info": {"Launch Time": launched, "Finish Time": finished}}
+            "Task End Reason": {"Reason": reason},
+            "Task Info": {"Launch Time": launched, "Finish Time": finished, "Index": partition,
+                          "Executor ID": executor}}
 
 
 STATEFUL = ["StateStoreRDD", "ShuffledRowRDD"]
@@ -44,10 +50,15 @@ EVENTS = [
     _job(1, 6, [1, 2]), _stage("Submitted", 2, 0, STATEFUL, 100), _task(2, 110, 900),
     _stage("Completed", 2, 0, STATEFUL, 100, 950),
     _job(2, 7, [3]), _stage("Submitted", 3, 0, SCAN, 1500), _stage("Completed", 3, 0, SCAN, 1500, 2000),
-    _job(3, 7, [3, 4]), _stage("Submitted", 4, 0, STATEFUL, 2100), _task(4, 2100, 2600),
+    _job(3, 7, [3, 4]), _stage("Submitted", 4, 0, STATEFUL, 2100),
+    _task(4, 2100, 2600, partition=1, executor="1", reason="ExecutorLostFailure"),
+    {"Event": "SparkListenerExecutorRemoved", "Timestamp": 2650, "Executor ID": "1"},
     _stage("Completed", 4, 0, STATEFUL, 2100, 2700, failure="FetchFailed"),
-    _stage("Submitted", 4, 1, STATEFUL, 2900), _task(4, 2900, 3400, 1), _task(4, 2950, 4200, 1),
+    _stage("Submitted", 4, 1, STATEFUL, 2900), _task(4, 2900, 3400, 1, partition=0),
+    {"Event": "SparkListenerExecutorAdded", "Timestamp": 3000, "Executor ID": "2"},
+    _task(4, 2950, 4200, 1, partition=1, executor="2"),
     _stage("Completed", 4, 1, STATEFUL, 2900, 4300),
+    {"Event": "SparkListenerExecutorAdded", "Timestamp": 6000, "Executor ID": "3"},
 ]
 
 
@@ -90,3 +101,26 @@ def test_the_one_finished_log_is_read_and_an_unfinished_one_refused(tmp_path) ->
         read_events(str(tmp_path))
     os.rename(os.path.join(tmp_path, "local-1.inprogress"), os.path.join(tmp_path, "local-1"))
     assert read_events(str(tmp_path)) == [EVENTS[0]]
+
+
+def test_each_stateful_task_with_its_partition_executor_and_end_from_the_batch_s_start() -> None:
+    tasks = stateful_tasks(EVENTS, 7, 1000)
+    assert [(t["stage_attempt"], t["partition"], t["executor"], t["launched_ms"], t["task_ms"], t["ended"])
+            for t in tasks] == [(0, 1, "1", 1100, 500, "ExecutorLostFailure"),
+                                (1, 0, "0", 1900, 500, "Success"), (1, 1, "2", 1950, 1250, "Success")]
+    assert stateful_tasks(EVENTS, 6, 0)[0]["launched_ms"] == 110  # another batch's own stage
+
+
+def test_busy_is_the_union_of_the_tasks_spans() -> None:
+    def span(start: int, ms: int) -> dict:
+        return {"launched_ms": start, "task_ms": ms}
+    assert busy_ms([]) == 0
+    # 100-600 and 300-400 overlap (500), 700-900 apart (200), 850-1000 runs past it (100 more)
+    assert busy_ms([span(700, 200), span(100, 500), span(300, 100), span(850, 150)]) == 800
+    assert busy_ms(stateful_tasks(EVENTS, 7, 1000)) == 500 + 1300
+
+
+def test_executor_changes_inside_the_window_from_its_start() -> None:
+    assert executor_changes(EVENTS, 1000, 5000) == [
+        {"executor": "1", "change": "removed", "at_ms": 1650},
+        {"executor": "2", "change": "added", "at_ms": 2000}]

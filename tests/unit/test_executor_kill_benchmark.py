@@ -61,3 +61,30 @@ def test_cluster_confs_give_executors_the_variant_s_python_path(monkeypatch: pyt
     assert confs["spark.executorEnv.PYTHONPATH"] == "/tree/python"
     assert confs["spark.cores.max"] == "2" and confs["spark.executor.cores"] == "1"
     assert args.kill_keys == args.keys_per_batch == 20_000
+
+
+def test_the_kill_batch_outside_its_stateful_tasks_and_against_spark_rocksdb_s_kill_batch() -> None:
+    def with_tasks(run: dict[str, Any], spans: list[tuple[int, int, str]], added_at: int) -> dict[str, Any]:
+        kill = run["phases"]["kill"]
+        kill["stages"] = {"last_stateful_attempt_from_start_ms": 1000, "last_stateful_attempt_ms": 3000,
+                          "after_stateful_ms": 100, "stateful_stage_attempts": 1}
+        kill["tasks"] = [{"launched_ms": a, "task_ms": b, "ended": e, "partition": 0, "executor": "0"}
+                         for a, b, e in spans]
+        kill["executors"] = [{"executor": "0", "change": "removed", "at_ms": 400},
+                             {"executor": "2", "change": "added", "at_ms": added_at}]
+        return run
+    variants = [VARIANTS["rocksdb"], VARIANTS["ttlstate-budget-in-place-after-commit"]]
+    rows = [110, 120, 130]
+    ref = with_tasks(_run("rocksdb", 1000, 10000, 2000, rows), [(1000, 2000, "Success")], 3300)
+    mine = with_tasks(_run(variants[1].name, 500, 4000, 1000, rows),
+                      [(1000, 1000, "ExecutorLostFailure"), (1500, 1000, "Success"), (3000, 500, "Success")],
+                      2300)
+    one = executor_kill.summarize_run(mine, 100, 10)
+    assert one["kill_stateful_busy_ms"] == 1500 + 500  # 1000-2500 and 3000-3500
+    assert one["kill_outside_stateful_tasks_ms"] == 4000 - 2000
+    assert one["kill_failed_task_attempts"] == 1
+    assert one["kill_to_replacement_executor_ms"] == 2300 - 300  # the kill came 300 ms in
+    r, m = executor_kill.summarize(variants, [ref, mine], 100, 10)
+    assert m["ratio_to_rocksdb"]["kill_outside_stateful_tasks_to_rocksdb_kill"] == 2000 / 10000
+    assert m["ratio_to_rocksdb_per_round"]["kill_outside_stateful_tasks_to_rocksdb_kill"] == [0.2]
+    assert m["ratio_to_rocksdb"]["kill_stateful_busy_ms"] == 2000 / 2000
